@@ -1,0 +1,32 @@
+//! The application: configuration, prompts and the TUI runtime.
+
+pub mod config;
+pub mod prompts;
+mod tui;
+
+use anyhow::Result;
+
+use crate::paths::Paths;
+use crate::store::Store;
+pub use tui::run;
+
+/// What every command and the TUI need: paths and the merged config.
+pub struct Ctx {
+    pub paths: Paths,
+    pub loaded: config::LoadedConfig,
+    /// The environment snapshot the config was loaded from (key variables only as "set").
+    pub env: Vec<(String, String)>,
+}
+
+impl Ctx {
+    /// Opens (creating if needed) the store in the data dir.
+    pub fn open_store(&self) -> Result<Store> {
+        self.paths.ensure_data_dir()?;
+        Ok(Store::open(&self.paths.store_file())?)
+    }
+
+    /// The prompts: embedded defaults overridden by files in `<config dir>/prompts/`.
+    pub fn prompts(&self) -> prompts::Prompts {
+        prompts::Prompts::load(&self.paths.config_dir)
+    }
+}

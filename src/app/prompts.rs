@@ -1,0 +1,58 @@
+//! Prompts are data: embedded defaults from configs/prompts, each overridable by a file of
+//! the same relative path under `<config dir>/prompts/`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// Every prompt glassbox ships, by name (its path under configs/prompts without `.md`).
+const DEFAULTS: &[(&str, &str)] = &[
+    ("local/thinking", include_str!("../../configs/prompts/local/thinking.md")),
+    ("local/answer", include_str!("../../configs/prompts/local/answer.md")),
+];
+
+/// The loaded prompt set.
+#[derive(Clone, Debug)]
+pub struct Prompts {
+    by_name: BTreeMap<&'static str, String>,
+}
+
+impl Prompts {
+    /// Embedded defaults, each replaced by `<config_dir>/prompts/<name>.md` when that exists.
+    pub fn load(config_dir: &Path) -> Self {
+        let by_name = DEFAULTS
+            .iter()
+            .map(|(name, text)| {
+                let file = config_dir.join("prompts").join(format!("{name}.md"));
+                let text = std::fs::read_to_string(&file).unwrap_or_else(|_| (*text).to_string());
+                (*name, text.trim().to_string())
+            })
+            .collect();
+        Self { by_name }
+    }
+
+    /// The prompt called `name`; empty for an unknown name.
+    pub fn get(&self, name: &str) -> &str {
+        self.by_name.get(name).map(String::as_str).unwrap_or("")
+    }
+
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.by_name.keys().copied()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_in_the_config_dir_override_defaults() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let d = Prompts::load(dir.path());
+        assert!(d.get("local/thinking").starts_with("Think step by step"));
+        std::fs::create_dir_all(dir.path().join("prompts/local")).unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join("prompts/local/thinking.md"), "Reason briefly.\n")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(Prompts::load(dir.path()).get("local/thinking"), "Reason briefly.");
+        assert_eq!(d.get("nope"), "");
+    }
+}

@@ -1,0 +1,198 @@
+//! `glassbox ask`: one headless think turn, streamed to stdout.
+
+use std::io::{IsTerminal, Read, Write};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::Ctx;
+use crate::engines::llm::{Effort, StopReason, factory};
+use crate::engines::orchestrator::{Orchestrator, TurnEvent, TurnRequest};
+
+#[derive(Debug, Args)]
+pub struct AskArgs {
+    /// The question; `-` reads it from stdin.
+    pub question: String,
+    /// Continue this session (id or unique prefix), sending its history.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Thinking effort (budget from [effort] in the config).
+    #[arg(long, value_enum)]
+    pub effort: Option<Effort>,
+    /// Do not ask the model to think first.
+    #[arg(long)]
+    pub no_thinking: bool,
+    /// Maximum answer tokens.
+    #[arg(long, value_name = "N")]
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature (0 = greedy).
+    #[arg(long, value_name = "T")]
+    pub temperature: Option<f32>,
+    /// Sampling seed.
+    #[arg(long, value_name = "N")]
+    pub seed: Option<u64>,
+    /// Print only the answer, not the thinking.
+    #[arg(long)]
+    pub answer_only: bool,
+    /// Print one JSON event per line (thinking, text, usage, done, error).
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How the streamed turn is written to stdout. A closed stdout (`| head`) cancels the run
+/// instead of panicking; what streamed so far is kept, marked interrupted.
+struct Printer {
+    json: bool,
+    answer_only: bool,
+    styled: bool,
+    /// Which section is being printed: 0 none, 1 thinking, 2 answer.
+    section: u8,
+    cancel: CancellationToken,
+}
+
+impl Printer {
+    fn write(&self, s: &str) {
+        let mut out = std::io::stdout().lock();
+        if out.write_all(s.as_bytes()).and_then(|_| out.flush()).is_err() {
+            self.cancel.cancel();
+        }
+    }
+
+    fn line(&self, v: serde_json::Value) {
+        self.write(&format!("{v}\n"));
+    }
+
+    fn thinking(&mut self, text: &str) {
+        if self.json {
+            return self.line(json!({"type": "thinking", "text": text}));
+        }
+        if self.answer_only {
+            return;
+        }
+        if self.section != 1 {
+            self.write(if self.styled { "\x1b[2;3m── thinking ──\x1b[0m\n" } else { "[thinking]\n" });
+            self.section = 1;
+        }
+        if self.styled {
+            self.write(&format!("\x1b[2m{text}\x1b[0m"));
+        } else {
+            self.write(text);
+        }
+    }
+
+    fn text(&mut self, text: &str) {
+        if self.json {
+            return self.line(json!({"type": "text", "text": text}));
+        }
+        if self.section != 2 && !self.answer_only {
+            self.write(if self.styled { "\n\n\x1b[1m── answer ──\x1b[0m\n" } else { "\n\n[answer]\n" });
+        }
+        self.section = 2;
+        self.write(text);
+    }
+}
+
+pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
+    let question = if args.question == "-" {
+        let mut s = String::new();
+        std::io::stdin().read_to_string(&mut s).context("cannot read the question from stdin")?;
+        s
+    } else {
+        args.question.clone()
+    };
+    if question.trim().is_empty() {
+        bail!("the question is empty");
+    }
+    let cfg = &ctx.loaded.config;
+    let store = ctx.open_store()?;
+    let session = args.session.as_deref().map(|s| store.resolve_session(s)).transpose()?;
+    let built = factory::build(ctx)?;
+    let effort = args.effort.unwrap_or(cfg.effort.default);
+    let plan = factory::plan_turn(cfg, built.kind, (!args.no_thinking).then_some(effort), args.max_tokens);
+    let orch = Orchestrator { store, provider: built.provider, model: built.model.clone() };
+    let req = TurnRequest {
+        session,
+        question,
+        system: None,
+        thinking: plan.thinking,
+        effort: plan.effort,
+        max_tokens: plan.max_tokens,
+        temperature: Some(args.temperature.unwrap_or(cfg.generation.temperature as f32)),
+        top_p: Some(cfg.generation.top_p as f32),
+        seed: Some(args.seed.unwrap_or(cfg.generation.seed)),
+    };
+
+    let cancel = CancellationToken::new();
+    tokio::spawn({
+        let cancel = cancel.clone();
+        async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        }
+    });
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let turn = tokio::spawn({
+        let cancel = cancel.clone();
+        async move { orch.run_turn(req, tx, cancel).await }
+    });
+    let styled = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
+    let mut p = Printer {
+        json: args.json,
+        answer_only: args.answer_only,
+        styled,
+        section: 0,
+        cancel: cancel.clone(),
+    };
+    while let Some(ev) = rx.recv().await {
+        match ev {
+            TurnEvent::Thinking(t) => p.thinking(&t),
+            TurnEvent::Text(t) => p.text(&t),
+            TurnEvent::Usage(u) if args.json => p.line(json!({"type": "usage", "usage": u})),
+            TurnEvent::ToolUse { name, input } if args.json => {
+                p.line(json!({"type": "tool_use", "name": name, "input": input}))
+            }
+            _ => {}
+        }
+    }
+    let outcome = turn.await.context("the turn task failed")??;
+    let node = outcome.response.or(outcome.thinking).unwrap_or(outcome.query);
+    if args.json {
+        if let Some(e) = &outcome.error {
+            p.line(json!({"type": "error", "message": e.to_string()}));
+        }
+        p.line(json!({
+            "type": "done",
+            "session": outcome.session,
+            "node": node,
+            "stop_reason": outcome.stop,
+            "usage": outcome.usage,
+        }));
+    } else {
+        p.write("\n");
+        let u = outcome.usage;
+        eprintln!(
+            "{}session {}  ·  {} in / {} out tokens{}{}",
+            if styled { "\x1b[2m" } else { "" },
+            outcome.session,
+            u.input_tokens,
+            u.output_tokens,
+            if outcome.stop == StopReason::Cancelled { "  ·  interrupted" } else { "" },
+            if styled { "\x1b[0m" } else { "" },
+        );
+    }
+    if let Some(e) = outcome.error {
+        if !args.json {
+            eprintln!("glassbox: error: {e} (what arrived was kept in session {})", outcome.session);
+        }
+        return Ok(ExitCode::from(1));
+    }
+    if outcome.stop == StopReason::Cancelled {
+        return Ok(ExitCode::from(130));
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,185 @@
+//! `glassbox doctor`: what glassbox sees of its data dir, store, config, providers, model
+//! files and terminal. Never prints a key.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+
+use anyhow::Result;
+use serde_json::{Value, json};
+
+use super::{Ctx, print_json};
+use crate::app::config::ProviderKind;
+use crate::engines::llm::factory;
+
+fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 { format!("{bytes} B") } else { format!("{v:.1} {}", UNITS[u]) }
+}
+
+fn colour_support() -> &'static str {
+    if std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()) {
+        return "none (NO_COLOR)";
+    }
+    let colorterm = std::env::var("COLORTERM").unwrap_or_default();
+    if colorterm.contains("truecolor") || colorterm.contains("24bit") {
+        return "truecolor";
+    }
+    let term = std::env::var("TERM").unwrap_or_default();
+    if term.contains("256color") {
+        "256"
+    } else if term.is_empty() || term == "dumb" {
+        "none"
+    } else {
+        "16"
+    }
+}
+
+fn gather(ctx: &Ctx) -> Value {
+    let cfg = &ctx.loaded.config;
+    let data_dir = &ctx.paths.data_dir;
+    let store_path = ctx.paths.store_file();
+    let store = if store_path.exists() {
+        match crate::store::Store::open(&store_path) {
+            Ok(s) => json!({
+                "path": store_path,
+                "size_bytes": std::fs::metadata(&store_path).map(|m| m.len()).unwrap_or(0),
+                "schema_version": s.schema_version().ok(),
+                "counts": s.counts().ok(),
+            }),
+            Err(e) => json!({"path": store_path, "error": e.to_string()}),
+        }
+    } else {
+        json!({"path": store_path, "exists": false})
+    };
+    let selected = factory::resolve_kind(ctx);
+    let providers: Vec<Value> = [ProviderKind::Anthropic, ProviderKind::OpenAi, ProviderKind::Ollama, ProviderKind::Local]
+        .into_iter()
+        .map(|k| {
+            json!({
+                "name": k.as_str(),
+                "selected": k == selected,
+                "key_configured": factory::key_configured(ctx, k),
+                "model": factory::model_name(ctx, k),
+                "base_url": factory::base_url(cfg, k),
+            })
+        })
+        .collect();
+    let models: Vec<Value> = crate::models::check(&ctx.paths.models_dir, true)
+        .into_iter()
+        .map(|m| {
+            json!({
+                "name": m.file.name,
+                "path": m.path,
+                "present": m.present,
+                "size_bytes": m.size,
+                "sha256_ok": m.sha256_ok,
+                "error": m.error,
+            })
+        })
+        .collect();
+    let local_model = cfg.providers.local.resolved_model_path(&ctx.paths.models_dir);
+    let (cols, rows) = crossterm::terminal::size().unwrap_or((0, 0));
+    json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "data_dir": {
+            "path": data_dir,
+            "exists": data_dir.exists(),
+        },
+        "config_dir": ctx.paths.config_dir,
+        "config_files": ctx.loaded.files,
+        "store": store,
+        "provider": selected.as_str(),
+        "providers": providers,
+        "models_dir": ctx.paths.models_dir,
+        "local_model": {"path": local_model, "exists": local_model.is_file(), "built_in": cfg!(feature = "local")},
+        "models": models,
+        "terminal": {
+            "stdout_is_tty": std::io::stdout().is_terminal(),
+            "columns": cols,
+            "rows": rows,
+            "colours": colour_support(),
+            "term": std::env::var("TERM").ok(),
+        },
+    })
+}
+
+pub fn run(ctx: &Ctx, json_out: bool) -> Result<ExitCode> {
+    let v = gather(ctx);
+    if json_out {
+        print_json(&v)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let s = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => "-".into(),
+        other => other.to_string(),
+    };
+    println!("glassbox {}", s(&v["version"]));
+    println!("data dir     {}{}", s(&v["data_dir"]["path"]), if v["data_dir"]["exists"] == true { "" } else { " (not created yet)" });
+    println!("config dir   {}", s(&v["config_dir"]));
+    let files: Vec<String> = v["config_files"].as_array().into_iter().flatten().map(s).collect();
+    println!("config files {}", if files.is_empty() { "defaults only".into() } else { files.join(", ") });
+    let st = &v["store"];
+    if let Some(err) = st.get("error") {
+        println!("store        {}  ERROR: {}", s(&st["path"]), s(err));
+    } else if st.get("exists") == Some(&Value::Bool(false)) {
+        println!("store        {} (created on first use)", s(&st["path"]));
+    } else {
+        println!(
+            "store        {}  {}  schema v{}",
+            s(&st["path"]),
+            human_size(st["size_bytes"].as_u64().unwrap_or(0)),
+            s(&st["schema_version"])
+        );
+        if let Some(c) = st["counts"].as_object() {
+            let parts: Vec<String> = c.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            println!("             {}", parts.join("  "));
+        }
+    }
+    println!("provider     {}", s(&v["provider"]));
+    for p in v["providers"].as_array().into_iter().flatten() {
+        let key = match &p["key_configured"] {
+            Value::Bool(true) => "key: yes",
+            Value::Bool(false) => "key: no",
+            _ => "key: not needed",
+        };
+        println!(
+            "  {} {:<10} {:<16} model {}  {}",
+            if p["selected"] == true { "*" } else { " " },
+            s(&p["name"]),
+            key,
+            s(&p["model"]),
+            s(&p["base_url"])
+        );
+    }
+    println!("models dir   {}", s(&v["models_dir"]));
+    for m in v["models"].as_array().into_iter().flatten() {
+        let state = if m["present"] != true {
+            "missing — run scripts/setup.sh".to_string()
+        } else {
+            let size = human_size(m["size_bytes"].as_u64().unwrap_or(0));
+            match &m["sha256_ok"] {
+                Value::Bool(true) => format!("{size}  sha256 ok"),
+                Value::Bool(false) => format!("{size}  SHA256 MISMATCH — rerun scripts/setup.sh"),
+                _ => size,
+            }
+        };
+        println!("  {:<40} {}", s(&m["name"]), state);
+    }
+    let t = &v["terminal"];
+    println!(
+        "terminal     {}x{}  colours {}  TERM={}{}",
+        s(&t["columns"]),
+        s(&t["rows"]),
+        s(&t["colours"]),
+        s(&t["term"]),
+        if t["stdout_is_tty"] == true { "" } else { "  (stdout is not a terminal)" }
+    );
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,178 @@
+//! The command tree. Every engine is also a headless subcommand that prints plain text or
+//! `--json`; with no subcommand glassbox opens the TUI.
+
+mod ask;
+mod doctor;
+mod sessions;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, CommandFactory, Parser, Subcommand};
+
+pub use crate::app::Ctx;
+use crate::app::config::{self, ConfigSources, FlagOverride, ProviderKind};
+use crate::paths::Paths;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "glassbox",
+    version,
+    about = "A terminal workbench for watching, steering and keeping an AI model's reasoning",
+    long_about = "A terminal workbench for watching, steering and keeping an AI model's reasoning.\n\n\
+        With no command, glassbox opens the TUI. Every engine is also a command that runs \
+        headless and prints plain text, or NDJSON/JSON with --json. With no API key \
+        configured, glassbox answers with the embedded local model (run scripts/setup.sh once \
+        to fetch it).",
+    after_help = "Examples:\n  glassbox ask \"Why is the sky blue?\"\n  glassbox ask --provider anthropic --effort high \"Prove it\"\n  glassbox sessions list\n  glassbox doctor"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Options every command takes.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Where the store, logs and (by default) models live.
+    #[arg(long, global = true, env = "GLASSBOX_DATA_DIR", value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Use this config file instead of <config dir>/config.toml.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Apply a named profile from the config ([profiles.NAME]).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub profile: Option<String>,
+    /// Model provider (auto picks anthropic or openai when a key is set, else local).
+    #[arg(long, global = true, value_enum)]
+    pub provider: Option<ProviderKind>,
+    /// Model name for the provider (for local: a path to a GGUF file).
+    #[arg(long, global = true, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// Base URL of the provider's API.
+    #[arg(long, global = true, value_name = "URL")]
+    pub base_url: Option<String>,
+    /// More detail in the log file (-v debug, -vv trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Ask a question headless: stream thinking and answer to stdout, persist the session.
+    Ask(ask::AskArgs),
+    /// List, show or delete sessions.
+    #[command(subcommand)]
+    Sessions(sessions::SessionsCmd),
+    /// Show the merged configuration and where each value came from.
+    #[command(subcommand)]
+    Config(ConfigCmd),
+    /// Check the data dir, store, config, providers, model files and terminal.
+    Doctor {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print shell completions.
+    Completions {
+        /// The shell to generate completions for.
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCmd {
+    /// Print every setting with its origin (default, file:line, env, flag, profile).
+    Show {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+fn flag_overrides(g: &GlobalArgs) -> Vec<FlagOverride> {
+    let mut flags = Vec::new();
+    if let Some(p) = g.provider {
+        flags.push(FlagOverride::new("general.provider", p.as_str(), "--provider"));
+    }
+    if let Some(m) = &g.model {
+        flags.push(FlagOverride::new(config::MODEL_KEY, m.as_str(), "--model"));
+    }
+    if let Some(u) = &g.base_url {
+        flags.push(FlagOverride::new(config::BASE_URL_KEY, u.as_str(), "--base-url"));
+    }
+    flags
+}
+
+/// Loads paths and config from the global options.
+pub fn load_ctx(g: &GlobalArgs) -> Result<Ctx> {
+    let paths = Paths::resolve(g.data_dir.as_deref())?;
+    let sources = ConfigSources::from_process_env(
+        g.config.clone(),
+        paths.config_dir.clone(),
+        flag_overrides(g),
+        g.profile.clone(),
+    );
+    let loaded = config::load(&sources)?;
+    Ok(Ctx { paths, loaded, env: sources.env })
+}
+
+fn init_logging(ctx: &Ctx, verbose: u8) {
+    let level = match verbose {
+        0 => ctx.loaded.config.general.log_level.clone(),
+        1 => "debug".into(),
+        _ => "trace".into(),
+    };
+    if ctx.paths.ensure_data_dir().is_err() {
+        return;
+    }
+    let Ok(file) = std::fs::OpenOptions::new().create(true).append(true).open(ctx.paths.log_file())
+    else {
+        return;
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(format!("glassbox={level}"))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("glassbox=info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(false)
+        .with_writer(std::sync::Mutex::new(file))
+        .try_init();
+}
+
+/// Runs the parsed command line.
+pub fn run(cli: Cli) -> Result<ExitCode> {
+    if let Some(Command::Completions { shell }) = &cli.command {
+        clap_complete::generate(*shell, &mut Cli::command(), "glassbox", &mut std::io::stdout());
+        return Ok(ExitCode::SUCCESS);
+    }
+    let ctx = load_ctx(&cli.global)?;
+    init_logging(&ctx, cli.global.verbose);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    match cli.command {
+        None => runtime.block_on(crate::app::run(ctx)),
+        Some(Command::Ask(args)) => runtime.block_on(ask::run(&ctx, args)),
+        Some(Command::Sessions(cmd)) => sessions::run(&ctx, cmd),
+        Some(Command::Config(ConfigCmd::Show { json })) => {
+            if json {
+                println!("{}", serde_json::to_string_pretty(&ctx.loaded.to_json())?);
+            } else {
+                print!("{}", ctx.loaded.render_text());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Some(Command::Doctor { json }) => doctor::run(&ctx, json),
+        Some(Command::Completions { .. }) => Ok(ExitCode::SUCCESS),
+    }
+}
+
+/// Prints `value` as pretty JSON on stdout.
+pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}

@@ -1,0 +1,159 @@
+//! Chooses and builds the provider from the merged config, and plans a turn's thinking
+//! settings for that provider.
+
+use std::sync::Arc;
+
+use super::{Effort, LlmError, Provider, ThinkingMode};
+use crate::app::Ctx;
+use crate::app::config::{ApiKeys, Config, ProviderKind, ThinkingStyle};
+
+/// The provider chosen for this run.
+pub struct Built {
+    pub provider: Arc<dyn Provider>,
+    pub kind: ProviderKind,
+    /// Model name (for local: the GGUF file name).
+    pub model: String,
+}
+
+/// The concrete provider `auto` resolves to, given the keys present.
+pub fn resolve_kind(ctx: &Ctx) -> ProviderKind {
+    ctx.loaded.config.resolve_provider(ApiKeys::from_env(&ctx.env))
+}
+
+/// Whether a key is configured (env or key_command); `None` where no key is needed.
+pub fn key_configured(ctx: &Ctx, kind: ProviderKind) -> Option<bool> {
+    let keys = ApiKeys::from_env(&ctx.env);
+    let cfg = &ctx.loaded.config;
+    match kind {
+        ProviderKind::Anthropic => {
+            Some(keys.anthropic || !cfg.providers.anthropic.key_command.trim().is_empty())
+        }
+        ProviderKind::OpenAi => {
+            Some(keys.openai || !cfg.providers.openai.key_command.trim().is_empty())
+        }
+        _ => None,
+    }
+}
+
+/// The model a provider would use.
+pub fn model_name(ctx: &Ctx, kind: ProviderKind) -> String {
+    let cfg = &ctx.loaded.config;
+    match kind {
+        ProviderKind::Anthropic => cfg.providers.anthropic.model.clone(),
+        ProviderKind::OpenAi => cfg.providers.openai.model.clone(),
+        ProviderKind::Ollama => cfg.providers.ollama.model.clone(),
+        ProviderKind::Local | ProviderKind::Auto => cfg
+            .providers
+            .local
+            .resolved_model_path(&ctx.paths.models_dir)
+            .file_name()
+            .map(|f| f.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+    }
+}
+
+/// A provider's base URL (none for local).
+pub fn base_url(cfg: &Config, kind: ProviderKind) -> Option<String> {
+    match kind {
+        ProviderKind::Anthropic => Some(cfg.providers.anthropic.base_url.clone()),
+        ProviderKind::OpenAi => Some(cfg.providers.openai.base_url.clone()),
+        ProviderKind::Ollama => Some(cfg.providers.ollama.base_url.clone()),
+        _ => None,
+    }
+}
+
+/// Runs a `key_command` and returns its trimmed stdout.
+fn run_key_command(cmd: &str) -> Result<String, LlmError> {
+    let out = std::process::Command::new("sh")
+        .args(["-c", cmd])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| LlmError::Config { message: format!("cannot run key_command: {e}") })?;
+    if !out.status.success() {
+        return Err(LlmError::Config {
+            message: format!("key_command exited with {}", out.status),
+        });
+    }
+    let key = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if key.is_empty() {
+        return Err(LlmError::Config { message: "key_command printed nothing".into() });
+    }
+    Ok(key)
+}
+
+/// Builds the provider the config selects.
+pub fn build(ctx: &Ctx) -> Result<Built, LlmError> {
+    let cfg = &ctx.loaded.config;
+    let kind = resolve_kind(ctx);
+    let model = model_name(ctx, kind);
+    let provider: Arc<dyn Provider> = match kind {
+        ProviderKind::Anthropic | ProviderKind::OpenAi | ProviderKind::Ollama => {
+            return Err(LlmError::Config { message: "remote providers are being wired".into() });
+        }
+        ProviderKind::Local | ProviderKind::Auto => build_local(ctx)?,
+    };
+    Ok(Built { provider, kind, model })
+}
+
+#[cfg(feature = "local")]
+fn build_local(ctx: &Ctx) -> Result<Arc<dyn Provider>, LlmError> {
+    let cfg = &ctx.loaded.config.providers.local;
+    let prompts = ctx.prompts();
+    Ok(Arc::new(super::local::LocalProvider::new(super::local::LocalSettings {
+        model_path: cfg.resolved_model_path(&ctx.paths.models_dir),
+        context_size: cfg.context_size,
+        threads: cfg.threads,
+        thinking_pass: cfg.thinking_pass,
+        thinking_prompt: prompts.get("local/thinking").to_string(),
+        answer_prompt: prompts.get("local/answer").to_string(),
+    })))
+}
+
+#[cfg(not(feature = "local"))]
+fn build_local(_ctx: &Ctx) -> Result<Arc<dyn Provider>, LlmError> {
+    Err(LlmError::Config {
+        message: "this glassbox was built without the `local` feature; set an API key or choose --provider anthropic|openai|ollama".into(),
+    })
+}
+
+/// Thinking settings of one turn.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TurnPlan {
+    pub thinking: ThinkingMode,
+    pub effort: Option<Effort>,
+    pub max_tokens: u32,
+}
+
+/// Maps an effort (or none, for no thinking) onto the provider's thinking settings.
+/// Anthropic counts thinking inside `max_tokens`, so its budget is added on top.
+pub fn plan_turn(
+    cfg: &Config,
+    kind: ProviderKind,
+    effort: Option<Effort>,
+    max_tokens: Option<u32>,
+) -> TurnPlan {
+    let answer_tokens = max_tokens.unwrap_or(cfg.generation.max_tokens);
+    let Some(effort) = effort else {
+        return TurnPlan { thinking: ThinkingMode::Off, effort: None, max_tokens: answer_tokens };
+    };
+    let budget = cfg.effort_budget(effort);
+    match kind {
+        ProviderKind::Anthropic if cfg.providers.anthropic.thinking == ThinkingStyle::Adaptive => {
+            TurnPlan {
+                thinking: ThinkingMode::Adaptive,
+                effort: Some(effort),
+                max_tokens: answer_tokens.saturating_add(budget),
+            }
+        }
+        ProviderKind::Anthropic => TurnPlan {
+            thinking: ThinkingMode::Budget { tokens: budget },
+            effort: Some(effort),
+            max_tokens: answer_tokens.saturating_add(budget),
+        },
+        _ => TurnPlan {
+            thinking: ThinkingMode::Budget { tokens: budget },
+            effort: Some(effort),
+            max_tokens: answer_tokens,
+        },
+    }
+}

@@ -1,0 +1,241 @@
+//! Model providers: one streaming call in, a stream of typed events out.
+//!
+//! Every provider speaks the same [`Provider`] trait so engines never care whether the
+//! tokens come from a remote API, the embedded local model or a recorded stream.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+/// How hard the model should think; maps to a thinking-token budget from the config.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Effort {
+    Low,
+    Medium,
+    High,
+    Max,
+}
+
+impl Effort {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+            Effort::Max => "max",
+        }
+    }
+}
+
+/// Who said a message in a conversation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// One turn of conversation history. Earlier thinking is restated as text when it is sent
+/// back, since signed thinking cannot be edited.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: String,
+}
+
+impl Message {
+    pub fn user(text: impl Into<String>) -> Self {
+        Self { role: Role::User, content: text.into() }
+    }
+    pub fn assistant(text: impl Into<String>) -> Self {
+        Self { role: Role::Assistant, content: text.into() }
+    }
+}
+
+/// A tool the model may call; used for structured output.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the tool's input.
+    pub input_schema: serde_json::Value,
+}
+
+/// How the provider should think before answering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum ThinkingMode {
+    /// No extended thinking requested.
+    Off,
+    /// A fixed budget of thinking tokens.
+    Budget { tokens: u32 },
+    /// The model decides how much to think (Anthropic adaptive thinking).
+    Adaptive,
+}
+
+/// One streaming model call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    pub model: String,
+    pub system: Option<String>,
+    pub messages: Vec<Message>,
+    pub max_tokens: u32,
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub seed: Option<u64>,
+    pub thinking: ThinkingMode,
+    pub effort: Option<Effort>,
+    pub tools: Vec<ToolSpec>,
+    /// Force the model to call this tool (structured output).
+    pub tool_choice: Option<String>,
+    /// Ask for a JSON object answer where the provider supports it.
+    pub json_mode: bool,
+}
+
+impl ChatRequest {
+    pub fn new(model: impl Into<String>, messages: Vec<Message>) -> Self {
+        Self {
+            model: model.into(),
+            system: None,
+            messages,
+            max_tokens: 1024,
+            temperature: None,
+            top_p: None,
+            seed: None,
+            thinking: ThinkingMode::Off,
+            effort: None,
+            tools: Vec::new(),
+            tool_choice: None,
+            json_mode: false,
+        }
+    }
+}
+
+/// Token counts; providers report them cumulatively, so the last one seen is the total.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation_tokens: Option<u64>,
+}
+
+/// Why the model stopped.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    EndTurn,
+    MaxTokens,
+    StopSequence,
+    ToolUse,
+    Refusal,
+    Cancelled,
+    Other(String),
+}
+
+impl StopReason {
+    /// Maps the provider's stop/finish reason string onto ours.
+    pub fn from_wire(s: &str) -> Self {
+        match s {
+            "end_turn" | "stop" | "eos" => StopReason::EndTurn,
+            "max_tokens" | "length" => StopReason::MaxTokens,
+            "stop_sequence" => StopReason::StopSequence,
+            "tool_use" | "tool_calls" | "function_call" => StopReason::ToolUse,
+            "refusal" | "content_filter" => StopReason::Refusal,
+            other => StopReason::Other(other.to_string()),
+        }
+    }
+}
+
+/// What a provider stream yields. A stream ends after `Stop` or `Error`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum StreamEvent {
+    ThinkingDelta { text: String },
+    ThinkingSignature { signature: String },
+    RedactedThinking { data: String },
+    TextDelta { text: String },
+    ToolUse { id: String, name: String, input: serde_json::Value },
+    Usage { usage: Usage },
+    Stop { reason: StopReason },
+    Error { error: LlmError },
+}
+
+/// Failures of a model call. Messages never contain API keys.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "error")]
+pub enum LlmError {
+    #[error("{provider}: HTTP {status}: {message}")]
+    Http { provider: String, status: u16, message: String },
+    #[error("{provider}: rate limited (HTTP 429) after {attempts} attempt(s): {message}")]
+    RateLimited { provider: String, attempts: u32, message: String },
+    #[error("{provider}: overloaded: {message}")]
+    Overloaded { provider: String, message: String },
+    #[error("{provider}: could not connect to {url}: {reason}")]
+    Connect { provider: String, url: String, reason: String },
+    #[error("{provider}: stream stalled: no bytes for {secs} s")]
+    Stalled { provider: String, secs: u64 },
+    #[error("{provider}: stream ended before the response was complete: {detail}")]
+    Truncated { provider: String, detail: String },
+    #[error("{provider}: malformed stream data: {detail}")]
+    Malformed { provider: String, detail: String },
+    #[error("{provider}: {message}")]
+    Api { provider: String, kind: String, message: String },
+    #[error("cancelled")]
+    Cancelled,
+    #[error("configuration: {message}")]
+    Config { message: String },
+    #[error("local model: {message}")]
+    Local { message: String },
+}
+
+/// One piece of a provider's response exactly as received, with when it arrived.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RawChunk {
+    /// Time since the request was sent.
+    pub offset: Duration,
+    pub bytes: Bytes,
+}
+
+/// Where a provider reports the raw bytes it receives, for recording and replay.
+pub type RawSink = tokio::sync::mpsc::UnboundedSender<RawChunk>;
+
+/// Per-call context: cancellation and an optional raw-byte recorder.
+#[derive(Clone, Debug, Default)]
+pub struct CallCtx {
+    pub cancel: CancellationToken,
+    pub raw: Option<RawSink>,
+}
+
+/// The stream a provider returns.
+pub type EventStream = BoxStream<'static, StreamEvent>;
+
+/// A model backend. `stream` never fails up front: failures arrive as a final
+/// [`StreamEvent::Error`], after whatever was received before them.
+pub trait Provider: Send + Sync {
+    /// Short provider name for the status bar and stored metadata (`anthropic`, `local`, …).
+    fn name(&self) -> &str;
+    /// Starts one streaming call.
+    fn stream(&self, req: ChatRequest, ctx: CallCtx) -> EventStream;
+}
+
+// Wire formats and remote providers.
+pub mod anthropic;
+pub mod http;
+pub mod ollama;
+pub mod openai;
+pub mod sse;
+pub mod think_tags;
+
+// Choosing a provider, the embedded model, recorded streams.
+pub mod factory;
+#[cfg(feature = "local")]
+pub mod local;

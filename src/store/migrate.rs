@@ -1,0 +1,132 @@
+//! Schema versions and the migrations between them. A file with an older version is migrated
+//! in one transaction when opened; a newer one is refused.
+//!
+//! History:
+//! - v1: nodes carried their type as `node_type`; there was no per-session node index.
+//! - v2: `node_type` renamed `kind`; `session_nodes` index added.
+
+use redb::{ReadTransaction, ReadableDatabase, ReadableTable, TableHandle, WriteTransaction};
+
+use super::tables::*;
+use super::{Store, StoreError, codec};
+
+/// The schema version this build writes.
+pub const SCHEMA_VERSION: u32 = 2;
+
+const VERSION_KEY: &str = "schema_version";
+
+pub(super) fn read_version(r: &ReadTransaction) -> Result<u32, StoreError> {
+    let t = match r.open_table(META) {
+        Ok(t) => t,
+        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(0),
+        Err(e) => return Err(e.into()),
+    };
+    let Some(v) = t.get(VERSION_KEY)? else { return Ok(0) };
+    let bytes: [u8; 4] = v
+        .value()
+        .try_into()
+        .map_err(|_| StoreError::Corrupt("meta.schema_version is not 4 bytes".into()))?;
+    Ok(u32::from_le_bytes(bytes))
+}
+
+/// Brings the file to [`SCHEMA_VERSION`]: creates every table on a new file, migrates an
+/// older one, refuses a newer one.
+pub(super) fn ensure_schema(store: &Store) -> Result<(), StoreError> {
+    let found = read_version(&store.db.begin_read()?)?;
+    if found == SCHEMA_VERSION {
+        return Ok(());
+    }
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::TooNew {
+            path: store.path.clone(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    let txn = store.db.begin_write()?;
+    // Re-read under the write lock: another process may have migrated meanwhile.
+    let found = {
+        let meta = txn.open_table(META)?;
+        match meta.get(VERSION_KEY)? {
+            Some(v) => v.value().try_into().map(u32::from_le_bytes).unwrap_or(0),
+            None => 0,
+        }
+    };
+    if found > SCHEMA_VERSION {
+        return Err(StoreError::TooNew { path: store.path.clone(), found, supported: SCHEMA_VERSION });
+    }
+    create_tables(&txn)?;
+    let is_new = found == 0 && !has_legacy_data(&txn)?;
+    if !is_new {
+        let mut v = found.max(1);
+        while v < SCHEMA_VERSION {
+            match v {
+                1 => migrate_v1_to_v2(&txn)?,
+                other => return Err(StoreError::Corrupt(format!("no migration from schema {other}"))),
+            }
+            v += 1;
+        }
+    }
+    txn.open_table(META)?.insert(VERSION_KEY, SCHEMA_VERSION.to_le_bytes().as_slice())?;
+    txn.commit()?;
+    Ok(())
+}
+
+fn has_legacy_data(txn: &WriteTransaction) -> Result<bool, StoreError> {
+    Ok(txn.list_tables()?.any(|t| t.name() == "nodes") && txn.open_table(NODES)?.first()?.is_some())
+}
+
+fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(META)?;
+    txn.open_table(SESSIONS)?;
+    txn.open_table(NODES)?;
+    txn.open_table(SESSION_NODES)?;
+    txn.open_table(EDGES_OUT)?;
+    txn.open_table(EDGES_IN)?;
+    txn.open_table(DECISION_POINTS)?;
+    txn.open_table(INSIGHTS)?;
+    txn.open_table(RUNS)?;
+    txn.open_table(SESSION_RUNS)?;
+    txn.open_table(RAW_STREAMS)?;
+    txn.open_table(RAW_CHUNKS)?;
+    txn.open_table(SESSION_STREAMS)?;
+    txn.open_table(MEMORY_CORE)?;
+    txn.open_table(MEMORY_WORKING)?;
+    txn.open_table(MEMORY_RECALL)?;
+    txn.open_table(MEMORY_ARCHIVAL)?;
+    txn.open_table(LEARNING_EVENTS)?;
+    txn.open_table(LEARNING_EVENT_KEYS)?;
+    txn.open_table(PROJECTIONS)?;
+    txn.open_table(PROJECTION_CHECKPOINTS)?;
+    txn.open_table(TRANSCRIPT_CURSORS)?;
+    txn.open_table(JOURNAL)?;
+    Ok(())
+}
+
+/// v1 → v2: rename `node_type` to `kind` in every node and build `session_nodes`.
+fn migrate_v1_to_v2(txn: &WriteTransaction) -> Result<(), StoreError> {
+    let mut nodes = txn.open_table(NODES)?;
+    let mut index = txn.open_table(SESSION_NODES)?;
+    let mut rewritten = Vec::new();
+    for row in nodes.iter()? {
+        let (k, v) = row?;
+        let mut value: serde_json::Value = codec::decode("nodes (v1)", v.value())?;
+        let obj = value
+            .as_object_mut()
+            .ok_or_else(|| StoreError::Corrupt("nodes (v1): value is not an object".into()))?;
+        if let Some(kind) = obj.remove("node_type") {
+            obj.insert("kind".into(), kind);
+        }
+        let session = obj
+            .get("session")
+            .and_then(|s| s.as_str())
+            .and_then(|s| uuid::Uuid::parse_str(s).ok())
+            .ok_or_else(|| StoreError::Corrupt("nodes (v1): node without a session".into()))?;
+        rewritten.push((k.value(), *session.as_bytes(), codec::encode(&value)?));
+    }
+    for (node, session, bytes) in rewritten {
+        nodes.insert(node, bytes.as_slice())?;
+        index.insert(key32(session, node), ())?;
+    }
+    Ok(())
+}

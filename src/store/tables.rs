@@ -1,0 +1,109 @@
+//! Table definitions and their key layouts. Every id is a 16-byte UUIDv7, so keys that start
+//! with an id sort by creation time. Values are `codec`-encoded (format byte + body).
+
+use redb::TableDefinition;
+
+/// `&str` name → bytes. Holds `schema_version` (u32, little-endian).
+pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+/// session id → Session.
+pub const SESSIONS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("sessions");
+/// node id → Node.
+pub const NODES: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("nodes");
+/// session id ‖ node id → (): a session's nodes in creation order.
+pub const SESSION_NODES: TableDefinition<[u8; 32], ()> = TableDefinition::new("session_nodes");
+/// src ‖ edge type (1 byte) ‖ dst → Edge.
+pub const EDGES_OUT: TableDefinition<[u8; 33], &[u8]> = TableDefinition::new("edges_out");
+/// dst ‖ edge type (1 byte) ‖ src → (): the reverse index of `EDGES_OUT`.
+pub const EDGES_IN: TableDefinition<[u8; 33], ()> = TableDefinition::new("edges_in");
+/// node id ‖ decision id → DecisionPoint.
+pub const DECISION_POINTS: TableDefinition<[u8; 32], &[u8]> =
+    TableDefinition::new("decision_points");
+/// session id ‖ insight id → Insight.
+pub const INSIGHTS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("insights");
+/// run id → Run.
+pub const RUNS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("runs");
+/// session id ‖ run id → ().
+pub const SESSION_RUNS: TableDefinition<[u8; 32], ()> = TableDefinition::new("session_runs");
+/// stream id → RawStream header.
+pub const RAW_STREAMS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("raw_streams");
+/// stream id ‖ chunk index (u32 big-endian) → offset µs (u64 big-endian) ‖ bytes.
+pub const RAW_CHUNKS: TableDefinition<[u8; 20], &[u8]> = TableDefinition::new("raw_chunks");
+/// session id ‖ stream id → ().
+pub const SESSION_STREAMS: TableDefinition<[u8; 32], ()> = TableDefinition::new("session_streams");
+/// label → MemoryEntry (core memory is addressed by label).
+pub const MEMORY_CORE: TableDefinition<&str, &[u8]> = TableDefinition::new("memory_core");
+/// memory id → MemoryEntry.
+pub const MEMORY_WORKING: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("memory_working");
+/// memory id → MemoryEntry.
+pub const MEMORY_RECALL: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("memory_recall");
+/// memory id → MemoryEntry.
+pub const MEMORY_ARCHIVAL: TableDefinition<[u8; 16], &[u8]> =
+    TableDefinition::new("memory_archival");
+/// sequence (u64) → LearningEvent. Append-only.
+pub const LEARNING_EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("learning_events");
+/// idempotency key → sequence: makes event keys unique.
+pub const LEARNING_EVENT_KEYS: TableDefinition<&str, u64> =
+    TableDefinition::new("learning_event_keys");
+/// projection name → projection state (engine-defined bytes).
+pub const PROJECTIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("projections");
+/// projection name → last learning-event sequence folded into it.
+pub const PROJECTION_CHECKPOINTS: TableDefinition<&str, u64> =
+    TableDefinition::new("projection_checkpoints");
+/// absolute file path → TranscriptCursor.
+pub const TRANSCRIPT_CURSORS: TableDefinition<&str, &[u8]> =
+    TableDefinition::new("transcript_cursors");
+/// sequence (u64, monotonic across processes) → Change.
+pub const JOURNAL: TableDefinition<u64, &[u8]> = TableDefinition::new("journal");
+
+/// Concatenates two 16-byte ids into a composite key.
+pub fn key32(a: [u8; 16], b: [u8; 16]) -> [u8; 32] {
+    let mut k = [0u8; 32];
+    k[..16].copy_from_slice(&a);
+    k[16..].copy_from_slice(&b);
+    k
+}
+
+/// `a ‖ code ‖ b`, the edge key layout.
+pub fn key33(a: [u8; 16], code: u8, b: [u8; 16]) -> [u8; 33] {
+    let mut k = [0u8; 33];
+    k[..16].copy_from_slice(&a);
+    k[16] = code;
+    k[17..].copy_from_slice(&b);
+    k
+}
+
+/// Chunk key: stream id ‖ index (big-endian so chunks sort in order).
+pub fn chunk_key(stream: [u8; 16], index: u32) -> [u8; 20] {
+    let mut k = [0u8; 20];
+    k[..16].copy_from_slice(&stream);
+    k[16..].copy_from_slice(&index.to_be_bytes());
+    k
+}
+
+/// The inclusive key range of every 32-byte key starting with `prefix`.
+pub fn prefix32(prefix: [u8; 16]) -> std::ops::RangeInclusive<[u8; 32]> {
+    key32(prefix, [0; 16])..=key32(prefix, [0xff; 16])
+}
+
+/// The inclusive key range of every 33-byte key starting with `prefix`.
+pub fn prefix33(prefix: [u8; 16]) -> std::ops::RangeInclusive<[u8; 33]> {
+    key33(prefix, 0, [0; 16])..=key33(prefix, 0xff, [0xff; 16])
+}
+
+/// Splits a 32-byte composite key into its two ids.
+pub fn split32(k: [u8; 32]) -> ([u8; 16], [u8; 16]) {
+    let mut a = [0u8; 16];
+    let mut b = [0u8; 16];
+    a.copy_from_slice(&k[..16]);
+    b.copy_from_slice(&k[16..]);
+    (a, b)
+}
+
+/// Splits an edge key into (first id, type code, second id).
+pub fn split33(k: [u8; 33]) -> ([u8; 16], u8, [u8; 16]) {
+    let mut a = [0u8; 16];
+    let mut b = [0u8; 16];
+    a.copy_from_slice(&k[..16]);
+    b.copy_from_slice(&k[17..]);
+    (a, k[16], b)
+}

@@ -1,0 +1,368 @@
+//! Store unit tests: round trips for every table, cascade delete, journal, migration.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::*;
+use chrono::TimeZone;
+
+fn temp_store() -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    (dir, store)
+}
+
+fn session_with_nodes(store: &Store, n: usize) -> (Session, Vec<Node>) {
+    let s = Session::new("t", SessionSource::Glassbox);
+    let nodes: Vec<Node> = (0..n).map(|i| Node::new(s.id, NodeType::Thinking, format!("n{i}"))).collect();
+    store
+        .write(|w| {
+            w.put_session(&s)?;
+            for n in &nodes {
+                w.put_node(n)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    (s, nodes)
+}
+
+#[test]
+fn new_store_has_current_schema_and_mode_0600() {
+    use std::os::unix::fs::PermissionsExt;
+    let (dir, store) = temp_store();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let mode = std::fs::metadata(dir.path().join("s.redb")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    assert_eq!(store.counts().unwrap().sessions, 0);
+}
+
+#[test]
+fn sessions_and_nodes_round_trip_in_order() {
+    let (_d, store) = temp_store();
+    let (s, nodes) = session_with_nodes(&store, 5);
+    assert_eq!(store.session(s.id).unwrap().unwrap(), s);
+    let got = store.session_nodes(s.id).unwrap();
+    assert_eq!(got, nodes);
+    assert_eq!(store.node(nodes[2].id).unwrap().unwrap().text, "n2");
+    assert_eq!(store.session_node_count(s.id).unwrap(), 5);
+    assert_eq!(store.sessions().unwrap().len(), 1);
+}
+
+#[test]
+fn edges_are_indexed_both_ways() {
+    let (_d, store) = temp_store();
+    let (_s, n) = session_with_nodes(&store, 3);
+    store
+        .write(|w| {
+            w.put_edge(&Edge::new(n[0].id, EdgeType::Influences, n[1].id))?;
+            w.put_edge(&Edge::new(n[0].id, EdgeType::Supports, n[2].id))?;
+            w.put_edge(&Edge::new(n[1].id, EdgeType::Influences, n[2].id))
+        })
+        .unwrap();
+    assert_eq!(store.edges_from(n[0].id, None).unwrap().len(), 2);
+    let inf = store.edges_from(n[0].id, Some(EdgeType::Influences)).unwrap();
+    assert_eq!(inf.len(), 1);
+    assert_eq!(inf[0].dst, n[1].id);
+    let into2 = store.edges_to(n[2].id, None).unwrap();
+    let srcs: Vec<_> = into2.iter().map(|e| e.src).collect();
+    assert!(srcs.contains(&n[0].id) && srcs.contains(&n[1].id));
+    assert_eq!(store.edges_to(n[2].id, Some(EdgeType::Supports)).unwrap()[0].src, n[0].id);
+}
+
+#[test]
+fn decision_points_insights_runs_round_trip() {
+    let (_d, store) = temp_store();
+    let (s, n) = session_with_nodes(&store, 1);
+    let dp = DecisionPoint {
+        id: DecisionId::new(),
+        node: n[0].id,
+        step_number: 2,
+        description: "choose".into(),
+        chosen_path: "a".into(),
+        alternatives: vec![Alternative { path: "b".into(), reason_rejected: Some("slow".into()) }],
+        confidence: 0.7,
+        created_at: Utc::now(),
+    };
+    let ins = Insight {
+        id: InsightId::new(),
+        session: s.id,
+        kind: "pattern".into(),
+        text: "x".into(),
+        confidence: 0.5,
+        evidence: vec![serde_json::json!({"node": n[0].id.to_string()})],
+        nodes_analyzed: vec![n[0].id],
+        created_at: Utc::now(),
+    };
+    let run = Run {
+        id: RunId::new(),
+        session: s.id,
+        kind: RunKind::Fork,
+        params: serde_json::json!({"styles": ["a"]}),
+        summary: serde_json::json!({}),
+        status: RunStatus::Done,
+        created_at: Utc::now(),
+        finished_at: None,
+    };
+    store
+        .write(|w| {
+            w.put_decision_point(&dp)?;
+            w.put_insight(&ins)?;
+            w.put_run(&run)
+        })
+        .unwrap();
+    assert_eq!(store.decision_points(n[0].id).unwrap(), vec![dp]);
+    assert_eq!(store.insights(s.id).unwrap(), vec![ins]);
+    assert_eq!(store.run(run.id).unwrap().unwrap(), run);
+    assert_eq!(store.session_runs(s.id).unwrap(), vec![run]);
+}
+
+#[test]
+fn raw_streams_keep_bytes_and_offsets() {
+    let (_d, store) = temp_store();
+    let (s, n) = session_with_nodes(&store, 1);
+    let rs = RawStream {
+        id: StreamId::new(),
+        session: s.id,
+        provider: "anthropic".into(),
+        model: "m".into(),
+        request: serde_json::json!({"stream": true}),
+        created_at: Utc::now(),
+        nodes: vec![n[0].id],
+        chunk_count: 3,
+        total_bytes: 6,
+    };
+    let chunks = vec![
+        StoredChunk { offset_us: 10, bytes: b"ab".to_vec() },
+        StoredChunk { offset_us: 20, bytes: vec![0, 255] },
+        StoredChunk { offset_us: 5_000_000, bytes: b"\n\n".to_vec() },
+    ];
+    store
+        .write(|w| {
+            w.put_raw_stream(&rs)?;
+            for (i, c) in chunks.iter().enumerate() {
+                w.put_raw_chunk(rs.id, i as u32, c)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(store.raw_stream(rs.id).unwrap().unwrap(), rs);
+    assert_eq!(store.raw_chunks(rs.id).unwrap(), chunks);
+    assert_eq!(store.session_streams(s.id).unwrap().len(), 1);
+}
+
+#[test]
+fn memory_learning_events_projections_cursors() {
+    let (_d, store) = temp_store();
+    let core = MemoryEntry {
+        id: MemoryId::new(),
+        tier: MemoryTier::Core,
+        label: Some("persona".into()),
+        content: "terse".into(),
+        session: None,
+        created_at: Utc::now(),
+        meta: Default::default(),
+    };
+    let archival = MemoryEntry { id: MemoryId::new(), tier: MemoryTier::Archival, label: None, ..core.clone() };
+    let at = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
+    let cursor = TranscriptCursor { path: "/x.jsonl".into(), inode: 7, offset: 100, mtime_ns: 1, size: 100, lines: 3 };
+    let (a, b, c) = store
+        .write(|w| {
+            w.put_memory(&core)?;
+            w.put_memory(&archival)?;
+            let a = w.append_learning_event("k1", "observed", serde_json::json!({"x": 1}), at)?;
+            let b = w.append_learning_event("k2", "observed", serde_json::json!({"x": 2}), at)?;
+            let c = w.append_learning_event("k1", "observed", serde_json::json!({"x": 3}), at)?;
+            w.put_projection("concepts", b"state", b.0)?;
+            w.put_transcript_cursor(&cursor)?;
+            Ok((a, b, c))
+        })
+        .unwrap();
+    assert_eq!((a, b, c), ((1, true), (2, true), (1, false)));
+    assert_eq!(store.core_memory("persona").unwrap().unwrap(), core);
+    assert_eq!(store.memory(MemoryTier::Archival, archival.id).unwrap().unwrap(), archival);
+    let evs = store.learning_events(0).unwrap();
+    assert_eq!(evs.len(), 2);
+    assert_eq!(evs[1].payload["x"], 2);
+    assert_eq!(store.learning_events(1).unwrap().len(), 1);
+    assert_eq!(store.projection("concepts").unwrap().unwrap(), (b"state".to_vec(), 2));
+    assert_eq!(store.transcript_cursor("/x.jsonl").unwrap().unwrap(), cursor);
+}
+
+#[test]
+fn journal_is_monotonic_and_followable() {
+    let (_d, store) = temp_store();
+    let (s, _) = session_with_nodes(&store, 3);
+    let all = store.follow(0, 100).unwrap();
+    assert_eq!(all.len(), 4);
+    assert!(all.windows(2).all(|w| w[1].0 == w[0].0 + 1));
+    assert_eq!(all[0].1.kind, ChangeKind::SessionPut);
+    assert_eq!(all[0].1.session, Some(s.id));
+    let tail = store.follow(all[1].0, 100).unwrap();
+    assert_eq!(tail.len(), 2);
+    assert_eq!(store.last_seq().unwrap(), all[3].0);
+}
+
+#[test]
+fn deleting_a_session_leaves_nothing_dangling() {
+    let (_d, store) = temp_store();
+    let (keep, kn) = session_with_nodes(&store, 2);
+    let (gone, gn) = session_with_nodes(&store, 3);
+    let stream = StreamId::new();
+    store
+        .write(|w| {
+            w.put_edge(&Edge::new(gn[0].id, EdgeType::Influences, gn[1].id))?;
+            // Cross-session edges in both directions.
+            w.put_edge(&Edge::new(kn[0].id, EdgeType::Refines, gn[2].id))?;
+            w.put_edge(&Edge::new(gn[2].id, EdgeType::Supports, kn[1].id))?;
+            w.put_edge(&Edge::new(kn[0].id, EdgeType::Influences, kn[1].id))?;
+            w.put_decision_point(&DecisionPoint {
+                id: DecisionId::new(),
+                node: gn[0].id,
+                step_number: 1,
+                description: "d".into(),
+                chosen_path: "c".into(),
+                alternatives: vec![],
+                confidence: 0.5,
+                created_at: Utc::now(),
+            })?;
+            w.put_run(&Run {
+                id: RunId::new(),
+                session: gone.id,
+                kind: RunKind::Ask,
+                params: serde_json::Value::Null,
+                summary: serde_json::Value::Null,
+                status: RunStatus::Running,
+                created_at: Utc::now(),
+                finished_at: None,
+            })?;
+            w.put_insight(&Insight {
+                id: InsightId::new(),
+                session: gone.id,
+                kind: "pattern".into(),
+                text: "i".into(),
+                confidence: 0.1,
+                evidence: vec![],
+                nodes_analyzed: vec![],
+                created_at: Utc::now(),
+            })?;
+            w.put_raw_stream(&RawStream {
+                id: stream,
+                session: gone.id,
+                provider: "p".into(),
+                model: "m".into(),
+                request: serde_json::Value::Null,
+                created_at: Utc::now(),
+                nodes: vec![],
+                chunk_count: 1,
+                total_bytes: 1,
+            })?;
+            w.put_raw_chunk(stream, 0, &StoredChunk { offset_us: 0, bytes: vec![1] })
+        })
+        .unwrap();
+    assert!(store.write(|w| w.delete_session(gone.id)).unwrap());
+    assert!(!store.write(|w| w.delete_session(gone.id)).unwrap());
+    let c = store.counts().unwrap();
+    assert_eq!(c.sessions, 1);
+    assert_eq!(c.nodes, 2);
+    assert_eq!(c.edges, 1, "only the edge between kept nodes remains");
+    assert_eq!((c.decision_points, c.runs, c.insights, c.raw_streams, c.raw_chunks), (0, 0, 0, 0, 0));
+    assert_eq!(store.edges_to(kn[1].id, None).unwrap().len(), 1);
+    assert!(store.edges_from(kn[0].id, Some(EdgeType::Refines)).unwrap().is_empty());
+    assert_eq!(store.session_nodes(keep.id).unwrap().len(), 2);
+    assert!(store.session_nodes(gone.id).unwrap().is_empty());
+    // Every reverse-index entry still points at a forward edge.
+    let r = store.db.begin_read().unwrap();
+    let inn = r.open_table(EDGES_IN).unwrap();
+    assert_eq!(inn.len().unwrap(), 1);
+}
+
+#[test]
+fn resolves_ids_by_prefix() {
+    let (_d, store) = temp_store();
+    let (s, n) = session_with_nodes(&store, 1);
+    let hex = s.id.0.simple().to_string();
+    assert_eq!(store.resolve_session(&hex[..12]).unwrap(), s.id);
+    assert_eq!(store.resolve_session(&s.id.to_string()).unwrap(), s.id);
+    assert!(matches!(store.resolve_session("zz"), Err(StoreError::NotFound(_))));
+    assert!(matches!(store.resolve_session("ffffffff"), Err(StoreError::NotFound(_))));
+    let nhex = n[0].id.0.simple().to_string();
+    assert_eq!(store.resolve_node(&nhex[..10]).unwrap(), n[0].id);
+    assert_eq!(store.resolve_node(&n[0].id.short()).unwrap(), n[0].id);
+}
+
+#[test]
+fn a_newer_schema_refuses_to_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    drop(Store::open(&path).unwrap());
+    {
+        let db = builder().create(&path).unwrap();
+        let w = db.begin_write().unwrap();
+        w.open_table(META).unwrap().insert("schema_version", 99u32.to_le_bytes().as_slice()).unwrap();
+        w.commit().unwrap();
+    }
+    let err = Store::open(&path).unwrap_err().to_string();
+    assert!(err.contains("schema version 99"), "{err}");
+    assert!(err.contains("upgrade glassbox"), "{err}");
+}
+
+#[test]
+fn garbage_file_refuses_to_open_with_a_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    std::fs::write(&path, vec![0x42; 8192]).unwrap();
+    let err = Store::open(&path).unwrap_err().to_string();
+    assert!(err.starts_with("cannot open store"), "{err}");
+}
+
+/// The v1 fixture: one session with two nodes and an edge, written in the v1 layout.
+const V1_FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/store_v1.redb");
+
+#[test]
+fn migrates_the_v1_fixture() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    std::fs::copy(V1_FIXTURE, &path).unwrap();
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let sessions = store.sessions().unwrap();
+    assert_eq!(sessions.len(), 1);
+    assert_eq!(sessions[0].title, "v1 session");
+    let nodes = store.session_nodes(sessions[0].id).unwrap();
+    assert_eq!(nodes.len(), 2);
+    assert_eq!(nodes[0].kind, NodeType::Query);
+    assert_eq!(nodes[0].text, "What is 2+2?");
+    assert_eq!(nodes[1].kind, NodeType::Response);
+    let edges = store.edges_from(nodes[0].id, None).unwrap();
+    assert_eq!(edges.len(), 1);
+    assert_eq!(edges[0].kind, EdgeType::Answers);
+    // Reopening does not migrate again.
+    drop(store);
+    assert_eq!(Store::open(&path).unwrap().session_nodes(sessions[0].id).unwrap().len(), 2);
+}
+
+/// Writes the v1 fixture. Run once with `--ignored` when the fixture must be regenerated.
+#[test]
+#[ignore]
+fn write_v1_fixture() {
+    let _ = std::fs::remove_file(V1_FIXTURE);
+    let mut db = builder().create(V1_FIXTURE).unwrap();
+    let w = db.begin_write().unwrap();
+    let sid = SessionId::new();
+    let q = NodeId::new();
+    let a = NodeId::new();
+    let t = "2026-01-01T00:00:00Z";
+    w.open_table(META).unwrap().insert("schema_version", 1u32.to_le_bytes().as_slice()).unwrap();
+    let session = serde_json::json!({"id": sid, "title": "v1 session", "created_at": t, "updated_at": t, "source": "glassbox"});
+    w.open_table(SESSIONS).unwrap().insert(sid.to_bytes(), codec::encode(&session).unwrap().as_slice()).unwrap();
+    let mut nodes = w.open_table(NODES).unwrap();
+    for (id, ty, text) in [(q, "query", "What is 2+2?"), (a, "response", "4")] {
+        let n = serde_json::json!({"id": id, "session": sid, "node_type": ty, "text": text, "created_at": t, "status": {"state": "complete"}});
+        nodes.insert(id.to_bytes(), codec::encode(&n).unwrap().as_slice()).unwrap();
+    }
+    drop(nodes);
+    let e = Edge::new(q, EdgeType::Answers, a);
+    w.open_table(EDGES_OUT).unwrap().insert(key33(q.to_bytes(), e.kind.code(), a.to_bytes()), codec::encode(&e).unwrap().as_slice()).unwrap();
+    w.open_table(EDGES_IN).unwrap().insert(key33(a.to_bytes(), e.kind.code(), q.to_bytes()), ()).unwrap();
+    w.commit().unwrap();
+    db.compact().unwrap();
+}
