@@ -8,3 +8,4 @@ pub mod cli;
 pub mod models;
 pub mod paths;
 pub mod store;
+pub mod views;

@@ -1,7 +1,10 @@
 //! The application: configuration, prompts and the TUI runtime.
 
+pub mod action;
 pub mod config;
+pub mod keymap;
 pub mod prompts;
+pub mod theme;
 mod tui;
 
 use anyhow::Result;

@@ -95,6 +95,7 @@ pub fn session_history(nodes: &[Node]) -> Vec<Message> {
 /// Nodes being streamed into, and what is still to be committed.
 struct Live {
     session: SessionId,
+    stream: StreamId,
     model: String,
     thinking: Option<Node>,
     response: Option<Node>,
@@ -111,6 +112,7 @@ impl Live {
             let mut n = Node::new(self.session, kind, "");
             n.status = NodeStatus::Streaming;
             n.model = Some(self.model.clone());
+            n.raw_stream = Some(self.stream);
             n
         })
     }
@@ -223,6 +225,7 @@ impl Orchestrator {
             self.provider.stream(chat, CallCtx { cancel: cancel.clone(), raw: Some(raw_tx) });
         let mut live = Live {
             session: session.id,
+            stream: header.id,
             model: self.model.clone(),
             thinking: None,
             response: None,

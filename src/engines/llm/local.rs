@@ -18,8 +18,7 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
-use serde::{Deserialize, Serialize};
-
+use super::replay::TokenRecord;
 use super::{
     CallCtx, ChatRequest, EventStream, LlmError, Provider, RawChunk, Role, StopReason, StreamEvent,
     ThinkingMode, Usage,
@@ -38,35 +37,6 @@ pub struct LocalSettings {
     pub thinking_prompt: String,
     /// Instruction that introduces the reasoning in the answer pass.
     pub answer_prompt: String,
-}
-
-/// One generated piece as recorded in the raw stream: which pass, the token id and its text.
-/// The raw stream of a local call is these records as NDJSON, one line per token.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct TokenRecord {
-    /// `t` for the thinking pass, `a` for the answer pass, `u` for a usage line, `s` for stop.
-    pub p: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<i32>,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub s: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<Usage>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stop: Option<StopReason>,
-}
-
-impl TokenRecord {
-    /// The stream event a recorded line stands for.
-    pub fn to_event(&self) -> Option<StreamEvent> {
-        match self.p.as_str() {
-            "t" => Some(StreamEvent::ThinkingDelta { text: self.s.clone() }),
-            "a" => Some(StreamEvent::TextDelta { text: self.s.clone() }),
-            "u" => self.usage.map(|usage| StreamEvent::Usage { usage }),
-            "s" => self.stop.clone().map(|reason| StreamEvent::Stop { reason }),
-            _ => None,
-        }
-    }
 }
 
 fn backend() -> Result<&'static LlamaBackend, LlmError> {
@@ -401,18 +371,4 @@ mod tests {
         assert_eq!(j.push(b"ok"), "ok");
     }
 
-    #[test]
-    fn token_records_map_to_events() {
-        let r = TokenRecord { p: "t".into(), id: Some(1), s: "x".into(), usage: None, stop: None };
-        assert_eq!(r.to_event(), Some(StreamEvent::ThinkingDelta { text: "x".into() }));
-        let line = serde_json::to_string(&r).unwrap_or_default();
-        let back: TokenRecord = serde_json::from_str(&line).unwrap_or(TokenRecord {
-            p: String::new(),
-            id: None,
-            s: String::new(),
-            usage: None,
-            stop: None,
-        });
-        assert_eq!(back, r);
-    }
 }

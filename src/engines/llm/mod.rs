@@ -239,3 +239,4 @@ pub mod think_tags;
 pub mod factory;
 #[cfg(feature = "local")]
 pub mod local;
+pub mod replay;
