@@ -108,7 +108,7 @@ async fn cancellation_stops_generation_early_and_keeps_the_partial_node() {
         thinking_prompt: "Think step by step.".into(),
         answer_prompt: "Reasoning:".into(),
     });
-    let orch = Orchestrator { store: store.clone(), provider: Arc::new(provider), model: "smollm2".into() };
+    let orch = Orchestrator::new(store.clone(), Arc::new(provider), "smollm2");
     let cancel = tokio_util::sync::CancellationToken::new();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let req = TurnRequest {

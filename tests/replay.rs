@@ -25,7 +25,7 @@ fn request(question: &str) -> TurnRequest {
 
 /// Runs one turn and returns its outcome and every event it reported.
 async fn turn(store: &Store, provider: Arc<dyn Provider>, q: &str) -> (TurnOutcome, Vec<TurnEvent>) {
-    let orch = Orchestrator { store: store.clone(), provider, model: "m".into() };
+    let orch = Orchestrator::new(store.clone(), provider, "m");
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let cancel = tokio_util::sync::CancellationToken::new();
     let req = request(q);

@@ -121,6 +121,8 @@ pub struct Config {
     pub providers: ProvidersConfig,
     pub effort: EffortConfig,
     pub generation: GenerationConfig,
+    pub routing: RoutingConfig,
+    pub budget: BudgetConfig,
     pub network: NetworkConfig,
     #[serde(default)]
     pub profiles: BTreeMap<String, Profile>,
@@ -226,6 +228,31 @@ pub struct GenerationConfig {
     pub temperature: f64,
     pub top_p: f64,
     pub seed: u64,
+}
+
+/// `[routing]`: classing questions simple / standard / complex and the effort of each.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoutingConfig {
+    pub enabled: bool,
+    pub simple_max_chars: usize,
+    pub complex_min_chars: usize,
+    pub simple_patterns: Vec<String>,
+    pub complex_patterns: Vec<String>,
+    pub simple: Effort,
+    pub standard: Effort,
+    pub complex: Effort,
+}
+
+/// `[budget]`: per-session token budget and history compaction.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetConfig {
+    pub session_tokens: u64,
+    pub warn_percent: u8,
+    pub context_tokens: u32,
+    pub compact_at_percent: u8,
+    pub keep_recent_turns: usize,
 }
 
 /// `[network]`: timeouts, retries and key rotation.

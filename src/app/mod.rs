@@ -1,11 +1,17 @@
-//! The application: configuration, prompts and the TUI runtime.
+//! The application: configuration, keys, themes, prompts and the TUI runtime.
 
 pub mod action;
 pub mod config;
+pub mod graph;
+pub mod highlight;
+pub mod input;
 pub mod keymap;
 pub mod prompts;
+pub mod runtime;
+pub mod state;
 pub mod theme;
-mod tui;
+pub mod tui;
+pub mod update;
 
 use anyhow::Result;
 

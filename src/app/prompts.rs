@@ -8,6 +8,7 @@ use std::path::Path;
 const DEFAULTS: &[(&str, &str)] = &[
     ("local/thinking", include_str!("../../configs/prompts/local/thinking.md")),
     ("local/answer", include_str!("../../configs/prompts/local/answer.md")),
+    ("orchestrator/compaction", include_str!("../../configs/prompts/orchestrator/compaction.md")),
 ];
 
 /// The loaded prompt set.

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Ctx;
 use crate::engines::llm::{Effort, StopReason, factory};
-use crate::engines::orchestrator::{Orchestrator, TurnEvent, TurnRequest};
+use crate::engines::orchestrator::{TurnEvent, TurnRequest, classify};
 
 #[derive(Debug, Args)]
 pub struct AskArgs {
@@ -111,9 +111,14 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
     let store = ctx.open_store()?;
     let session = args.session.as_deref().map(|s| store.resolve_session(s)).transpose()?;
     let built = factory::build(ctx)?;
-    let effort = args.effort.unwrap_or(cfg.effort.default);
+    let route = classify(&question, &cfg.routing);
+    let effort = match args.effort {
+        Some(e) => e,
+        None if cfg.routing.enabled => route.effort(&cfg.routing),
+        None => cfg.effort.default,
+    };
     let plan = factory::plan_turn(cfg, built.kind, (!args.no_thinking).then_some(effort), args.max_tokens);
-    let orch = Orchestrator { store, provider: built.provider, model: built.model.clone() };
+    let orch = factory::orchestrator(ctx, &built, store);
     let req = TurnRequest {
         session,
         question,
@@ -156,6 +161,16 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
             TurnEvent::ToolUse { name, input } if args.json => {
                 p.line(json!({"type": "tool_use", "name": name, "input": input}))
             }
+            TurnEvent::BudgetWarning { used, limit } => {
+                if args.json {
+                    p.line(json!({"type": "budget_warning", "used": used, "limit": limit}));
+                } else {
+                    eprintln!("glassbox: warning: this session has used {used} of {limit} output tokens");
+                }
+            }
+            TurnEvent::Compacted { node, superseded } if args.json => {
+                p.line(json!({"type": "compacted", "node": node, "superseded": superseded}))
+            }
             _ => {}
         }
     }
@@ -171,6 +186,8 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
             "node": node,
             "stop_reason": outcome.stop,
             "usage": outcome.usage,
+            "route": route.as_str(),
+            "effort": effort.as_str(),
         }));
     } else {
         p.write("\n");

@@ -55,6 +55,9 @@ pub struct GlobalArgs {
     /// Base URL of the provider's API.
     #[arg(long, global = true, value_name = "URL")]
     pub base_url: Option<String>,
+    /// Colour theme: dark, light, high-contrast, or a theme file's name in <config dir>/themes.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub theme: Option<String>,
     /// More detail in the log file (-v debug, -vv trace).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
@@ -100,6 +103,9 @@ fn flag_overrides(g: &GlobalArgs) -> Vec<FlagOverride> {
     }
     if let Some(m) = &g.model {
         flags.push(FlagOverride::new(config::MODEL_KEY, m.as_str(), "--model"));
+    }
+    if let Some(t) = &g.theme {
+        flags.push(FlagOverride::new("general.theme", t.as_str(), "--theme"));
     }
     if let Some(u) = &g.base_url {
         flags.push(FlagOverride::new(config::BASE_URL_KEY, u.as_str(), "--base-url"));

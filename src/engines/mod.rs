@@ -3,3 +3,4 @@
 
 pub mod llm;
 pub mod orchestrator;
+pub mod thinkgraph;

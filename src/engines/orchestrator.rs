@@ -15,6 +15,7 @@ use super::llm::{
     CallCtx, ChatRequest, Effort, LlmError, Message, Provider, RawChunk, StopReason, StreamEvent,
     ThinkingMode, Usage,
 };
+use crate::app::config::{BudgetConfig, RoutingConfig};
 use crate::store::{
     Edge, EdgeType, Node, NodeId, NodeStatus, NodeType, RawStream, Session, SessionId,
     SessionSource, Store, StoreError, StoredChunk, StreamId,
@@ -27,12 +28,107 @@ const FLUSH_EVERY: Duration = Duration::from_millis(150);
 #[derive(Clone, Debug, PartialEq)]
 pub enum TurnEvent {
     Started { session: SessionId, query: NodeId },
+    /// A thinking or response node was created (it streams from now on).
+    NodeCreated { id: NodeId, kind: NodeType },
+    /// ThinkGraph finished a step of the thinking node while it streams.
+    Step { node: NodeId, step: crate::engines::thinkgraph::Step },
+    /// ThinkGraph found a decision point in the thinking node.
+    Decision { node: NodeId, decision: crate::engines::thinkgraph::Decision },
     Thinking(String),
     Text(String),
     Signature(String),
     Redacted,
     ToolUse { name: String, input: serde_json::Value },
     Usage(Usage),
+    /// The session has used `used` of its `limit` output tokens (past the warning share).
+    BudgetWarning { used: u64, limit: u64 },
+    /// Older turns were summarised into a compaction node before this turn.
+    Compacted { node: NodeId, superseded: usize },
+}
+
+/// How demanding a question is; decides the effort when the user did not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Route {
+    Simple,
+    Standard,
+    Complex,
+}
+
+impl Route {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Route::Simple => "simple",
+            Route::Standard => "standard",
+            Route::Complex => "complex",
+        }
+    }
+
+    /// The effort the routing config assigns to this class.
+    pub fn effort(self, cfg: &RoutingConfig) -> Effort {
+        match self {
+            Route::Simple => cfg.simple,
+            Route::Standard => cfg.standard,
+            Route::Complex => cfg.complex,
+        }
+    }
+}
+
+/// Classes questions by the routing patterns and their length (seed: simple / standard /
+/// complex). The patterns are compiled once; invalid ones are skipped.
+#[derive(Clone, Debug)]
+pub struct Router {
+    cfg: RoutingConfig,
+    simple: Vec<regex::Regex>,
+    complex: Vec<regex::Regex>,
+}
+
+impl Router {
+    pub fn new(cfg: &RoutingConfig) -> Self {
+        let compile = |patterns: &[String]| {
+            patterns
+                .iter()
+                .filter_map(|p| {
+                    regex::RegexBuilder::new(p).case_insensitive(true).size_limit(1 << 20).build().ok()
+                })
+                .collect()
+        };
+        Self { cfg: cfg.clone(), simple: compile(&cfg.simple_patterns), complex: compile(&cfg.complex_patterns) }
+    }
+
+    pub fn classify(&self, question: &str) -> Route {
+        let len = question.trim().chars().count();
+        if self.complex.iter().any(|re| re.is_match(question)) {
+            Route::Complex
+        } else if self.simple.iter().any(|re| re.is_match(question)) || len < self.cfg.simple_max_chars {
+            Route::Simple
+        } else if len > self.cfg.complex_min_chars {
+            Route::Complex
+        } else {
+            Route::Standard
+        }
+    }
+
+    pub fn config(&self) -> &RoutingConfig {
+        &self.cfg
+    }
+
+    /// The effort for `question`: routed when routing is on, else the configured default.
+    pub fn effort(&self, question: &str, default: Effort) -> (Route, Effort) {
+        let route = self.classify(question);
+        (route, if self.cfg.enabled { route.effort(&self.cfg) } else { default })
+    }
+}
+
+/// Classes one question (compiles the patterns; use [`Router`] for many).
+pub fn classify(question: &str, cfg: &RoutingConfig) -> Route {
+    Router::new(cfg).classify(question)
+}
+
+/// Extra context for a question (the memory engine's retrieval plugs in here).
+pub trait KnowledgeContext: Send + Sync {
+    /// Text to put before the conversation, or `None` when nothing is relevant.
+    fn context_for(&self, question: &str) -> Option<String>;
 }
 
 /// One question to ask.
@@ -71,25 +167,70 @@ pub struct Orchestrator {
     pub provider: Arc<dyn Provider>,
     /// Model name recorded on sessions and nodes.
     pub model: String,
+    pub budget: BudgetConfig,
+    /// The model's context in tokens, for deciding when to compact history.
+    pub context_tokens: u32,
+    /// Prompt used to summarise older turns.
+    pub compaction_prompt: String,
+    pub knowledge: Option<Arc<dyn KnowledgeContext>>,
 }
 
-/// The conversation so far: each query with the response that answered it.
-pub fn session_history(nodes: &[Node]) -> Vec<Message> {
+/// The conversation so far: the latest compaction summary (if any), then each query with the
+/// response that answered it, skipping nodes a compaction superseded.
+pub fn session_history(nodes: &[Node], superseded: &std::collections::HashSet<NodeId>) -> Vec<Message> {
     let mut out = Vec::new();
-    for n in nodes {
+    if let Some(c) = nodes.iter().rev().find(|n| n.kind == NodeType::Compaction && !superseded.contains(&n.id)) {
+        out.push(Message::user(format!("Summary of our conversation so far:\n{}", c.text)));
+        out.push(Message::assistant("Understood; I will continue from that summary."));
+    }
+    for n in nodes.iter().filter(|n| !superseded.contains(&n.id)) {
         match n.kind {
             NodeType::Query => out.push(Message::user(n.text.clone())),
             NodeType::Response if !n.text.is_empty() => {
+                // Two queries in a row (a failed turn) must not both be sent.
+                if matches!(out.last(), Some(m) if m.role == super::llm::Role::Assistant) {
+                    continue;
+                }
                 out.push(Message::assistant(n.text.clone()))
             }
             _ => {}
         }
+        // A query not followed by an answer is dropped when the next query comes.
+        let len = out.len();
+        if len >= 2 && out[len - 1].role == super::llm::Role::User && out[len - 2].role == super::llm::Role::User {
+            out.remove(len - 2);
+        }
     }
-    // A trailing query without an answer (a failed turn) is not sent twice.
     if matches!(out.last(), Some(m) if m.role == super::llm::Role::User) {
         out.pop();
     }
     out
+}
+
+/// Nodes of the session that a compaction node supersedes.
+fn superseded_nodes(store: &Store, nodes: &[Node]) -> Result<std::collections::HashSet<NodeId>, StoreError> {
+    let mut out = std::collections::HashSet::new();
+    for n in nodes.iter().filter(|n| n.kind == NodeType::Compaction) {
+        for e in store.edges_from(n.id, Some(EdgeType::Supersedes))? {
+            out.insert(e.dst);
+        }
+    }
+    Ok(out)
+}
+
+/// Output tokens a session has used, from its responses' recorded usage.
+pub fn session_output_tokens(nodes: &[Node]) -> u64 {
+    nodes
+        .iter()
+        .filter(|n| matches!(n.kind, NodeType::Response | NodeType::Compaction))
+        .filter_map(|n| n.meta.get("usage"))
+        .filter_map(|u| u.get("output_tokens").and_then(|v| v.as_u64()))
+        .sum()
+}
+
+/// A rough token count (four characters a token), enough to decide when to compact.
+fn estimate_tokens(messages: &[Message]) -> u64 {
+    messages.iter().map(|m| m.content.chars().count() as u64 / 4 + 4).sum()
 }
 
 /// Nodes being streamed into, and what is still to be committed.
@@ -100,6 +241,12 @@ struct Live {
     thinking: Option<Node>,
     response: Option<Node>,
     dirty: bool,
+    /// Nodes created since the last report.
+    created: Vec<(NodeId, NodeType)>,
+    /// Steps and decision points of the thinking, found as it streams.
+    graph: crate::engines::thinkgraph::ThinkGraphBuilder,
+    /// Decision points not yet committed.
+    decisions: Vec<crate::store::DecisionPoint>,
     chunks: Vec<StoredChunk>,
     next_chunk: u32,
     total_bytes: u64,
@@ -108,13 +255,65 @@ struct Live {
 impl Live {
     fn node(&mut self, kind: NodeType) -> &mut Node {
         let slot = if kind == NodeType::Thinking { &mut self.thinking } else { &mut self.response };
+        let created = &mut self.created;
         slot.get_or_insert_with(|| {
             let mut n = Node::new(self.session, kind, "");
+            created.push((n.id, kind));
             n.status = NodeStatus::Streaming;
             n.model = Some(self.model.clone());
             n.raw_stream = Some(self.stream);
             n
         })
+    }
+
+    /// Records ThinkGraph's findings on the thinking node and reports them.
+    fn apply_graph(
+        &mut self,
+        updates: Vec<crate::engines::thinkgraph::GraphUpdate>,
+        events: &mpsc::UnboundedSender<TurnEvent>,
+    ) {
+        use crate::engines::thinkgraph::GraphUpdate;
+        if updates.is_empty() {
+            return;
+        }
+        let confidence = self.graph.confidence();
+        let id = {
+            let node = self.node(NodeType::Thinking);
+            node.confidence = Some(confidence);
+            node.id
+        };
+        for u in updates {
+            match u {
+                GraphUpdate::Step(step) => {
+                    let node = self.node(NodeType::Thinking);
+                    let list = node.meta.entry("steps").or_insert_with(|| json!([]));
+                    if let Some(a) = list.as_array_mut() {
+                        a.push(json!({
+                            "index": step.index,
+                            "kind": step.kind,
+                            "text": step.text,
+                            "start": step.start,
+                            "confidence": step.confidence,
+                        }));
+                    }
+                    let _ = events.send(TurnEvent::Step { node: id, step });
+                }
+                GraphUpdate::Decision(decision) => {
+                    self.decisions.push(crate::store::DecisionPoint {
+                        id: crate::store::DecisionId::new(),
+                        node: id,
+                        step_number: decision.step_index,
+                        description: decision.description.clone(),
+                        chosen_path: decision.chosen_path.clone(),
+                        alternatives: decision.alternatives.clone(),
+                        confidence: decision.confidence,
+                        created_at: Utc::now(),
+                    });
+                    let _ = events.send(TurnEvent::Decision { node: id, decision });
+                }
+            }
+        }
+        self.dirty = true;
     }
 
     fn push_raw(&mut self, c: RawChunk) {
@@ -127,10 +326,11 @@ impl Live {
 
     /// Commits the nodes' text so far and the raw chunks received since the last flush.
     fn flush(&mut self, store: &Store, header: &mut RawStream) -> Result<(), StoreError> {
-        if !self.dirty && self.chunks.is_empty() {
+        if !self.dirty && self.chunks.is_empty() && self.decisions.is_empty() {
             return Ok(());
         }
         let chunks = std::mem::take(&mut self.chunks);
+        let decisions = std::mem::take(&mut self.decisions);
         let first = self.next_chunk;
         self.next_chunk += chunks.len() as u32;
         header.chunk_count = self.next_chunk;
@@ -148,6 +348,9 @@ impl Live {
             if let Some(n) = response {
                 w.put_node(n)?;
             }
+            for d in &decisions {
+                w.put_decision_point(d)?;
+            }
             Ok(())
         })?;
         self.dirty = false;
@@ -156,6 +359,104 @@ impl Live {
 }
 
 impl Orchestrator {
+    /// An orchestrator with the built-in budget settings.
+    pub fn new(store: Store, provider: Arc<dyn Provider>, model: impl Into<String>) -> Self {
+        let defaults = crate::app::config::Config::builtin().ok();
+        Self {
+            store,
+            provider,
+            model: model.into(),
+            budget: defaults.as_ref().map(|c| c.budget.clone()).unwrap_or(BudgetConfig {
+                session_tokens: 0,
+                warn_percent: 80,
+                context_tokens: 0,
+                compact_at_percent: 75,
+                keep_recent_turns: 2,
+            }),
+            context_tokens: 200_000,
+            compaction_prompt: "Summarise this conversation so far in a few sentences, keeping every fact, decision and open question needed to continue it.".into(),
+            knowledge: None,
+        }
+    }
+
+    /// The history to send for `question`; when it would fill more than the configured share
+    /// of the context, older turns are first summarised by the model into a compaction node
+    /// that supersedes them.
+    async fn compact_if_needed(
+        &self,
+        session: &Session,
+        nodes: &[Node],
+        question: &str,
+        events: &mpsc::UnboundedSender<TurnEvent>,
+        cancel: &CancellationToken,
+    ) -> anyhow::Result<Vec<Message>> {
+        let store = &self.store;
+        let superseded = superseded_nodes(store, nodes)?;
+        let history = session_history(nodes, &superseded);
+        let limit = u64::from(self.context_tokens) * u64::from(self.budget.compact_at_percent) / 100;
+        let needed = estimate_tokens(&history) + question.chars().count() as u64 / 4;
+        if limit == 0 || needed <= limit {
+            return Ok(history);
+        }
+        // Keep the newest turns verbatim; everything older (and any earlier summary) goes.
+        let live: Vec<&Node> = nodes.iter().filter(|n| !superseded.contains(&n.id)).collect();
+        let query_positions: Vec<usize> =
+            live.iter().enumerate().filter(|(_, n)| n.kind == NodeType::Query).map(|(i, _)| i).collect();
+        let keep_from = query_positions
+            .len()
+            .checked_sub(self.budget.keep_recent_turns)
+            .and_then(|i| query_positions.get(i).copied())
+            .unwrap_or(0);
+        let old: Vec<&Node> = live[..keep_from].to_vec();
+        if old.is_empty() {
+            return Ok(history);
+        }
+        let old_nodes: Vec<Node> = old.iter().map(|n| (*n).clone()).collect();
+        let mut transcript = String::new();
+        for m in session_history(&old_nodes, &std::collections::HashSet::new()) {
+            let who = if m.role == super::llm::Role::User { "User" } else { "Assistant" };
+            transcript.push_str(&format!("{who}: {}\n\n", m.content));
+        }
+        let mut req = ChatRequest::new(
+            self.model.clone(),
+            vec![Message::user(format!("{}\n\n{transcript}", self.compaction_prompt))],
+        );
+        req.max_tokens = 512;
+        req.temperature = Some(0.0);
+        let mut stream = self.provider.stream(req, CallCtx { cancel: cancel.clone(), raw: None });
+        let mut summary = String::new();
+        let mut usage = Usage::default();
+        while let Some(ev) = stream.next().await {
+            match ev {
+                StreamEvent::TextDelta { text } => summary.push_str(&text),
+                StreamEvent::Usage { usage: u } => usage = u,
+                StreamEvent::Error { error } => {
+                    anyhow::bail!("compacting the history failed: {error}")
+                }
+                _ => {}
+            }
+        }
+        if summary.trim().is_empty() {
+            return Ok(history);
+        }
+        let mut node = Node::new(session.id, NodeType::Compaction, summary.trim().to_string());
+        node.model = Some(self.model.clone());
+        node.meta.insert("usage".into(), json!(usage));
+        node.meta.insert("superseded".into(), json!(old.len()));
+        store.write(|w| {
+            w.put_node(&node)?;
+            for n in &old {
+                w.put_edge(&Edge::new(node.id, EdgeType::Supersedes, n.id))?;
+            }
+            Ok(())
+        })?;
+        let _ = events.send(TurnEvent::Compacted { node: node.id, superseded: old.len() });
+        let mut all = nodes.to_vec();
+        all.push(node);
+        let superseded = superseded_nodes(store, &all)?;
+        Ok(session_history(&all, &superseded))
+    }
+
     /// Runs one turn to its end (done, cancelled or failed), reporting progress on `events`.
     /// Store failures are returned as errors; provider failures end up in the outcome.
     pub async fn run_turn(
@@ -171,8 +472,19 @@ impl Orchestrator {
                     .session(id)?
                     .ok_or_else(|| StoreError::NotFound(format!("session {id}")))?;
                 let nodes = store.session_nodes(id)?;
+                let used = session_output_tokens(&nodes);
+                let limit = self.budget.session_tokens;
+                if limit > 0 && used >= limit {
+                    anyhow::bail!(
+                        "session token budget exhausted: {used} of {limit} output tokens used; start a new session or raise [budget] session_tokens"
+                    );
+                }
+                if limit > 0 && used * 100 >= limit * u64::from(self.budget.warn_percent) {
+                    let _ = events.send(TurnEvent::BudgetWarning { used, limit });
+                }
                 let prev = nodes.iter().rev().find(|n| n.kind == NodeType::Response).map(|n| n.id);
-                (s, session_history(&nodes), prev)
+                let history = self.compact_if_needed(&s, &nodes, &req.question, &events, &cancel).await?;
+                (s, history, prev)
             }
             None => {
                 let mut s = Session::new(title_from(&req.question), SessionSource::Glassbox);
@@ -185,9 +497,16 @@ impl Orchestrator {
         let query = Node::new(session.id, NodeType::Query, req.question.clone());
         let mut messages = history;
         messages.push(Message::user(req.question.clone()));
+        let system = match self.knowledge.as_ref().and_then(|k| k.context_for(&req.question)) {
+            Some(context) => Some(match &req.system {
+                Some(sys) => format!("{sys}\n\nRelevant knowledge:\n{context}"),
+                None => format!("Relevant knowledge:\n{context}"),
+            }),
+            None => req.system.clone(),
+        };
         let chat = ChatRequest {
             model: self.model.clone(),
-            system: req.system.clone(),
+            system,
             messages,
             max_tokens: req.max_tokens,
             temperature: req.temperature,
@@ -230,6 +549,9 @@ impl Orchestrator {
             thinking: None,
             response: None,
             dirty: false,
+            created: Vec::new(),
+            graph: crate::engines::thinkgraph::ThinkGraphBuilder::new(),
+            decisions: Vec::new(),
             chunks: Vec::new(),
             next_chunk: 0,
             total_bytes: 0,
@@ -247,7 +569,12 @@ impl Orchestrator {
                         StreamEvent::ThinkingDelta { text } => {
                             live.node(NodeType::Thinking).text.push_str(&text);
                             live.dirty = true;
+                            let updates = live.graph.push(&text);
                             let _ = events.send(TurnEvent::Thinking(text));
+                            for (id, kind) in live.created.drain(..) {
+                                let _ = events.send(TurnEvent::NodeCreated { id, kind });
+                            }
+                            live.apply_graph(updates, &events);
                         }
                         StreamEvent::ThinkingSignature { signature } => {
                             live.node(NodeType::Thinking)
@@ -285,6 +612,9 @@ impl Orchestrator {
                         StreamEvent::Stop { reason } => { stop = Some(reason); }
                         StreamEvent::Error { error: e } => { error = Some(e); }
                     }
+                    for (id, kind) in live.created.drain(..) {
+                        let _ = events.send(TurnEvent::NodeCreated { id, kind });
+                    }
                 }
                 Some(chunk) = raw_rx.recv() => live.push_raw(chunk),
                 _ = tick.tick() => live.flush(store, &mut header)?,
@@ -309,6 +639,12 @@ impl Orchestrator {
         if error.is_some() && live.response.is_none() && live.thinking.is_none() {
             // Keep a visible record of the failed turn.
             live.node(NodeType::Response);
+        }
+        if live.thinking.is_some() {
+            let updates = live.graph.finish();
+            live.apply_graph(updates, &events);
+            let confidence = live.graph.confidence();
+            live.node(NodeType::Thinking).confidence = Some(confidence);
         }
         for n in live.thinking.iter_mut().chain(live.response.iter_mut()) {
             n.status = final_status.clone();
@@ -372,8 +708,61 @@ mod tests {
             Node::new(s, NodeType::Response, "a1"),
             Node::new(s, NodeType::Query, "q2"),
         ];
-        let h = session_history(&nodes);
+        let h = session_history(&nodes, &Default::default());
         assert_eq!(h, vec![Message::user("q1"), Message::assistant("a1")]);
+    }
+
+    #[test]
+    fn a_compaction_summary_replaces_what_it_supersedes() {
+        let s = SessionId::new();
+        let q1 = Node::new(s, NodeType::Query, "q1");
+        let a1 = Node::new(s, NodeType::Response, "a1");
+        let q2 = Node::new(s, NodeType::Query, "q2");
+        let a2 = Node::new(s, NodeType::Response, "a2");
+        let c = Node::new(s, NodeType::Compaction, "they asked q1");
+        let superseded = [q1.id, a1.id].into_iter().collect();
+        let h = session_history(&[q1, a1, q2, a2, c], &superseded);
+        assert_eq!(h.len(), 4);
+        assert!(h[0].content.contains("they asked q1"));
+        assert_eq!(h[2], Message::user("q2"));
+        assert_eq!(h[3], Message::assistant("a2"));
+    }
+
+    #[test]
+    fn a_failed_turn_is_not_sent_twice() {
+        let s = SessionId::new();
+        let nodes = vec![
+            Node::new(s, NodeType::Query, "q1"),
+            Node::new(s, NodeType::Query, "q1 again"),
+            Node::new(s, NodeType::Response, "a"),
+        ];
+        let h = session_history(&nodes, &Default::default());
+        assert_eq!(h, vec![Message::user("q1 again"), Message::assistant("a")]);
+    }
+
+    fn routing() -> RoutingConfig {
+        crate::app::config::Config::builtin().unwrap().routing
+    }
+
+    #[test]
+    fn routes_by_pattern_and_length() {
+        let r = routing();
+        assert_eq!(classify("hi there", &r), Route::Simple);
+        assert_eq!(classify("What is a monad, in the sense functional programmers use it?", &r), Route::Simple);
+        assert_eq!(classify("Please debug this", &r), Route::Complex);
+        assert_eq!(classify(&"How do tides work across the different oceans of the world? ".repeat(2), &r), Route::Standard);
+        assert_eq!(classify(&"Tell me about tides and the moon and the sun. ".repeat(20), &r), Route::Complex);
+        assert_eq!(classify("Walk me through it step by step, please, with care and rigour", &r), Route::Complex);
+    }
+
+    #[test]
+    fn output_tokens_add_up_over_responses() {
+        let s = SessionId::new();
+        let mut a = Node::new(s, NodeType::Response, "a");
+        a.meta.insert("usage".into(), json!({"input_tokens": 5, "output_tokens": 7}));
+        let mut b = Node::new(s, NodeType::Response, "b");
+        b.meta.insert("usage".into(), json!({"input_tokens": 5, "output_tokens": 3}));
+        assert_eq!(session_output_tokens(&[a, Node::new(s, NodeType::Query, "q"), b]), 10);
     }
 
     #[test]

@@ -1,1 +1,795 @@
-//! (in progress)
+//! Anthropic Messages API provider: request building, the SSE event decoder (thinking,
+//! signatures, redacted thinking, text, tool input) and the non-streaming message parser.
+
+use std::collections::BTreeMap;
+
+use reqwest::header::{HeaderName, HeaderValue};
+use serde_json::{Value, json};
+
+use super::http::{self, ApiKey, DecodeStats, HttpSettings, Remote, Wire, WireDecoder};
+use super::sse::SseDecoder;
+use super::{
+    CallCtx, ChatRequest, EventStream, LlmError, Provider, StopReason, StreamEvent, ThinkingMode,
+    Usage,
+};
+
+const NAME: &str = "anthropic";
+
+/// Anthropic Messages API (`POST {base_url}/v1/messages`). Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct AnthropicProvider {
+    remote: Remote,
+}
+
+impl AnthropicProvider {
+    /// Needs at least one key in `settings.keys`; an empty base URL means `https://api.anthropic.com`.
+    pub fn new(settings: HttpSettings) -> Result<Self, LlmError> {
+        Ok(Self {
+            remote: Remote::new(settings, AnthropicWire)?,
+        })
+    }
+}
+
+impl Provider for AnthropicProvider {
+    fn name(&self) -> &str {
+        self.remote.name()
+    }
+
+    fn stream(&self, req: ChatRequest, ctx: CallCtx) -> EventStream {
+        self.remote.stream(req, ctx)
+    }
+}
+
+struct AnthropicWire;
+
+impl Wire for AnthropicWire {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn default_base_url(&self) -> &'static str {
+        "https://api.anthropic.com"
+    }
+
+    fn required_key_env(&self) -> Option<&'static str> {
+        Some("ANTHROPIC_API_KEY")
+    }
+
+    fn endpoint(&self, base_url: &str) -> String {
+        format!("{base_url}/v1/messages")
+    }
+
+    fn body(&self, req: &ChatRequest, stream: bool) -> Value {
+        request_body(req, stream)
+    }
+
+    fn auth_headers(&self, key: &ApiKey) -> Result<Vec<(HeaderName, HeaderValue)>, LlmError> {
+        Ok(vec![(
+            HeaderName::from_static("x-api-key"),
+            http::secret_header(key.expose())?,
+        )])
+    }
+
+    fn fixed_headers(&self) -> Vec<(HeaderName, HeaderValue)> {
+        vec![(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static("2023-06-01"),
+        )]
+    }
+
+    fn decoder(&self, _settings: &HttpSettings) -> Box<dyn WireDecoder> {
+        Box::new(AnthropicDecoder::new())
+    }
+}
+
+/// The JSON body of a Messages API call. A thinking budget at or above `max_tokens` would be
+/// refused by the API, so `max_tokens` is raised to budget + `max_tokens` in that case.
+pub fn request_body(req: &ChatRequest, stream: bool) -> Value {
+    let messages: Vec<Value> = req
+        .messages
+        .iter()
+        .map(|m| {
+            let role = match m.role {
+                super::Role::User => "user",
+                super::Role::Assistant => "assistant",
+            };
+            json!({"role": role, "content": m.content})
+        })
+        .collect();
+    let mut max_tokens = req.max_tokens;
+    let mut body = json!({"model": req.model, "messages": messages, "stream": stream});
+    match req.thinking {
+        ThinkingMode::Off => {}
+        ThinkingMode::Budget { tokens } => {
+            if tokens >= max_tokens {
+                max_tokens = tokens.saturating_add(max_tokens);
+            }
+            body["thinking"] = json!({"type": "enabled", "budget_tokens": tokens});
+        }
+        ThinkingMode::Adaptive => {
+            body["thinking"] = json!({"type": "adaptive"});
+            if let Some(effort) = req.effort {
+                body["output_config"] = json!({"effort": effort.as_str()});
+            }
+        }
+    }
+    body["max_tokens"] = json!(max_tokens);
+    if let Some(system) = &req.system {
+        body["system"] = json!(system);
+    }
+    if let Some(t) = req.temperature {
+        body["temperature"] = json!(t);
+    }
+    if let Some(p) = req.top_p {
+        body["top_p"] = json!(p);
+    }
+    if !req.tools.is_empty() {
+        let tools: Vec<Value> = req
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
+            .collect();
+        body["tools"] = json!(tools);
+    }
+    if let Some(name) = &req.tool_choice {
+        body["tool_choice"] = json!({"type": "tool", "name": name});
+    }
+    body
+}
+
+#[derive(Debug)]
+enum Block {
+    Thinking {
+        signature_sent: bool,
+        signature: String,
+    },
+    Tool {
+        id: String,
+        name: String,
+        json: String,
+        initial: Value,
+    },
+    Other,
+}
+
+/// Decodes an Anthropic SSE stream (or a whole non-streaming message body) into events.
+#[derive(Debug)]
+pub struct AnthropicDecoder {
+    sse: SseDecoder,
+    blocks: BTreeMap<u64, Block>,
+    usage: Option<Usage>,
+    stop_reason: Option<String>,
+    done: bool,
+    recognized: u64,
+    stats: DecodeStats,
+    first_bad: Option<String>,
+    head: Option<Vec<u8>>,
+}
+
+impl Default for AnthropicDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AnthropicDecoder {
+    /// A decoder at the start of a response body.
+    pub fn new() -> Self {
+        Self {
+            sse: SseDecoder::new(),
+            blocks: BTreeMap::new(),
+            usage: None,
+            stop_reason: None,
+            done: false,
+            recognized: 0,
+            stats: DecodeStats::default(),
+            first_bad: None,
+            head: Some(Vec::new()),
+        }
+    }
+
+    fn frame(&mut self, event_name: Option<&str>, data: &str, out: &mut Vec<StreamEvent>) {
+        match parse_json_values(data) {
+            Some(values) => {
+                for v in values {
+                    if self.done {
+                        return;
+                    }
+                    self.event(event_name, &v, out);
+                }
+            }
+            None => {
+                self.stats.malformed += 1;
+                if self.first_bad.is_none() {
+                    self.first_bad = Some(http::snippet(data));
+                }
+            }
+        }
+    }
+
+    fn event(&mut self, event_name: Option<&str>, v: &Value, out: &mut Vec<StreamEvent>) {
+        let kind = v
+            .get("type")
+            .and_then(Value::as_str)
+            .or(event_name)
+            .unwrap_or("");
+        match kind {
+            "message_start" => {
+                if let Some(u) = v.get("message").and_then(|m| m.get("usage")) {
+                    merge_usage(&mut self.usage, u);
+                }
+            }
+            "content_block_start" => {
+                let index = v.get("index").and_then(Value::as_u64).unwrap_or(0);
+                let block = v.get("content_block").cloned().unwrap_or(Value::Null);
+                self.block_start(index, &block, out);
+            }
+            "content_block_delta" => {
+                let index = v.get("index").and_then(Value::as_u64).unwrap_or(0);
+                let delta = v.get("delta").cloned().unwrap_or(Value::Null);
+                self.block_delta(index, &delta, out);
+            }
+            "content_block_stop" => {
+                let index = v.get("index").and_then(Value::as_u64).unwrap_or(0);
+                self.block_stop(index, out);
+            }
+            "message_delta" => {
+                if let Some(r) = v
+                    .get("delta")
+                    .and_then(|d| d.get("stop_reason"))
+                    .and_then(Value::as_str)
+                {
+                    self.stop_reason = Some(r.to_string());
+                }
+                if let Some(u) = v.get("usage") {
+                    merge_usage(&mut self.usage, u);
+                }
+            }
+            "message_stop" => {
+                self.end(out);
+            }
+            "ping" => {}
+            "error" => {
+                let err = v.get("error").cloned().unwrap_or(Value::Null);
+                let etype = err
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("error")
+                    .to_string();
+                let message = err
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown error");
+                let message = http::one_line(message, 300);
+                let error = if etype == "overloaded_error" {
+                    LlmError::Overloaded {
+                        provider: NAME.into(),
+                        message,
+                    }
+                } else {
+                    LlmError::Api {
+                        provider: NAME.into(),
+                        kind: etype,
+                        message,
+                    }
+                };
+                self.push_usage(out);
+                out.push(StreamEvent::Error { error });
+                self.done = true;
+            }
+            "message" => {
+                // A whole non-streaming message (proxy ignored `stream`, or fallback call).
+                self.recognized += 1;
+                self.whole_message(v, out);
+                return;
+            }
+            _ => {
+                self.stats.unknown += 1;
+                return;
+            }
+        }
+        self.recognized += 1;
+    }
+
+    fn block_start(&mut self, index: u64, block: &Value, out: &mut Vec<StreamEvent>) {
+        let text_of = |k: &str| {
+            block
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let b = match block.get("type").and_then(Value::as_str).unwrap_or("") {
+            "thinking" => {
+                let thinking = text_of("thinking");
+                if !thinking.is_empty() {
+                    out.push(StreamEvent::ThinkingDelta { text: thinking });
+                }
+                Block::Thinking {
+                    signature_sent: false,
+                    signature: text_of("signature"),
+                }
+            }
+            "redacted_thinking" => {
+                out.push(StreamEvent::RedactedThinking {
+                    data: text_of("data"),
+                });
+                Block::Other
+            }
+            "text" => {
+                let text = text_of("text");
+                if !text.is_empty() {
+                    out.push(StreamEvent::TextDelta { text });
+                }
+                Block::Other
+            }
+            "tool_use" | "server_tool_use" => Block::Tool {
+                id: text_of("id"),
+                name: text_of("name"),
+                json: String::new(),
+                initial: block.get("input").cloned().unwrap_or(Value::Null),
+            },
+            _ => {
+                self.stats.unknown += 1;
+                Block::Other
+            }
+        };
+        self.blocks.insert(index, b);
+    }
+
+    fn block_delta(&mut self, index: u64, delta: &Value, out: &mut Vec<StreamEvent>) {
+        let field = |k: &str| delta.get(k).and_then(Value::as_str).unwrap_or("");
+        match delta.get("type").and_then(Value::as_str).unwrap_or("") {
+            "thinking_delta" => {
+                let text = field("thinking");
+                if !text.is_empty() {
+                    out.push(StreamEvent::ThinkingDelta {
+                        text: text.to_string(),
+                    });
+                }
+            }
+            "signature_delta" => {
+                let signature = field("signature").to_string();
+                if let Some(Block::Thinking { signature_sent, .. }) = self.blocks.get_mut(&index) {
+                    *signature_sent = true;
+                }
+                out.push(StreamEvent::ThinkingSignature { signature });
+            }
+            "text_delta" => {
+                let text = field("text");
+                if !text.is_empty() {
+                    out.push(StreamEvent::TextDelta {
+                        text: text.to_string(),
+                    });
+                }
+            }
+            "input_json_delta" => {
+                if let Some(Block::Tool { json, .. }) = self.blocks.get_mut(&index) {
+                    json.push_str(field("partial_json"));
+                } else {
+                    self.stats.unknown += 1;
+                }
+            }
+            _ => self.stats.unknown += 1,
+        }
+    }
+
+    fn block_stop(&mut self, index: u64, out: &mut Vec<StreamEvent>) {
+        match self.blocks.remove(&index) {
+            Some(Block::Thinking {
+                signature_sent: false,
+                signature,
+            }) if !signature.is_empty() => {
+                out.push(StreamEvent::ThinkingSignature { signature });
+            }
+            Some(Block::Tool {
+                id,
+                name,
+                json,
+                initial,
+            }) => {
+                let input = if json.trim().is_empty() {
+                    if initial.is_null() {
+                        json!({})
+                    } else {
+                        initial
+                    }
+                } else {
+                    // Unparseable input is kept as a string for the tolerant JSON extractor.
+                    serde_json::from_str(&json).unwrap_or(Value::String(json))
+                };
+                out.push(StreamEvent::ToolUse { id, name, input });
+            }
+            _ => {}
+        }
+    }
+
+    fn whole_message(&mut self, msg: &Value, out: &mut Vec<StreamEvent>) {
+        if let Some(content) = msg.get("content").and_then(Value::as_array) {
+            for (i, block) in content.iter().enumerate() {
+                let index = i as u64;
+                self.block_start(index, block, out);
+                if let (Some(Block::Tool { json, .. }), Some(input)) =
+                    (self.blocks.get_mut(&index), block.get("input"))
+                {
+                    *json = input.to_string();
+                }
+                self.block_stop(index, out);
+            }
+        }
+        if let Some(r) = msg.get("stop_reason").and_then(Value::as_str) {
+            self.stop_reason = Some(r.to_string());
+        }
+        if let Some(u) = msg.get("usage") {
+            merge_usage(&mut self.usage, u);
+        }
+        self.end(out);
+    }
+
+    fn push_usage(&mut self, out: &mut Vec<StreamEvent>) {
+        if let Some(usage) = self.usage.take() {
+            out.push(StreamEvent::Usage { usage });
+        }
+    }
+
+    fn end(&mut self, out: &mut Vec<StreamEvent>) {
+        self.push_usage(out);
+        let reason = self
+            .stop_reason
+            .as_deref()
+            .map(StopReason::from_wire)
+            .unwrap_or(StopReason::EndTurn);
+        out.push(StreamEvent::Stop { reason });
+        self.done = true;
+    }
+}
+
+impl WireDecoder for AnthropicDecoder {
+    fn feed(&mut self, bytes: &[u8]) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        if self.done {
+            return out;
+        }
+        if let Some(head) = &mut self.head {
+            head.extend_from_slice(bytes);
+            if head.len() > 64 << 20 {
+                self.head = None;
+            }
+        }
+        for frame in self.sse.push(bytes) {
+            self.head = None;
+            self.frame(frame.event.as_deref(), &frame.data, &mut out);
+            if self.done {
+                break;
+            }
+        }
+        out
+    }
+
+    fn flush(&mut self) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        if !self.done {
+            self.push_usage(&mut out);
+        }
+        out
+    }
+
+    fn finish(&mut self) -> Vec<StreamEvent> {
+        let mut out = Vec::new();
+        if self.done {
+            return out;
+        }
+        for frame in self.sse.finish() {
+            self.head = None;
+            self.frame(frame.event.as_deref(), &frame.data, &mut out);
+            if self.done {
+                return out;
+            }
+        }
+        if let Some(head) = self.head.take() {
+            // No SSE frames at all: maybe a whole JSON body.
+            if let Ok(v) = serde_json::from_slice::<Value>(&head) {
+                if v.get("error").is_some() {
+                    let (kind, message) = http::error_message(200, &head);
+                    let kind = kind.unwrap_or_else(|| "error".into());
+                    let error = if kind == "overloaded_error" {
+                        LlmError::Overloaded {
+                            provider: NAME.into(),
+                            message,
+                        }
+                    } else {
+                        LlmError::Api {
+                            provider: NAME.into(),
+                            kind,
+                            message,
+                        }
+                    };
+                    out.push(StreamEvent::Error { error });
+                    self.done = true;
+                    return out;
+                }
+                if v.get("content").is_some() {
+                    self.whole_message(&v, &mut out);
+                    return out;
+                }
+            }
+        }
+        self.push_usage(&mut out);
+        if self.stop_reason.is_some() {
+            // message_delta with the stop reason arrived; only message_stop is missing.
+            self.end(&mut out);
+            return out;
+        }
+        let error = if self.recognized == 0 {
+            let s = self.sse.stats();
+            let bad = self
+                .first_bad
+                .clone()
+                .or_else(|| self.sse.first_junk().map(http::snippet));
+            let detail = format!(
+                "no Anthropic events in the response ({} unparseable data frame(s), {} unknown line(s)){}",
+                self.stats.malformed,
+                s.junk_lines,
+                bad.map(|b| format!("; first: {b}")).unwrap_or_default()
+            );
+            LlmError::Malformed {
+                provider: NAME.into(),
+                detail,
+            }
+        } else {
+            let detail = "the stream ended before message_stop".to_string();
+            LlmError::Truncated {
+                provider: NAME.into(),
+                detail,
+            }
+        };
+        out.push(StreamEvent::Error { error });
+        self.done = true;
+        out
+    }
+
+    fn is_blank(&self) -> bool {
+        let s = self.sse.stats();
+        s.frames == 0 && s.junk_lines == 0 && !self.sse.has_pending_text()
+    }
+
+    fn stats(&self) -> DecodeStats {
+        let s = self.sse.stats();
+        DecodeStats {
+            frames: s.frames,
+            comments: s.comments,
+            unknown: self.stats.unknown + s.junk_lines + s.empty_frames,
+            malformed: self.stats.malformed,
+        }
+    }
+}
+
+/// All JSON values in an SSE data field (usually one; proxies sometimes glue several lines).
+pub(crate) fn parse_json_values(data: &str) -> Option<Vec<Value>> {
+    let mut values = Vec::new();
+    for v in serde_json::Deserializer::from_str(data).into_iter::<Value>() {
+        values.push(v.ok()?);
+    }
+    Some(values)
+}
+
+/// Merges an Anthropic usage object (cumulative counts) into `acc`.
+fn merge_usage(acc: &mut Option<Usage>, u: &Value) {
+    let get = |k: &str| u.get(k).and_then(Value::as_u64);
+    let usage = acc.get_or_insert_with(Usage::default);
+    if let Some(n) = get("input_tokens") {
+        usage.input_tokens = n;
+    }
+    if let Some(n) = get("output_tokens") {
+        usage.output_tokens = n;
+    }
+    if let Some(n) = get("cache_read_input_tokens") {
+        usage.cache_read_tokens = Some(n);
+    }
+    if let Some(n) = get("cache_creation_input_tokens") {
+        usage.cache_creation_tokens = Some(n);
+    }
+    if let Some(n) = u
+        .get("output_tokens_details")
+        .and_then(|d| d.get("thinking_tokens"))
+        .and_then(Value::as_u64)
+    {
+        usage.thinking_tokens = Some(n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use crate::engines::llm::{Effort, Message, ToolSpec};
+    use proptest::prelude::*;
+
+    const STREAM: &str = concat!(
+        "event: message_start\n",
+        "data: {\"type\": \"message_start\", \"message\": {\"id\": \"msg_1\", \"model\": \"m\", \"content\": [], \"usage\": {\"input_tokens\": 12, \"output_tokens\": 1, \"cache_read_input_tokens\": 3}}}\n\n",
+        "event: content_block_start\n",
+        "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\n",
+        "event: ping\ndata: {\"type\": \"ping\"}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"Let me é\"}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"c2ln\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: content_block_start\n",
+        "data: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"tu_1\",\"name\":\"answer\",\"input\":{}}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"x\\\": \"}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"42}\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+        "event: message_delta\n",
+        "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":40}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+
+    fn decode_chunks(chunks: &[&[u8]]) -> Vec<StreamEvent> {
+        let mut d = AnthropicDecoder::new();
+        let mut out = Vec::new();
+        for c in chunks {
+            out.extend(d.feed(c));
+        }
+        out.extend(d.finish());
+        out
+    }
+
+    #[test]
+    fn decodes_thinking_signature_tool_and_usage() {
+        let ev = decode_chunks(&[STREAM.as_bytes()]);
+        assert_eq!(
+            ev,
+            vec![
+                StreamEvent::ThinkingDelta {
+                    text: "Let me é".into()
+                },
+                StreamEvent::ThinkingSignature {
+                    signature: "c2ln".into()
+                },
+                StreamEvent::ToolUse {
+                    id: "tu_1".into(),
+                    name: "answer".into(),
+                    input: json!({"x": 42})
+                },
+                StreamEvent::Usage {
+                    usage: Usage {
+                        input_tokens: 12,
+                        output_tokens: 40,
+                        cache_read_tokens: Some(3),
+                        ..Usage::default()
+                    }
+                },
+                StreamEvent::Stop {
+                    reason: StopReason::ToolUse
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_message_stop_is_truncated_unless_stop_reason_seen() {
+        let cut = &STREAM[..STREAM.find("event: message_delta").unwrap()];
+        let ev = decode_chunks(&[cut.as_bytes()]);
+        assert!(
+            matches!(
+                ev.last(),
+                Some(StreamEvent::Error {
+                    error: LlmError::Truncated { .. }
+                })
+            ),
+            "{ev:?}"
+        );
+        let cut = &STREAM[..STREAM.find("event: message_stop").unwrap()];
+        let ev = decode_chunks(&[cut.as_bytes()]);
+        assert_eq!(
+            ev.last(),
+            Some(&StreamEvent::Stop {
+                reason: StopReason::ToolUse
+            })
+        );
+    }
+
+    #[test]
+    fn whole_message_body_is_accepted() {
+        let body = json!({"type":"message","content":[
+            {"type":"thinking","thinking":"hmm","signature":"sig"},
+            {"type":"redacted_thinking","data":"enc"},
+            {"type":"text","text":"Hi"},
+            {"type":"tool_use","id":"t","name":"f","input":{"a":1}}],
+            "stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":2}});
+        let ev = decode_chunks(&[body.to_string().as_bytes()]);
+        assert_eq!(
+            ev,
+            vec![
+                StreamEvent::ThinkingDelta { text: "hmm".into() },
+                StreamEvent::ThinkingSignature {
+                    signature: "sig".into()
+                },
+                StreamEvent::RedactedThinking { data: "enc".into() },
+                StreamEvent::TextDelta { text: "Hi".into() },
+                StreamEvent::ToolUse {
+                    id: "t".into(),
+                    name: "f".into(),
+                    input: json!({"a":1})
+                },
+                StreamEvent::Usage {
+                    usage: Usage {
+                        input_tokens: 1,
+                        output_tokens: 2,
+                        ..Usage::default()
+                    }
+                },
+                StreamEvent::Stop {
+                    reason: StopReason::EndTurn
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn garbage_is_malformed() {
+        let ev = decode_chunks(&[b"\x00\x01garbage\xff\nmore junk"]);
+        assert!(
+            matches!(
+                &ev[..],
+                [StreamEvent::Error {
+                    error: LlmError::Malformed { .. }
+                }]
+            ),
+            "{ev:?}"
+        );
+    }
+
+    #[test]
+    fn request_body_shapes() {
+        let mut req = ChatRequest::new("claude", vec![Message::user("hi")]);
+        req.system = Some("sys".into());
+        req.thinking = ThinkingMode::Budget { tokens: 2000 };
+        req.max_tokens = 1000;
+        req.effort = Some(Effort::High);
+        req.tools = vec![ToolSpec {
+            name: "f".into(),
+            description: "d".into(),
+            input_schema: json!({"type":"object"}),
+        }];
+        req.tool_choice = Some("f".into());
+        let b = request_body(&req, true);
+        assert_eq!(
+            b["thinking"],
+            json!({"type":"enabled","budget_tokens":2000})
+        );
+        assert_eq!(b["max_tokens"], json!(3000));
+        assert!(b.get("output_config").is_none());
+        assert_eq!(b["tool_choice"], json!({"type":"tool","name":"f"}));
+        assert_eq!(b["tools"][0]["input_schema"], json!({"type":"object"}));
+        assert_eq!(b["system"], json!("sys"));
+        assert_eq!(b["stream"], json!(true));
+        req.thinking = ThinkingMode::Adaptive;
+        let b = request_body(&req, false);
+        assert_eq!(b["thinking"], json!({"type":"adaptive"}));
+        assert_eq!(b["output_config"], json!({"effort":"high"}));
+        assert_eq!(b["max_tokens"], json!(1000));
+        assert_eq!(b["stream"], json!(false));
+    }
+
+    proptest! {
+        #[test]
+        fn chunking_does_not_change_events(cuts in proptest::collection::vec(any::<usize>(), 0..20)) {
+            let bytes = STREAM.as_bytes();
+            let mut points: Vec<usize> = cuts.into_iter().map(|c| c % (bytes.len() + 1)).collect();
+            points.sort_unstable();
+            let mut chunks = Vec::new();
+            let mut prev = 0;
+            for p in points {
+                chunks.push(&bytes[prev..p]);
+                prev = p;
+            }
+            chunks.push(&bytes[prev..]);
+            prop_assert_eq!(decode_chunks(&chunks), decode_chunks(&[bytes]));
+        }
+    }
+}

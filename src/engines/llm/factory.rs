@@ -157,3 +157,23 @@ pub fn plan_turn(
         },
     }
 }
+
+/// The context window assumed for compaction: `[budget] context_tokens`, else the local
+/// model's context size, else 200,000.
+pub fn context_tokens(cfg: &Config, kind: ProviderKind) -> u32 {
+    match (cfg.budget.context_tokens, kind) {
+        (0, ProviderKind::Local | ProviderKind::Auto) => cfg.providers.local.context_size,
+        (0, _) => 200_000,
+        (n, _) => n,
+    }
+}
+
+/// An orchestrator for the built provider with the config's budget and prompts.
+pub fn orchestrator(ctx: &Ctx, built: &Built, store: crate::store::Store) -> crate::engines::orchestrator::Orchestrator {
+    let cfg = &ctx.loaded.config;
+    let mut o = crate::engines::orchestrator::Orchestrator::new(store, built.provider.clone(), built.model.clone());
+    o.budget = cfg.budget.clone();
+    o.context_tokens = context_tokens(cfg, built.kind);
+    o.compaction_prompt = ctx.prompts().get("orchestrator/compaction").to_string();
+    o
+}

@@ -1,1 +1,301 @@
-//! (in progress)
+//! Incremental Server-Sent Events decoder: body bytes in any chunking become `{event, data}`
+//! frames. Tolerant of CRLF/CR line ends, `:` comments, padding, data-only streams and EOF.
+
+/// One dispatched SSE event.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SseFrame {
+    /// The `event:` name, if the frame had one (trimmed).
+    pub event: Option<String>,
+    /// The `data:` lines joined with `\n`.
+    pub data: String,
+    /// The last `id:` seen, if any.
+    pub id: Option<String>,
+}
+
+/// What the decoder saw and skipped, for reporting.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SseStats {
+    /// Frames dispatched.
+    pub frames: u64,
+    /// `:` comment lines skipped (keep-alives such as `: OPENROUTER PROCESSING`).
+    pub comments: u64,
+    /// Non-empty lines that were neither a comment nor a known field (`event`, `data`, `id`, `retry`).
+    pub junk_lines: u64,
+    /// Blank-line terminated groups that carried no `data:` and were dropped.
+    pub empty_frames: u64,
+}
+
+/// Incremental SSE decoder. Feed it bytes with [`SseDecoder::push`], end with [`SseDecoder::finish`].
+#[derive(Debug, Default)]
+pub struct SseDecoder {
+    line: Vec<u8>,
+    skip_lf: bool,
+    first_line_done: bool,
+    event: Option<String>,
+    data: String,
+    has_data: bool,
+    id: Option<String>,
+    first_junk: Option<String>,
+    stats: SseStats,
+}
+
+impl SseDecoder {
+    /// A decoder at the start of a stream.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds the next bytes of the body; returns the frames completed by them.
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<SseFrame> {
+        let mut frames = Vec::new();
+        let mut rest = bytes;
+        if self.skip_lf && !bytes.is_empty() {
+            self.skip_lf = false;
+            if let Some((&b'\n', tail)) = rest.split_first() {
+                rest = tail;
+            }
+        }
+        while let Some(pos) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+            self.line.extend_from_slice(&rest[..pos]);
+            let line = std::mem::take(&mut self.line);
+            self.process_line(&line, &mut frames);
+            let terminator = rest[pos];
+            rest = &rest[pos + 1..];
+            if terminator == b'\r' {
+                match rest.first() {
+                    Some(b'\n') => rest = &rest[1..],
+                    Some(_) => {}
+                    None => self.skip_lf = true,
+                }
+            }
+        }
+        self.line.extend_from_slice(rest);
+        frames
+    }
+
+    /// Ends the stream: a final unterminated line is processed and a frame still being
+    /// built is dispatched (many servers omit the last blank line).
+    pub fn finish(&mut self) -> Vec<SseFrame> {
+        let mut frames = Vec::new();
+        if !self.line.is_empty() {
+            let line = std::mem::take(&mut self.line);
+            self.process_line(&line, &mut frames);
+        }
+        self.dispatch(&mut frames);
+        self.skip_lf = false;
+        frames
+    }
+
+    /// Counters of what was seen so far.
+    pub fn stats(&self) -> SseStats {
+        self.stats
+    }
+
+    /// The first junk line seen (lossily decoded, at most 120 characters), for error messages.
+    pub fn first_junk(&self) -> Option<&str> {
+        self.first_junk.as_deref()
+    }
+
+    /// True while an unterminated line holds something other than whitespace.
+    pub fn has_pending_text(&self) -> bool {
+        self.line.iter().any(|b| !b.is_ascii_whitespace()) || self.has_data
+    }
+
+    fn process_line(&mut self, raw: &[u8], frames: &mut Vec<SseFrame>) {
+        let mut raw = raw;
+        if !self.first_line_done {
+            self.first_line_done = true;
+            if let Some(tail) = raw.strip_prefix(b"\xEF\xBB\xBF") {
+                raw = tail;
+            }
+        }
+        if raw.is_empty() {
+            self.dispatch(frames);
+            return;
+        }
+        let line = String::from_utf8_lossy(raw);
+        if line.starts_with(':') {
+            self.stats.comments += 1;
+            return;
+        }
+        let (field, value) = match line.find(':') {
+            Some(i) => {
+                let v = &line[i + 1..];
+                (&line[..i], v.strip_prefix(' ').unwrap_or(v))
+            }
+            None => (line.as_ref(), ""),
+        };
+        match field.trim() {
+            "data" => {
+                if self.has_data {
+                    self.data.push('\n');
+                }
+                self.data.push_str(value);
+                self.has_data = true;
+            }
+            "event" => self.event = Some(value.trim().to_string()),
+            "id" => self.id = Some(value.trim().to_string()),
+            "retry" => {}
+            "" if line.trim().is_empty() => self.dispatch(frames),
+            _ => {
+                self.stats.junk_lines += 1;
+                if self.first_junk.is_none() {
+                    self.first_junk = Some(line.chars().take(120).collect());
+                }
+            }
+        }
+    }
+
+    fn dispatch(&mut self, frames: &mut Vec<SseFrame>) {
+        if self.has_data {
+            self.stats.frames += 1;
+            frames.push(SseFrame {
+                event: self.event.take(),
+                data: std::mem::take(&mut self.data),
+                id: self.id.clone(),
+            });
+            self.has_data = false;
+        } else if self.event.take().is_some() {
+            self.stats.empty_frames += 1;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use proptest::prelude::*;
+
+    fn all(input: &[u8]) -> Vec<SseFrame> {
+        let mut d = SseDecoder::new();
+        let mut f = d.push(input);
+        f.extend(d.finish());
+        f
+    }
+
+    fn frame(event: Option<&str>, data: &str) -> SseFrame {
+        SseFrame {
+            event: event.map(str::to_string),
+            data: data.to_string(),
+            id: None,
+        }
+    }
+
+    #[test]
+    fn event_and_data_lines() {
+        let f = all(b"event: ping\ndata: {\"type\": \"ping\"}\n\nevent: x\ndata: 1\n\n");
+        assert_eq!(
+            f,
+            vec![
+                frame(Some("ping"), "{\"type\": \"ping\"}"),
+                frame(Some("x"), "1")
+            ]
+        );
+    }
+
+    #[test]
+    fn data_only_crlf_comments_and_padding() {
+        let f = all(b": OPENROUTER PROCESSING\r\n\r\ndata:  {\"a\":1}\r\n\r\ndata:[DONE]\r\n\r\n");
+        assert_eq!(f, vec![frame(None, " {\"a\":1}"), frame(None, "[DONE]")]);
+    }
+
+    #[test]
+    fn multi_line_data_and_lone_cr() {
+        let f = all(b"data: {\"a\":\rdata: 2}\r\rdata: x\n");
+        assert_eq!(f, vec![frame(None, "{\"a\":\n2}"), frame(None, "x")]);
+    }
+
+    #[test]
+    fn crlf_split_between_chunks_is_one_line_end() {
+        let mut d = SseDecoder::new();
+        let mut f = d.push(b"data: a\r");
+        f.extend(d.push(b"\n"));
+        f.extend(d.push(b"\r"));
+        f.extend(d.push(b"\ndata: b\n\n"));
+        assert_eq!(f, vec![frame(None, "a"), frame(None, "b")]);
+    }
+
+    #[test]
+    fn event_without_data_is_dropped_and_counted() {
+        let mut d = SseDecoder::new();
+        let f = d.push(b"event: ping\n\n");
+        assert!(f.is_empty());
+        assert_eq!(d.stats().empty_frames, 1);
+    }
+
+    #[test]
+    fn junk_is_counted_not_fatal() {
+        let mut d = SseDecoder::new();
+        let f = d.push(b"\x00\xffgarbage\nHTTP/1.1 oops\ndata: ok\n\n");
+        assert_eq!(f, vec![frame(None, "ok")]);
+        assert_eq!(d.stats().junk_lines, 2);
+        assert!(d.first_junk().is_some());
+    }
+
+    #[test]
+    fn bom_is_stripped() {
+        assert_eq!(all(b"\xEF\xBB\xBFdata: a\n\n"), vec![frame(None, "a")]);
+    }
+
+    #[test]
+    fn unterminated_final_frame_is_dispatched_at_finish() {
+        let mut d = SseDecoder::new();
+        assert!(d.push(b"data: [DONE]").is_empty());
+        assert!(d.has_pending_text());
+        assert_eq!(d.finish(), vec![frame(None, "[DONE]")]);
+    }
+
+    #[test]
+    fn id_is_carried() {
+        let f = all(b"id: 7\ndata: a\n\ndata: b\n\n");
+        assert_eq!(f[0].id.as_deref(), Some("7"));
+        assert_eq!(f[1].id.as_deref(), Some("7"));
+    }
+
+    fn line_strategy() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[a-z {}\":,é漢]{0,12}".prop_map(|s| format!("data: {s}")),
+            "[a-z_]{1,8}".prop_map(|s| format!("event: {s}")),
+            "[a-z ]{0,10}".prop_map(|s| format!(": {s}")),
+            Just(String::new()),
+            Just("data:".to_string()),
+            "[a-z]{1,6}".prop_map(|s| format!("{s}: junk")),
+        ]
+    }
+
+    fn body_strategy() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(
+            (
+                line_strategy(),
+                prop_oneof![Just("\n"), Just("\r\n"), Just("\r")],
+            ),
+            0..40,
+        )
+        .prop_map(|lines| {
+            lines
+                .into_iter()
+                .flat_map(|(l, e)| format!("{l}{e}").into_bytes())
+                .collect()
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn chunking_does_not_change_frames(body in body_strategy(), cuts in proptest::collection::vec(any::<usize>(), 0..12)) {
+            let whole = all(&body);
+            let mut points: Vec<usize> = cuts.into_iter().map(|c| if body.is_empty() { 0 } else { c % (body.len() + 1) }).collect();
+            points.sort_unstable();
+            let mut d = SseDecoder::new();
+            let mut got = Vec::new();
+            let mut prev = 0;
+            for p in points {
+                got.extend(d.push(&body[prev..p]));
+                prev = p;
+            }
+            got.extend(d.push(&body[prev..]));
+            got.extend(d.finish());
+            prop_assert_eq!(got, whole);
+        }
+    }
+}

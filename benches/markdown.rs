@@ -1,0 +1,102 @@
+//! Markdown rendering of a large answer (with and without cached highlights) and syntect
+//! highlighting of a long Rust block.
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use glassbox::app::highlight::{HighlightCache, highlight_now};
+use glassbox::views::markdown::{CodeBlock, MarkdownStyles, render};
+
+/// A ~20 KB answer mixing every construct the renderer handles.
+fn answer() -> String {
+    let section = r#"## Step {n}: looking at the *hot path*
+
+The **allocator** shows up in `perf` output, so we check [the docs](https://doc.rust-lang.org/std/)
+before changing anything. A second sentence wraps
+over a soft break.
+
+- first point with `inline code`
+- second point
+  1. nested ordered
+  2. another one
+- [x] a finished task
+
+> Quoted reasoning that the model
+> pasted from elsewhere.
+
+```rust
+fn step(values: &mut Vec<u64>) -> u64 {
+    values.sort_unstable();
+    values.iter().copied().sum()
+}
+```
+
+| metric | before | after |
+|--------|-------:|------:|
+| p50    | 12 ms  | 9 ms  |
+| p99    | 40 ms  | 22 ms |
+
+---
+
+"#;
+    let mut text = String::from("# Answer\n\n");
+    let mut n = 0;
+    while text.len() < 20 * 1024 {
+        n += 1;
+        text.push_str(&section.replace("{n}", &n.to_string()));
+    }
+    text
+}
+
+fn rust_block(lines: usize) -> CodeBlock {
+    let snippet = [
+        "/// Sums the squares of the even values.",
+        "pub fn sum_even_squares(values: &[i64]) -> i64 {",
+        "    let mut total = 0_i64;",
+        "    for &v in values.iter().filter(|v| *v % 2 == 0) {",
+        "        total = total.saturating_add(v * v); // squares",
+        "    }",
+        "    println!(\"total = {total}\");",
+        "    total",
+        "}",
+        "",
+    ];
+    let code: String = snippet
+        .iter()
+        .cycle()
+        .take(lines)
+        .flat_map(|line| [*line, "\n"])
+        .collect();
+    CodeBlock::new("rust", code)
+}
+
+fn bench_render(c: &mut Criterion) {
+    let text = answer();
+    let styles = MarkdownStyles::default();
+    let empty = HighlightCache::default();
+    let mut cached = HighlightCache::default();
+    for block in render(&text, &styles, &empty).code_blocks {
+        cached.insert(block.key, highlight_now(&block));
+    }
+
+    let mut group = c.benchmark_group("markdown_render_20k");
+    group.bench_function("plain_code", |b| {
+        b.iter(|| render(black_box(&text), &styles, &empty))
+    });
+    group.bench_function("cached_highlights", |b| {
+        b.iter(|| render(black_box(&text), &styles, &cached))
+    });
+    group.finish();
+}
+
+fn bench_highlight(c: &mut Criterion) {
+    let block = rust_block(200);
+    // The first call loads syntect's syntaxes and theme; keep that out of the measurement.
+    highlight_now(&block);
+    c.bench_function("highlight_now_rust_200_lines", |b| {
+        b.iter(|| highlight_now(black_box(&block)))
+    });
+}
+
+criterion_group!(benches, bench_render, bench_highlight);
+criterion_main!(benches);

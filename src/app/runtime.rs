@@ -1,0 +1,364 @@
+//! The TUI runtime without the terminal: turns terminal and engine events into messages,
+//! runs `update`, carries out its effects (engine runs, store reads and writes) and follows
+//! the store for other processes' commits. Tests drive it directly through [`App`].
+
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::time::Duration;
+
+use crossterm::event::{Event, KeyCode, KeyEventKind, KeyModifiers};
+use ratatui::Frame;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::action::Action;
+use super::config::{Config, ProviderKind};
+use super::highlight::{HighlightCache, Highlighted, Highlighter};
+use super::keymap::{KeyResolver, Keymap, Mode, Resolution};
+use super::state::{Focus, Level, LoadedSession, SessionRow, State, Workspace};
+use super::theme::Theme;
+use super::update::{Effect, Msg, Settings, update};
+use crate::engines::llm::factory;
+use crate::engines::orchestrator::{Orchestrator, Router, TurnRequest, session_output_tokens};
+use crate::store::{NodeType, Store};
+use crate::views;
+
+/// The engine that answers questions, or why there is none.
+pub type Engine = Result<(Orchestrator, ProviderKind), String>;
+
+/// The running TUI, minus the terminal.
+pub struct App {
+    pub state: State,
+    pub keymap: Keymap,
+    pub theme: Theme,
+    cfg: Config,
+    router: Router,
+    engine: Engine,
+    store: Store,
+    resolver: KeyResolver,
+    tx: mpsc::UnboundedSender<Msg>,
+    rx: mpsc::UnboundedReceiver<Msg>,
+    runs: Vec<JoinHandle<()>>,
+    highlighter: Highlighter,
+    highlighted: mpsc::UnboundedReceiver<Highlighted>,
+    pub highlights: HighlightCache,
+    /// Hash of the answer whose code blocks were last sent for highlighting.
+    highlighted_source: u64,
+    last_seq: u64,
+    /// Something changed since the last frame.
+    pub dirty: bool,
+}
+
+fn session_row(s: &crate::store::Session) -> SessionRow {
+    SessionRow {
+        id: s.id,
+        title: s.title.clone(),
+        created: s.created_at.format("%m-%d %H:%M").to_string(),
+        source: s.source.as_str(),
+    }
+}
+
+impl App {
+    /// A new app over `store`. Must be called inside a tokio runtime.
+    pub fn new(store: Store, cfg: Config, keymap: Keymap, theme: Theme, engine: Engine, model: String) -> Self {
+        let provider = match &engine {
+            Ok((_, kind)) => kind.as_str().to_string(),
+            Err(_) => "none".to_string(),
+        };
+        let mut state = State::new(provider, model, cfg.budget.session_tokens);
+        if let Err(e) = &engine {
+            state.notice = Some((e.clone(), Level::Error));
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (highlighter, highlighted) = Highlighter::spawn();
+        let last_seq = store.last_seq().unwrap_or(0);
+        Self {
+            state,
+            keymap,
+            theme,
+            router: Router::new(&cfg.routing),
+            cfg,
+            engine,
+            store,
+            resolver: KeyResolver::new(),
+            tx,
+            rx,
+            runs: Vec::new(),
+            highlighter,
+            highlighted,
+            highlights: HighlightCache::new(256),
+            highlighted_source: 0,
+            last_seq,
+            dirty: true,
+        }
+    }
+
+    /// Loads the session list and opens the most recent session.
+    pub fn start(&mut self) {
+        match self.store.sessions() {
+            Ok(sessions) => {
+                let first = sessions.first().map(|s| s.id);
+                self.dispatch(Msg::SessionsLoaded(sessions.iter().map(session_row).collect()));
+                if let Some(id) = first {
+                    self.run_effect(Effect::LoadSession(id));
+                }
+            }
+            Err(e) => self.dispatch(Msg::Notice(format!("cannot read sessions: {e}"), Level::Error)),
+        }
+    }
+
+    /// Applies a message and carries out what it asks for.
+    pub fn dispatch(&mut self, msg: Msg) {
+        let settings = Settings {
+            keymap: &self.keymap,
+            router: &self.router,
+            default_effort: self.cfg.effort.default,
+            provider_ready: self.engine.as_ref().map(|_| ()).map_err(Clone::clone),
+        };
+        let effects = update(&mut self.state, msg, &settings);
+        self.dirty = true;
+        for e in effects {
+            self.run_effect(e);
+        }
+        self.request_highlights();
+    }
+
+    /// Turns a terminal event into messages.
+    pub fn handle_event(&mut self, ev: Event) {
+        match ev {
+            Event::Key(k) if k.kind != KeyEventKind::Release => {
+                if k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL) {
+                    return self.dispatch(Msg::Action(Action::Quit));
+                }
+                // Popups and the session filter take keys as text.
+                if self.state.overlay.is_some() || self.state.filtering {
+                    self.resolver.reset();
+                    return self.dispatch(Msg::Key(k));
+                }
+                let mode = if self.state.focus == Focus::Input && self.state.workspace == Workspace::Think {
+                    Mode::Input
+                } else {
+                    Mode::Normal
+                };
+                match self.resolver.feed(&self.keymap, mode, k) {
+                    Resolution::Action(a) => self.dispatch(Msg::Action(a)),
+                    Resolution::Pending { prefix, hints } => {
+                        self.state.pending_chord = Some((prefix, hints));
+                        self.dirty = true;
+                    }
+                    Resolution::Unbound(k) => {
+                        self.state.pending_chord = None;
+                        self.dispatch(Msg::Key(k))
+                    }
+                }
+            }
+            Event::Paste(text) => self.dispatch(Msg::Paste(text)),
+            Event::Resize(w, h) => self.dispatch(Msg::Resize(w, h)),
+            _ => {}
+        }
+    }
+
+    /// Handles every message already waiting; true if there were any.
+    pub fn drain(&mut self) -> bool {
+        let mut any = false;
+        while let Ok(msg) = self.rx.try_recv() {
+            self.dispatch(msg);
+            any = true;
+        }
+        while let Ok(h) = self.highlighted.try_recv() {
+            self.highlights.insert(h.key, h.lines);
+            self.dirty = true;
+            any = true;
+        }
+        any
+    }
+
+    /// Waits for the next engine, store or highlighter message and handles it.
+    pub async fn next(&mut self) {
+        tokio::select! {
+            Some(msg) = self.rx.recv() => self.dispatch(msg),
+            Some(h) = self.highlighted.recv() => {
+                self.highlights.insert(h.key, h.lines);
+                self.dirty = true;
+            }
+        }
+    }
+
+    /// Reloads what other processes changed since the last look.
+    pub fn poll_store(&mut self) {
+        let Ok(changes) = self.store.follow(self.last_seq, 10_000) else { return };
+        let Some((seq, _)) = changes.last() else { return };
+        self.last_seq = *seq;
+        let current = self.state.loaded.id();
+        let touches_current = changes.iter().any(|(_, c)| c.session.is_some() && c.session == current);
+        self.run_effect(Effect::LoadSessions);
+        if touches_current && self.state.run.is_none() {
+            if let Some(id) = current {
+                self.run_effect(Effect::LoadSession(id));
+            }
+        }
+    }
+
+    /// Sends the code blocks of the answer on screen to the highlighter when it changed.
+    fn request_highlights(&mut self) {
+        if self.state.run.is_some() || self.state.shown.response.is_empty() {
+            return;
+        }
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        self.state.shown.response.hash(&mut h);
+        let key = h.finish();
+        if key == self.highlighted_source {
+            return;
+        }
+        self.highlighted_source = key;
+        let rendered = views::markdown::render(&self.state.shown.response, &Default::default(), &self.highlights);
+        for block in &rendered.code_blocks {
+            if self.highlights.get(block.key).is_none() {
+                self.highlighter.request(block);
+            }
+        }
+    }
+
+    fn run_effect(&mut self, e: Effect) {
+        match e {
+            Effect::Quit => {}
+            Effect::LoadSessions => {
+                let store = self.store.clone();
+                let tx = self.tx.clone();
+                tokio::task::spawn_blocking(move || {
+                    let msg = match store.sessions() {
+                        Ok(s) => Msg::SessionsLoaded(s.iter().map(session_row).collect()),
+                        Err(e) => Msg::Notice(format!("cannot read sessions: {e}"), Level::Error),
+                    };
+                    let _ = tx.send(msg);
+                });
+            }
+            Effect::LoadSession(id) => {
+                let store = self.store.clone();
+                let tx = self.tx.clone();
+                tokio::task::spawn_blocking(move || {
+                    let _ = tx.send(load_session(&store, id));
+                });
+            }
+            Effect::RenameSession(id, title) => {
+                let result = self.store.write(|w| {
+                    let Some(mut s) = w.session(id)? else { return Ok(false) };
+                    s.title = title.clone();
+                    s.updated_at = chrono::Utc::now();
+                    w.put_session(&s)?;
+                    Ok(true)
+                });
+                match result {
+                    Ok(_) => {
+                        if let Some(s) = self.state.loaded.session.as_mut().filter(|s| s.id == id) {
+                            s.title = title;
+                        }
+                        self.run_effect(Effect::LoadSessions);
+                    }
+                    Err(e) => self.dispatch(Msg::Notice(format!("rename failed: {e}"), Level::Error)),
+                }
+            }
+            Effect::DeleteSession(id) => {
+                match self.store.write(|w| w.delete_session(id)) {
+                    Ok(_) => self.dispatch(Msg::Notice("session deleted".into(), Level::Info)),
+                    Err(e) => self.dispatch(Msg::Notice(format!("delete failed: {e}"), Level::Error)),
+                }
+                self.run_effect(Effect::LoadSessions);
+            }
+            Effect::StartTurn { run, session, question, effort, route } => self.start_turn(run, session, question, effort, route),
+        }
+    }
+
+    fn start_turn(
+        &mut self,
+        run: u64,
+        session: Option<crate::store::SessionId>,
+        question: String,
+        effort: crate::engines::llm::Effort,
+        route: crate::engines::orchestrator::Route,
+    ) {
+        let Ok((orch, kind)) = &self.engine else { return };
+        let Some(cancel) = self.state.run.as_ref().filter(|r| r.id == run).map(|r| r.cancel.clone()) else { return };
+        let plan = factory::plan_turn(&self.cfg, *kind, Some(effort), None);
+        let req = TurnRequest {
+            session,
+            question,
+            system: None,
+            thinking: plan.thinking,
+            effort: plan.effort,
+            max_tokens: plan.max_tokens,
+            temperature: Some(self.cfg.generation.temperature as f32),
+            top_p: Some(self.cfg.generation.top_p as f32),
+            seed: Some(self.cfg.generation.seed),
+        };
+        tracing::info!(run, route = route.as_str(), effort = effort.as_str(), "starting a turn");
+        let orch = orch.clone();
+        let tx = self.tx.clone();
+        let handle = tokio::spawn(async move {
+            let (ev_tx, mut ev_rx) = mpsc::unbounded_channel();
+            let forward = {
+                let tx = tx.clone();
+                tokio::spawn(async move {
+                    while let Some(event) = ev_rx.recv().await {
+                        let _ = tx.send(Msg::Turn { run, event });
+                    }
+                })
+            };
+            let outcome = orch.run_turn(req, ev_tx, cancel).await.map_err(|e| format!("{e:#}"));
+            let _ = forward.await;
+            let _ = tx.send(Msg::TurnFinished { run, outcome });
+        });
+        self.runs.retain(|h| !h.is_finished());
+        self.runs.push(handle);
+    }
+
+    /// Draws a frame, keeping the graph selection in view.
+    pub fn draw(&mut self, f: &mut Frame) {
+        let body = views::body_area(f.area());
+        let areas = views::think::layout(body, &self.state);
+        let height = areas.graph.height.saturating_sub(2) as usize;
+        self.state.graph.offset = views::graph::visible_offset(
+            self.state.graph.selected,
+            self.state.graph.offset,
+            height,
+            self.state.graph.rows().len(),
+        );
+        views::render(f, &self.state, &self.theme, &self.keymap, &self.highlights);
+        self.dirty = false;
+    }
+
+    /// Whether a run is going.
+    pub fn running(&self) -> bool {
+        self.state.run.is_some()
+    }
+
+    /// Cancels every run and waits (briefly) for them to mark their nodes interrupted.
+    pub async fn shutdown(&mut self) {
+        if let Some(r) = &self.state.run {
+            r.cancel.cancel();
+        }
+        for h in self.runs.drain(..) {
+            let _ = tokio::time::timeout(Duration::from_secs(5), h).await;
+        }
+    }
+}
+
+/// Reads a session with its decision points and token use.
+pub fn load_session(store: &Store, id: crate::store::SessionId) -> Msg {
+    let result = (|| -> Result<Msg, crate::store::StoreError> {
+        let Some(session) = store.session(id)? else {
+            return Ok(Msg::Notice(format!("session {id} no longer exists"), Level::Warn));
+        };
+        let nodes = store.session_nodes(id)?;
+        let mut decisions = HashMap::new();
+        for n in nodes.iter().filter(|n| n.kind == NodeType::Thinking) {
+            let d = store.decision_points(n.id)?;
+            if !d.is_empty() {
+                decisions.insert(n.id, d);
+            }
+        }
+        let tokens = session_output_tokens(&nodes);
+        Ok(Msg::SessionLoaded { loaded: LoadedSession::new(session, nodes), decisions, tokens })
+    })();
+    result.unwrap_or_else(|e| Msg::Notice(format!("cannot load session: {e}"), Level::Error))
+}

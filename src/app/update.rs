@@ -1,0 +1,627 @@
+//! `update`: the only place the TUI state changes. Messages in (bound actions, typed keys,
+//! engine and store events), effects out (start a run, load or change sessions, quit); the
+//! runtime carries out the effects. Bindable actions are the serde `Action` enum; runtime
+//! messages wrap it in `Msg` so `Action` stays a plain list the keymap can name.
+
+use std::collections::HashMap;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::action::Action;
+use super::graph::{DecisionEntry, NodeEntry, StepEntry};
+use super::keymap::Keymap;
+use super::state::{
+    Focus, Level, LoadedSession, Overlay, RunPhase, RunView, SessionRow, State, ThinkingView, Workspace,
+};
+use crate::engines::llm::{Effort, StopReason};
+use crate::engines::orchestrator::{Route, Router, TurnEvent, TurnOutcome};
+use crate::store::{DecisionPoint, Node, NodeId, NodeStatus, NodeType, SessionId};
+use crate::views::palette;
+
+/// Something that happened: a bound action, a key to type, or news from an engine or store.
+#[derive(Clone, Debug)]
+pub enum Msg {
+    Action(Action),
+    /// A key no binding claimed: typed into whatever takes text.
+    Key(KeyEvent),
+    Paste(String),
+    Resize(u16, u16),
+    Turn { run: u64, event: TurnEvent },
+    TurnFinished { run: u64, outcome: Result<TurnOutcome, String> },
+    SessionsLoaded(Vec<SessionRow>),
+    SessionLoaded { loaded: LoadedSession, decisions: HashMap<NodeId, Vec<DecisionPoint>>, tokens: u64 },
+    Notice(String, Level),
+}
+
+/// Work for the runtime.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    StartTurn { run: u64, session: Option<SessionId>, question: String, effort: Effort, route: Route },
+    LoadSessions,
+    LoadSession(SessionId),
+    RenameSession(SessionId, String),
+    DeleteSession(SessionId),
+    Quit,
+}
+
+/// What `update` needs besides the state.
+pub struct Settings<'a> {
+    pub keymap: &'a Keymap,
+    pub router: &'a Router,
+    pub default_effort: Effort,
+    /// Whether a provider is available to answer.
+    pub provider_ready: Result<(), String>,
+}
+
+fn next_run_id() -> u64 {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Applies one message.
+pub fn update(state: &mut State, msg: Msg, settings: &Settings<'_>) -> Vec<Effect> {
+    let mut fx = Vec::new();
+    match msg {
+        Msg::Action(a) => action(state, a, settings, &mut fx),
+        Msg::Key(k) => key(state, k, settings, &mut fx),
+        Msg::Paste(text) => {
+            if let Some(Overlay::Rename { input, .. }) = &mut state.overlay {
+                input.insert_str(&text.replace('\n', " "));
+            } else if state.filtering {
+                state.filter.insert_str(&text.replace('\n', " "));
+                apply_filter(state);
+            } else {
+                state.input.insert_str(&text);
+                state.focus = Focus::Input;
+                state.route_preview = settings.router.classify(state.input.text());
+            }
+        }
+        Msg::Resize(w, h) => state.size = (w, h),
+        Msg::Turn { run, event } => turn_event(state, run, event),
+        Msg::TurnFinished { run, outcome } => {
+            if state.run.as_ref().is_some_and(|r| r.id == run) {
+                let session = state.run.as_ref().and_then(|r| r.session);
+                state.run = None;
+                match outcome {
+                    Ok(o) => {
+                        state.phase = match (&o.error, &o.stop) {
+                            (_, StopReason::Cancelled) => RunPhase::Interrupted,
+                            (Some(e), _) => RunPhase::Failed(e.to_string()),
+                            _ => RunPhase::Done,
+                        };
+                        if let Some(e) = &o.error {
+                            state.notice = Some((format!("{e} — what arrived was kept"), Level::Error));
+                        }
+                        fx.push(Effect::LoadSession(o.session));
+                    }
+                    Err(e) => {
+                        state.notice = Some((e.clone(), Level::Error));
+                        state.phase = RunPhase::Failed(e);
+                        if let Some(s) = session {
+                            fx.push(Effect::LoadSession(s));
+                        }
+                    }
+                }
+                fx.push(Effect::LoadSessions);
+            }
+        }
+        Msg::SessionsLoaded(rows) => {
+            let keep = state.selected_session().map(|r| r.id);
+            state.sessions = rows;
+            apply_filter(state);
+            if let Some(id) = keep.or(state.loaded.id()) {
+                if let Some(pos) = state.filtered.iter().position(|i| state.sessions[*i].id == id) {
+                    state.sidebar_selected = pos;
+                }
+            }
+        }
+        Msg::SessionLoaded { loaded, decisions, tokens } => {
+            // A run in progress owns the panes; its session reloads when it ends.
+            if state.run.is_none() {
+                let same = state.loaded.id() == loaded.id();
+                state.graph.load(&loaded.nodes, |id| decisions.get(&id).cloned().unwrap_or_default());
+                if !same {
+                    state.graph.select_last();
+                    state.thinking_scroll = 0;
+                    state.response_scroll = 0;
+                }
+                state.loaded = loaded;
+                state.session_tokens = tokens;
+                state.refresh_shown();
+            }
+        }
+        Msg::Notice(text, level) => state.notice = Some((text, level)),
+    }
+    fx
+}
+
+fn live_entry(id: NodeId, kind: NodeType, text: &str) -> NodeEntry {
+    let mut n = Node::new(SessionId::new(), kind, text);
+    n.id = id;
+    n.status = NodeStatus::Streaming;
+    NodeEntry::from_node(&n, &[])
+}
+
+fn turn_event(state: &mut State, run: u64, event: TurnEvent) {
+    let Some(r) = state.run.as_mut().filter(|r| r.id == run) else { return };
+    match event {
+        TurnEvent::Started { session, query } => {
+            r.session = Some(session);
+            r.query = Some(query);
+            if state.loaded.id() != Some(session) {
+                state.loaded = LoadedSession::default();
+                state.graph = Default::default();
+            }
+            let mut q = live_entry(query, NodeType::Query, &r.question);
+            q.status = NodeStatus::Complete;
+            state.graph.upsert_live(q);
+            state.graph.select_last();
+        }
+        TurnEvent::NodeCreated { id, kind } => {
+            match kind {
+                NodeType::Thinking => r.thinking_node = Some(id),
+                NodeType::Response => r.response_node = Some(id),
+                _ => {}
+            }
+            state.graph.upsert_live(live_entry(id, kind, ""));
+        }
+        TurnEvent::Thinking(t) => {
+            r.thinking.push_str(&t);
+            state.phase = RunPhase::Thinking;
+        }
+        TurnEvent::Text(t) => {
+            r.response.push_str(&t);
+            state.phase = RunPhase::Answering;
+        }
+        TurnEvent::Step { node, step } => {
+            state.graph.push_step(
+                node,
+                StepEntry {
+                    index: step.index,
+                    kind: step.kind.as_str().to_string(),
+                    excerpt: super::graph::excerpt(&step.text, 120),
+                    confidence: Some(step.confidence),
+                    decisions: Vec::new(),
+                },
+            );
+        }
+        TurnEvent::Decision { node, decision } => {
+            state.graph.push_decision(
+                node,
+                decision.step_index,
+                DecisionEntry {
+                    index: 0,
+                    chosen: super::graph::excerpt(&decision.chosen_path, 100),
+                    alternatives: decision.alternatives.len(),
+                    confidence: decision.confidence,
+                },
+            );
+        }
+        TurnEvent::Usage(u) => r.usage = u,
+        TurnEvent::BudgetWarning { used, limit } => {
+            state.notice = Some((format!("this session has used {used} of {limit} output tokens"), Level::Warn));
+        }
+        TurnEvent::Compacted { superseded, .. } => {
+            state.notice = Some((format!("older turns ({superseded} nodes) were summarised to fit the context"), Level::Info));
+        }
+        TurnEvent::Signature(_) | TurnEvent::Redacted | TurnEvent::ToolUse { .. } => {}
+    }
+}
+
+/// Indexes of sessions matching the filter, best first (all of them, newest first, when the
+/// filter is empty).
+fn apply_filter(state: &mut State) {
+    let q = state.filter.text().trim().to_lowercase();
+    if q.is_empty() {
+        state.filtered = (0..state.sessions.len()).collect();
+    } else {
+        let mut scored: Vec<(i64, usize)> = state
+            .sessions
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| fuzzy_score(&q, &s.title.to_lowercase()).map(|sc| (sc, i)))
+            .collect();
+        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        state.filtered = scored.into_iter().map(|(_, i)| i).collect();
+    }
+    state.sidebar_selected = state.sidebar_selected.min(state.filtered.len().saturating_sub(1));
+}
+
+/// Subsequence match: every query character in order; contiguous runs and word starts
+/// score higher. `None` when the query does not match.
+pub fn fuzzy_score(query: &str, text: &str) -> Option<i64> {
+    let mut score = 0i64;
+    let mut chars = text.char_indices().peekable();
+    let mut prev: Option<usize> = None;
+    for qc in query.chars() {
+        let (pos, _) = chars.by_ref().find(|(_, c)| *c == qc)?;
+        score += 1;
+        if prev.is_some_and(|p| p + 1 == pos) {
+            score += 3;
+        }
+        if pos == 0 || text[..pos].ends_with([' ', '-', '_', '/']) {
+            score += 2;
+        }
+        prev = Some(pos);
+    }
+    Some(score * 100 - text.len() as i64)
+}
+
+fn focus_order(state: &State) -> Vec<Focus> {
+    let mut v = vec![Focus::Input];
+    if state.thinking_view != ThinkingView::Hidden {
+        v.push(Focus::Thinking);
+    }
+    v.push(Focus::Response);
+    v.push(Focus::Graph);
+    if state.sidebar_shown() {
+        v.push(Focus::Sidebar);
+    }
+    v
+}
+
+fn cycle<T: PartialEq + Copy>(items: &[T], current: T, forward: bool) -> T {
+    let pos = items.iter().position(|i| *i == current).unwrap_or(0);
+    let n = items.len();
+    if n == 0 {
+        return current;
+    }
+    items[if forward { (pos + 1) % n } else { (pos + n - 1) % n }]
+}
+
+fn scroll(value: &mut u16, delta: i32) {
+    *value = (i32::from(*value) + delta).clamp(0, i32::from(u16::MAX)) as u16;
+}
+
+/// The session a session action applies to: the sidebar's selection when it has focus,
+/// else the open one.
+fn target_session(state: &State) -> Option<(SessionId, String)> {
+    if state.focus == Focus::Sidebar || state.workspace == Workspace::Sessions {
+        if let Some(r) = state.selected_session() {
+            return Some((r.id, r.title.clone()));
+        }
+    }
+    state.loaded.session.as_ref().map(|s| (s.id, s.title.clone()))
+}
+
+fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Effect>) {
+    state.pending_chord = None;
+    match a {
+        Action::Quit => {
+            state.quit = true;
+            fx.push(Effect::Quit);
+        }
+        Action::Help => {
+            state.overlay = match state.overlay {
+                Some(Overlay::Help { .. }) => None,
+                _ => Some(Overlay::Help { scroll: 0 }),
+            }
+        }
+        Action::Palette => {
+            state.overlay = Some(Overlay::Palette(palette::PaletteState::default()));
+        }
+        Action::SearchSessions => {
+            if !state.sidebar_shown() {
+                state.workspace = Workspace::Sessions;
+            }
+            state.focus = Focus::Sidebar;
+            state.filtering = true;
+        }
+        Action::CancelRun => {
+            if state.overlay.is_some() {
+                state.overlay = None;
+            } else if state.filtering {
+                state.filtering = false;
+            } else if let Some(r) = state.run.as_ref().filter(|_| state.phase.is_running()) {
+                r.cancel.cancel();
+                state.notice = Some(("cancelling — what arrived is kept".into(), Level::Info));
+            } else if state.focus == Focus::Input {
+                state.focus = Focus::Graph;
+            }
+        }
+        Action::FocusNext | Action::FocusPrev => {
+            let order = focus_order(state);
+            state.focus = cycle(&order, state.focus, a == Action::FocusNext);
+        }
+        Action::NextWorkspace | Action::PrevWorkspace => {
+            state.workspace = cycle(&Workspace::ALL, state.workspace, a == Action::NextWorkspace);
+            if state.workspace == Workspace::Sessions {
+                state.focus = Focus::Sidebar;
+            }
+        }
+        Action::WorkspaceThink => state.workspace = Workspace::Think,
+        Action::WorkspaceSessions => {
+            state.workspace = Workspace::Sessions;
+            state.focus = Focus::Sidebar;
+        }
+        Action::Submit => submit(state, settings, fx),
+        Action::Newline => {
+            state.input.newline();
+        }
+        Action::HistoryPrev => state.input.history_prev(),
+        Action::HistoryNext => state.input.history_next(),
+        Action::LeaveInput => state.focus = Focus::Graph,
+        Action::FocusInput => {
+            state.workspace = Workspace::Think;
+            state.focus = Focus::Input;
+        }
+        Action::MoveUp | Action::MoveDown | Action::PageUp | Action::PageDown => {
+            let step: i32 = match a {
+                Action::MoveUp => -1,
+                Action::MoveDown => 1,
+                Action::PageUp => -10,
+                _ => 10,
+            };
+            move_in_focus(state, step);
+        }
+        Action::Top | Action::Bottom => match state.focus {
+            Focus::Graph => {
+                if a == Action::Top {
+                    state.graph.select_first()
+                } else {
+                    state.graph.select_last()
+                }
+                state.refresh_shown();
+            }
+            Focus::Sidebar => {
+                state.sidebar_selected =
+                    if a == Action::Top { 0 } else { state.filtered.len().saturating_sub(1) };
+            }
+            Focus::Thinking => state.thinking_scroll = if a == Action::Top { u16::MAX } else { 0 },
+            Focus::Response | Focus::Input => {
+                state.response_scroll = if a == Action::Top { u16::MAX } else { 0 }
+            }
+        },
+        Action::Expand => {
+            if state.focus == Focus::Graph {
+                state.graph.expand();
+            }
+        }
+        Action::Collapse => {
+            if state.focus == Focus::Graph {
+                state.graph.collapse();
+                state.refresh_shown();
+            }
+        }
+        Action::Select => match state.focus {
+            Focus::Graph => {
+                if let Some(node) = state.graph.selected_node() {
+                    state.overlay = Some(Overlay::NodeDetail { node, scroll: 0 });
+                }
+            }
+            Focus::Sidebar => open_selected_session(state, fx),
+            _ => {}
+        },
+        Action::ToggleThinkingMode => {
+            state.thinking_view = state.thinking_view.next();
+            if state.thinking_view == ThinkingView::Hidden && state.focus == Focus::Thinking {
+                state.focus = Focus::Response;
+            }
+        }
+        Action::ToggleSidebar => state.sidebar_visible = !state.sidebar_visible,
+        Action::NextDecision | Action::PrevDecision => {
+            if state.graph.jump_decision(a == Action::NextDecision) {
+                state.focus = Focus::Graph;
+                state.refresh_shown();
+            } else {
+                state.notice = Some(("no more decision points that way".into(), Level::Info));
+            }
+        }
+        Action::CycleEffort => {
+            state.effort_override = match state.effort_override {
+                None => Some(Effort::Low),
+                Some(Effort::Low) => Some(Effort::Medium),
+                Some(Effort::Medium) => Some(Effort::High),
+                Some(Effort::High) => Some(Effort::Max),
+                Some(Effort::Max) => None,
+            }
+        }
+        Action::CycleRoute => {
+            state.route_override = match state.route_override {
+                None => Some(Route::Simple),
+                Some(Route::Simple) => Some(Route::Standard),
+                Some(Route::Standard) => Some(Route::Complex),
+                Some(Route::Complex) => None,
+            }
+        }
+        Action::NewSession => {
+            if state.phase.is_running() {
+                state.notice = Some(("a run is in progress; Esc cancels it".into(), Level::Warn));
+            } else {
+                state.loaded = LoadedSession::default();
+                state.graph = Default::default();
+                state.shown = Default::default();
+                state.session_tokens = 0;
+                state.phase = RunPhase::Idle;
+                state.workspace = Workspace::Think;
+                state.focus = Focus::Input;
+                state.notice = Some(("new session: the next question starts it".into(), Level::Info));
+            }
+        }
+        Action::RenameSession => {
+            if let Some((session, title)) = target_session(state) {
+                let mut input = super::input::InputBox::default();
+                input.set_text(title);
+                state.overlay = Some(Overlay::Rename { session, input });
+            }
+        }
+        Action::DeleteSession => {
+            if let Some((session, title)) = target_session(state) {
+                state.overlay = Some(Overlay::ConfirmDelete { session, title });
+            }
+        }
+    }
+}
+
+fn open_selected_session(state: &mut State, fx: &mut Vec<Effect>) {
+    if let Some(r) = state.selected_session() {
+        fx.push(Effect::LoadSession(r.id));
+        state.workspace = Workspace::Think;
+        state.filtering = false;
+        state.focus = Focus::Graph;
+    }
+}
+
+fn move_in_focus(state: &mut State, step: i32) {
+    match state.focus {
+        Focus::Graph => {
+            state.graph.move_by(step as isize);
+            state.refresh_shown();
+        }
+        Focus::Sidebar => {
+            let n = state.filtered.len() as i32;
+            if n > 0 {
+                state.sidebar_selected = (state.sidebar_selected as i32 + step).clamp(0, n - 1) as usize;
+            }
+        }
+        // Scroll offsets count lines up from the bottom.
+        Focus::Thinking => scroll(&mut state.thinking_scroll, -step),
+        Focus::Response | Focus::Input => scroll(&mut state.response_scroll, -step),
+    }
+}
+
+fn submit(state: &mut State, settings: &Settings<'_>, fx: &mut Vec<Effect>) {
+    if state.phase.is_running() {
+        state.notice = Some(("a run is in progress; Esc cancels it".into(), Level::Warn));
+        return;
+    }
+    if state.input.is_empty() {
+        return;
+    }
+    if let Err(e) = &settings.provider_ready {
+        state.notice = Some((e.clone(), Level::Error));
+        return;
+    }
+    let question = state.input.take();
+    let (route, routed_effort) = settings.router.effort(&question, settings.default_effort);
+    let route = state.route_override.unwrap_or(route);
+    let effort = state
+        .effort_override
+        .or_else(|| state.route_override.map(|r| r.effort(settings.router.config())))
+        .unwrap_or(routed_effort);
+    let run = next_run_id();
+    state.run = Some(RunView {
+        id: run,
+        session: state.loaded.id(),
+        query: None,
+        thinking_node: None,
+        response_node: None,
+        question: question.clone(),
+        thinking: String::new(),
+        response: String::new(),
+        usage: Default::default(),
+        cancel: tokio_util::sync::CancellationToken::new(),
+    });
+    state.phase = RunPhase::Starting;
+    state.thinking_scroll = 0;
+    state.response_scroll = 0;
+    state.notice = None;
+    fx.push(Effect::StartTurn { run, session: state.loaded.id(), question, effort, route });
+}
+
+fn key(state: &mut State, k: KeyEvent, settings: &Settings<'_>, fx: &mut Vec<Effect>) {
+    let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
+    // Popups take keys first.
+    if let Some(overlay) = state.overlay.as_mut() {
+        match overlay {
+            Overlay::Help { scroll: s } | Overlay::NodeDetail { scroll: s, .. } => match k.code {
+                KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter | KeyCode::Char('?') => state.overlay = None,
+                KeyCode::Down | KeyCode::Char('j') => scroll(s, 1),
+                KeyCode::Up | KeyCode::Char('k') => scroll(s, -1),
+                KeyCode::PageDown => scroll(s, 10),
+                KeyCode::PageUp => scroll(s, -10),
+                _ => {}
+            },
+            Overlay::ConfirmDelete { session, .. } => match k.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') => {
+                    fx.push(Effect::DeleteSession(*session));
+                    if state.loaded.id() == Some(*session) {
+                        state.loaded = LoadedSession::default();
+                        state.graph = Default::default();
+                        state.shown = Default::default();
+                    }
+                    state.overlay = None;
+                }
+                _ => state.overlay = None,
+            },
+            Overlay::Rename { session, input } => match k.code {
+                KeyCode::Esc => state.overlay = None,
+                KeyCode::Enter => {
+                    let title = input.text().trim().to_string();
+                    if !title.is_empty() {
+                        fx.push(Effect::RenameSession(*session, title));
+                    }
+                    state.overlay = None;
+                }
+                _ => edit(input, k, ctrl),
+            },
+            Overlay::Palette(p) => {
+                let items = palette::matches(&p.query, settings.keymap);
+                match k.code {
+                    KeyCode::Esc => state.overlay = None,
+                    KeyCode::Enter => {
+                        let chosen = items.get(p.selected).map(|i| i.action.clone());
+                        state.overlay = None;
+                        if let Some(a) = chosen {
+                            action(state, a, settings, fx);
+                        }
+                    }
+                    KeyCode::Down => p.selected = (p.selected + 1).min(items.len().saturating_sub(1)),
+                    KeyCode::Up => p.selected = p.selected.saturating_sub(1),
+                    KeyCode::Backspace => {
+                        p.query.pop();
+                        p.selected = 0;
+                    }
+                    KeyCode::Char(c) if !ctrl => {
+                        p.query.push(c);
+                        p.selected = 0;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        return;
+    }
+    if state.filtering {
+        match k.code {
+            KeyCode::Esc => state.filtering = false,
+            KeyCode::Enter => open_selected_session(state, fx),
+            KeyCode::Down => move_in_focus(state, 1),
+            KeyCode::Up => move_in_focus(state, -1),
+            _ => {
+                edit(&mut state.filter, k, ctrl);
+                apply_filter(state);
+                state.sidebar_selected = 0;
+            }
+        }
+        return;
+    }
+    if state.focus == Focus::Input {
+        match k.code {
+            KeyCode::Up if !state.input.up() => state.input.history_prev(),
+            KeyCode::Down if !state.input.down() => state.input.history_next(),
+            KeyCode::Up | KeyCode::Down => {}
+            _ => edit(&mut state.input, k, ctrl),
+        }
+        state.route_preview = settings.router.classify(state.input.text());
+    }
+}
+
+/// Text editing keys shared by every text field.
+fn edit(input: &mut super::input::InputBox, k: KeyEvent, ctrl: bool) {
+    match k.code {
+        KeyCode::Char('u') if ctrl => input.kill_to_line_start(),
+        KeyCode::Char('w') if ctrl => input.delete_word(),
+        KeyCode::Char('a') if ctrl => input.home(),
+        KeyCode::Char('e') if ctrl => input.end(),
+        KeyCode::Char(c) if !ctrl => input.insert_char(c),
+        KeyCode::Backspace => input.backspace(),
+        KeyCode::Delete => input.delete(),
+        KeyCode::Left => input.left(),
+        KeyCode::Right => input.right(),
+        KeyCode::Home => input.home(),
+        KeyCode::End => input.end(),
+        _ => {}
+    }
+}

@@ -1,0 +1,96 @@
+//! The graph pane: the session's turns, nodes, thinking steps and decision points as a tree.
+//! Only the rows in view are turned into lines, so a huge session draws as fast as a small one.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Paragraph};
+
+use crate::app::graph::{GraphModel, Row, RowKind};
+use crate::app::theme::{Role, Theme};
+
+fn row_line<'a>(row: &'a Row, theme: &Theme, selected: bool, width: usize) -> Line<'a> {
+    let mut spans = Vec::with_capacity(6);
+    spans.push(Span::raw("  ".repeat(row.depth as usize)));
+    let marker = match (row.expandable, row.expanded) {
+        (true, true) => "▾ ",
+        (true, false) => "▸ ",
+        (false, _) => "  ",
+    };
+    spans.push(Span::styled(marker, theme.style(Role::Dim)));
+    let (tag, style) = match &row.kind {
+        RowKind::Node(t) => (t.as_str().to_string(), theme.node_style(t.as_str())),
+        RowKind::Step(k) => (k.clone(), theme.step_style(k)),
+        RowKind::Decision => ("◆ decision".to_string(), theme.style(Role::Decision)),
+    };
+    spans.push(Span::styled(tag, style.add_modifier(Modifier::BOLD)));
+    if let Some(c) = row.confidence {
+        spans.push(Span::styled(format!(" {:.0}%", c * 100.0), theme.confidence_style(c)));
+    }
+    if let Some(s) = row.status {
+        let role = if s == "failed" { Role::Error } else { Role::Warning };
+        spans.push(Span::styled(format!(" [{s}]"), theme.style(role)));
+    }
+    let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
+    let room = width.saturating_sub(used + 1);
+    if room > 3 && !row.label.is_empty() {
+        let label: String = if row.label.chars().count() > room {
+            let mut l: String = row.label.chars().take(room.saturating_sub(1)).collect();
+            l.push('…');
+            l
+        } else {
+            row.label.clone()
+        };
+        spans.push(Span::raw(" "));
+        spans.push(Span::styled(label, theme.style(Role::Fg)));
+    }
+    let line = Line::from(spans);
+    if selected { line.style(theme.style(Role::Selection)) } else { line }
+}
+
+/// Draws the tree into `area` inside `block`. `offset` is the first row shown (the runtime
+/// keeps it so the selection stays in view).
+pub fn render(f: &mut Frame, area: Rect, block: Block<'_>, graph: &GraphModel, theme: &Theme, focused: bool) {
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let height = inner.height as usize;
+    let rows = graph.rows();
+    if rows.is_empty() {
+        f.render_widget(Paragraph::new("no nodes yet").style(theme.style(Role::Dim)), inner);
+        return;
+    }
+    let offset = visible_offset(graph.selected, graph.offset, height, rows.len());
+    let width = inner.width as usize;
+    let lines: Vec<Line> = rows
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(height)
+        .map(|(i, r)| {
+            let line = row_line(r, theme, focused && i == graph.selected, width);
+            // Without focus the selection is still marked, more quietly.
+            if !focused && i == graph.selected {
+                line.style(Style::default().add_modifier(Modifier::UNDERLINED))
+            } else {
+                line
+            }
+        })
+        .collect();
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The first row to show so that `selected` is inside a window of `height` rows starting as
+/// close to `offset` as possible.
+pub fn visible_offset(selected: usize, offset: usize, height: usize, len: usize) -> usize {
+    if height == 0 {
+        return 0;
+    }
+    let mut off = offset.min(len.saturating_sub(1));
+    if selected < off {
+        off = selected;
+    } else if selected >= off + height {
+        off = selected + 1 - height;
+    }
+    off
+}

@@ -1,0 +1,199 @@
+//! The Think workspace: sessions sidebar, thinking pane, answer pane, graph pane, question
+//! box and status bar. Pure: reads the state, draws, nothing else.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span, Text};
+use ratatui::widgets::{Block, BorderType, Borders, Paragraph, Wrap};
+
+use super::markdown::{self, MarkdownStyles};
+use crate::app::highlight::HighlightCache;
+use crate::app::state::{Focus, RunPhase, State, ThinkingView};
+use crate::app::theme::{Role, Theme};
+use crate::store::NodeStatus;
+
+/// Where each pane goes for a given terminal size and state.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Areas {
+    pub sidebar: Option<Rect>,
+    pub thinking: Option<Rect>,
+    pub response: Rect,
+    pub graph: Rect,
+    pub input: Rect,
+}
+
+/// Splits the workspace body (everything but tabs and status bar).
+pub fn layout(body: Rect, state: &State) -> Areas {
+    let (sidebar, main) = if state.sidebar_shown() {
+        let [s, m] = Layout::horizontal([Constraint::Length(30), Constraint::Min(40)]).areas(body);
+        (Some(s), m)
+    } else {
+        (None, body)
+    };
+    let input_lines = state.input.text().lines().count().max(1) as u16 + u16::from(state.input.text().ends_with('\n'));
+    let input_h = (input_lines + 2).clamp(3, 8);
+    let [top, input] = Layout::vertical([Constraint::Min(6), Constraint::Length(input_h)]).areas(main);
+    let graph_w = if top.width >= 120 { 45 } else { (top.width / 3).max(24) };
+    let [texts, graph] = Layout::horizontal([Constraint::Min(20), Constraint::Length(graph_w)]).areas(top);
+    let (thinking, response) = match state.thinking_view {
+        ThinkingView::Hidden => (None, texts),
+        ThinkingView::Collapsed => {
+            let [t, r] = Layout::vertical([Constraint::Length(3), Constraint::Min(3)]).areas(texts);
+            (Some(t), r)
+        }
+        ThinkingView::Streaming => {
+            let [t, r] = Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(texts);
+            (Some(t), r)
+        }
+    };
+    Areas { sidebar, thinking, response, graph, input }
+}
+
+/// A pane's block: rounded border, title, highlighted when focused.
+pub fn pane<'a>(title: impl Into<Line<'a>>, focused: bool, theme: &Theme) -> Block<'a> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_type(BorderType::Rounded)
+        .border_style(theme.style(if focused { Role::BorderFocused } else { Role::Border }))
+        .title(title.into().style(theme.style(Role::Title)))
+}
+
+/// The last lines of `text` that fit `height` rows of `width` columns, `up` rows scrolled back
+/// from the end. Only the tail is wrapped, so long reasoning costs no more than short.
+pub fn tail_text(text: &str, width: u16, height: u16, up: u16, style: Style) -> (Paragraph<'static>, u16) {
+    let want = (height as usize + up as usize).max(1);
+    // Logical lines from the end until they surely fill `want` rows.
+    let mut taken: Vec<&str> = Vec::new();
+    let mut rows = 0usize;
+    let w = width.max(1) as usize;
+    for line in text.rsplit('\n') {
+        rows += line.chars().count() / w + 1;
+        taken.push(line);
+        if rows >= want + 2 && taken.len() > 1 {
+            break;
+        }
+    }
+    taken.reverse();
+    let para = Paragraph::new(Text::from(taken.into_iter().map(|l| Line::from(l.to_string())).collect::<Vec<_>>()))
+        .style(style)
+        .wrap(Wrap { trim: false });
+    let total = para.line_count(width) as u16;
+    let up = up.min(total.saturating_sub(height));
+    let top = total.saturating_sub(height).saturating_sub(up);
+    (para.scroll((top, 0)), up)
+}
+
+fn status_marker(status: &Option<NodeStatus>) -> &'static str {
+    match status {
+        Some(NodeStatus::Streaming) => " · streaming",
+        Some(NodeStatus::Interrupted) => " · interrupted",
+        Some(NodeStatus::Failed { .. }) => " · failed",
+        _ => "",
+    }
+}
+
+fn markdown_styles(theme: &Theme) -> MarkdownStyles {
+    MarkdownStyles {
+        text: theme.style(Role::Response),
+        heading: theme.style(Role::Heading).add_modifier(Modifier::BOLD),
+        emphasis: theme.style(Role::Response).add_modifier(Modifier::ITALIC),
+        strong: theme.style(Role::Response).add_modifier(Modifier::BOLD),
+        code_inline: theme.style(Role::Accent),
+        code_block: theme.style(Role::Fg).patch(theme.style(Role::CodeBg)),
+        link: theme.style(Role::Link),
+        quote: theme.style(Role::Dim),
+        list_marker: theme.style(Role::Accent),
+        rule: theme.style(Role::Dim),
+    }
+}
+
+/// Draws the Think workspace into `body`.
+pub fn render(f: &mut Frame, body: Rect, state: &State, theme: &Theme, highlights: &HighlightCache) {
+    let areas = layout(body, state);
+    if let Some(area) = areas.sidebar {
+        super::sessions::render_list(f, area, state, theme, state.focus == Focus::Sidebar);
+    }
+    let (thinking, response) = match &state.run {
+        Some(r) => (r.thinking.as_str(), r.response.as_str()),
+        None => (state.shown.thinking.as_str(), state.shown.response.as_str()),
+    };
+    let (t_status, r_status) = match &state.run {
+        Some(_) => (Some(NodeStatus::Streaming), Some(NodeStatus::Streaming)),
+        None => (state.shown.thinking_status.clone(), state.shown.response_status.clone()),
+    };
+    if let Some(area) = areas.thinking {
+        let focused = state.focus == Focus::Thinking;
+        let title = format!(" Thinking{} ", status_marker(&t_status));
+        let block = pane(title, focused, theme);
+        let inner = block.inner(area);
+        f.render_widget(block, area);
+        if state.thinking_view == ThinkingView::Collapsed {
+            let words = thinking.split_whitespace().count();
+            let last = thinking.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+            let summary = if thinking.is_empty() {
+                "no thinking".to_string()
+            } else {
+                format!("{words} words · {last}")
+            };
+            f.render_widget(Paragraph::new(summary).style(theme.style(Role::Dim)), inner);
+        } else if thinking.is_empty() {
+            let hint = if state.phase == RunPhase::Starting { "waiting for the model…" } else { "" };
+            f.render_widget(Paragraph::new(hint).style(theme.style(Role::Dim)), inner);
+        } else {
+            let (p, _) = tail_text(thinking, inner.width, inner.height, state.thinking_scroll, theme.style(Role::Thinking));
+            f.render_widget(p, inner);
+        }
+    }
+    {
+        let focused = state.focus == Focus::Response;
+        let title = format!(" Answer{} ", status_marker(&r_status));
+        let block = pane(title, focused, theme);
+        let inner = block.inner(areas.response);
+        f.render_widget(block, areas.response);
+        if response.is_empty() {
+            let hint = if state.loaded.session.is_none() && state.run.is_none() {
+                "Ask a question below and press Enter. ? lists every key."
+            } else {
+                ""
+            };
+            f.render_widget(Paragraph::new(hint).style(theme.style(Role::Dim)), inner);
+        } else {
+            let rendered = markdown::render(response, &markdown_styles(theme), highlights);
+            let para = Paragraph::new(rendered.lines).wrap(Wrap { trim: false });
+            let total = para.line_count(inner.width) as u16;
+            let up = state.response_scroll.min(total.saturating_sub(inner.height));
+            let top = total.saturating_sub(inner.height).saturating_sub(up);
+            f.render_widget(para.scroll((top, 0)), inner);
+        }
+    }
+    {
+        let focused = state.focus == Focus::Graph;
+        let title = format!(" Graph · {} nodes ", state.graph.node_count());
+        super::graph::render(f, areas.graph, pane(title, focused, theme), &state.graph, theme, focused);
+    }
+    {
+        let focused = state.focus == Focus::Input;
+        let route = state.route_override.unwrap_or(state.route_preview);
+        let title = Line::from(vec![
+            Span::raw(" Ask "),
+            Span::styled(format!("· {} ", route.as_str()), theme.style(Role::Dim)),
+        ]);
+        let block = pane(title, focused, theme);
+        let inner = block.inner(areas.input);
+        f.render_widget(block, areas.input);
+        let text = state.input.text();
+        let (line, col) = state.input.cursor_position();
+        let scroll = (line as u16).saturating_sub(inner.height.saturating_sub(1));
+        if text.is_empty() && !focused {
+            f.render_widget(Paragraph::new("i to type a question").style(theme.style(Role::Dim)), inner);
+        } else {
+            f.render_widget(Paragraph::new(text.to_string()).style(theme.style(Role::Query)).scroll((scroll, 0)), inner);
+        }
+        if focused && state.overlay.is_none() {
+            let x = inner.x + (col as u16).min(inner.width.saturating_sub(1));
+            let y = inner.y + (line as u16).saturating_sub(scroll).min(inner.height.saturating_sub(1));
+            f.set_cursor_position((x, y));
+        }
+    }
+}

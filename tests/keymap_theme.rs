@@ -1,0 +1,620 @@
+//! Keymap and theme loading, chord resolution, and snapshots of the help overlay, the
+//! which-key popup and the command palette.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use glassbox::app::action::{Action, Section};
+use glassbox::app::keymap::{KeyResolver, Keymap, KeymapError, Mode, Resolution};
+use glassbox::app::theme::{ColorDepth, Role, Theme, ThemeError, builtin_names};
+use glassbox::views::{help, palette};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::layout::Rect;
+use ratatui::style::{Color, Modifier};
+
+fn press(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)
+}
+
+fn ctrl(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
+}
+
+/// A config dir holding `files` (relative path, contents).
+fn config_dir(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (path, text) in files {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+// ---------------------------------------------------------------------------------------
+// Keymap
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn builtin_keymap_parses_and_binds_every_action() {
+    let keymap = Keymap::parse_builtin().unwrap();
+    for action in Action::all() {
+        assert!(
+            !keymap.keys_for(action).is_empty(),
+            "{} has no key",
+            action.name()
+        );
+    }
+    // builtin() is the same keymap.
+    let builtin = Keymap::builtin();
+    for section in Section::ALL {
+        assert_eq!(
+            keymap.bindings(section).count(),
+            builtin.bindings(section).count()
+        );
+    }
+}
+
+#[test]
+fn builtin_keymap_has_the_documented_defaults() {
+    let keymap = Keymap::builtin();
+    assert_eq!(keymap.keys_for(&Action::Quit), vec!["ctrl-c", "q"]);
+    assert_eq!(keymap.keys_for(&Action::Help), vec!["f1", "?"]);
+    assert_eq!(keymap.keys_for(&Action::Palette), vec!["ctrl-p", ":"]);
+    assert_eq!(keymap.keys_for(&Action::Top), vec!["g g", "home"]);
+    assert_eq!(keymap.keys_for(&Action::Bottom), vec!["G", "end"]);
+    assert_eq!(keymap.keys_for(&Action::NextDecision), vec!["] d"]);
+    assert_eq!(keymap.keys_for(&Action::DeleteSession), vec!["d d"]);
+    assert_eq!(
+        keymap.keys_for(&Action::Newline),
+        vec!["shift-enter", "alt-enter"]
+    );
+    assert_eq!(keymap.keys_for(&Action::FocusPrev), vec!["backtab"]);
+    assert_eq!(
+        keymap.keys_for(&Action::WorkspaceThink),
+        vec!["alt-1", "1"]
+    );
+    assert_eq!(keymap.keys_in(Section::Global, &Action::Quit), vec!["ctrl-c"]);
+}
+
+#[test]
+fn a_missing_user_keymap_means_the_builtin_one() {
+    let dir = config_dir(&[]);
+    let keymap = Keymap::load(dir.path()).unwrap();
+    assert_eq!(keymap.keys_for(&Action::MoveDown), vec!["j", "down"]);
+}
+
+#[test]
+fn user_keymap_overrides_adds_and_unbinds() {
+    let dir = config_dir(&[(
+        "keymap.toml",
+        "[normal]\n\"j\" = \"move_up\"\n\"x\" = \"delete_session\"\n\"d d\" = \"none\"\n\
+         \n[global]\n\"ctrl-c\" = \"none\"\n\"ctrl-q\" = \"quit\"\n",
+    )]);
+    let keymap = Keymap::load(dir.path()).unwrap();
+    assert_eq!(keymap.keys_for(&Action::MoveUp), vec!["k", "up", "j"]);
+    assert_eq!(keymap.keys_for(&Action::MoveDown), vec!["down"]);
+    assert_eq!(keymap.keys_for(&Action::DeleteSession), vec!["x"]);
+    assert_eq!(keymap.keys_for(&Action::Quit), vec!["ctrl-q", "q"]);
+
+    let mut resolver = KeyResolver::new();
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Normal, press('d')),
+        Resolution::Unbound(press('d'))
+    );
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Input, ctrl('c')),
+        Resolution::Unbound(ctrl('c'))
+    );
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Input, ctrl('q')),
+        Resolution::Action(Action::Quit)
+    );
+}
+
+#[test]
+fn unknown_action_is_an_error_with_file_and_line() {
+    let dir = config_dir(&[(
+        "keymap.toml",
+        "# mine\n[normal]\n\"j\" = \"move_down\"\n\"z\" = \"fly_away\"\n",
+    )]);
+    let err = Keymap::load(dir.path()).unwrap_err();
+    assert!(
+        matches!(&err, KeymapError::UnknownAction { line: 4, name, .. } if name == "fly_away"),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    let file = dir.path().join("keymap.toml");
+    assert!(
+        message.starts_with(&format!("{}:4:", file.display())),
+        "{message}"
+    );
+    assert!(message.contains("fly_away"), "{message}");
+}
+
+#[test]
+fn bad_key_is_an_error_with_file_and_line() {
+    let dir = config_dir(&[("keymap.toml", "[normal]\n\n\"ctrl-banana\" = \"quit\"\n")]);
+    let err = Keymap::load(dir.path()).unwrap_err();
+    assert!(
+        matches!(&err, KeymapError::BadKey { line: 3, text, .. } if text == "ctrl-banana"),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("keymap.toml:3:"), "{err}");
+}
+
+#[test]
+fn unknown_section_and_bad_syntax_are_errors() {
+    let dir = config_dir(&[("keymap.toml", "[normal]\n\"j\" = \"move_down\"\n[visual]\n")]);
+    let err = Keymap::load(dir.path()).unwrap_err();
+    assert!(
+        matches!(&err, KeymapError::UnknownSection { line: 3, .. }),
+        "{err:?}"
+    );
+    let dir = config_dir(&[("keymap.toml", "[normal]\n\"j\" = \n")]);
+    let err = Keymap::load(dir.path()).unwrap_err();
+    assert!(matches!(&err, KeymapError::Syntax { line: 2, .. }), "{err:?}");
+    let dir = config_dir(&[("keymap.toml", "[normal]\n\"j\" = 3\n")]);
+    let err = Keymap::load(dir.path()).unwrap_err();
+    assert!(matches!(&err, KeymapError::Invalid { line: 2, .. }), "{err:?}");
+}
+
+#[test]
+fn chord_resolves_after_a_pending_hint() {
+    let keymap = Keymap::builtin();
+    let mut resolver = KeyResolver::new();
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Normal, press('g')),
+        Resolution::Pending {
+            prefix: "g".to_string(),
+            hints: vec![("g".to_string(), Action::Top)],
+        }
+    );
+    assert!(resolver.is_pending());
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Normal, press('g')),
+        Resolution::Action(Action::Top)
+    );
+    assert!(!resolver.is_pending());
+
+    // `]` then `d`.
+    assert!(matches!(
+        resolver.feed(&keymap, Mode::Normal, press(']')),
+        Resolution::Pending { .. }
+    ));
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Normal, press('d')),
+        Resolution::Action(Action::NextDecision)
+    );
+}
+
+#[test]
+fn an_unknown_second_key_resets_the_chord() {
+    let keymap = Keymap::builtin();
+    let mut resolver = KeyResolver::new();
+    resolver.feed(&keymap, Mode::Normal, press('g'));
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Normal, press('x')),
+        Resolution::Unbound(press('x'))
+    );
+    assert!(!resolver.is_pending());
+    // The next key starts afresh.
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Normal, press('j')),
+        Resolution::Action(Action::MoveDown)
+    );
+
+    resolver.feed(&keymap, Mode::Normal, press('d'));
+    resolver.reset();
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Normal, press('d')),
+        Resolution::Pending {
+            prefix: "d".to_string(),
+            hints: vec![("d".to_string(), Action::DeleteSession)],
+        }
+    );
+}
+
+#[test]
+fn input_mode_types_printable_keys_but_obeys_global_ones() {
+    let keymap = Keymap::builtin();
+    let mut resolver = KeyResolver::new();
+    for c in ['q', 'g', 'j', '?', ':', 'G'] {
+        assert_eq!(
+            resolver.feed(&keymap, Mode::Input, press(c)),
+            Resolution::Unbound(press(c)),
+            "{c}"
+        );
+    }
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Input, ctrl('c')),
+        Resolution::Action(Action::Quit)
+    );
+    let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Input, enter),
+        Resolution::Action(Action::Submit)
+    );
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Normal, enter),
+        Resolution::Action(Action::Select)
+    );
+    let alt_enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT);
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Input, alt_enter),
+        Resolution::Action(Action::Newline)
+    );
+    let esc = KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE);
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Input, esc),
+        Resolution::Action(Action::CancelRun)
+    );
+}
+
+#[test]
+fn shifted_keys_from_crossterm_match() {
+    let keymap = Keymap::builtin();
+    let mut resolver = KeyResolver::new();
+    let shift_g = KeyEvent::new(KeyCode::Char('G'), KeyModifiers::SHIFT);
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Normal, shift_g),
+        Resolution::Action(Action::Bottom)
+    );
+    let shift_r = KeyEvent::new(KeyCode::Char('R'), KeyModifiers::SHIFT);
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Normal, shift_r),
+        Resolution::Action(Action::RenameSession)
+    );
+    let question = KeyEvent::new(KeyCode::Char('?'), KeyModifiers::SHIFT);
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Normal, question),
+        Resolution::Action(Action::Help)
+    );
+    let backtab = KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT);
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Input, backtab),
+        Resolution::Action(Action::FocusPrev)
+    );
+    let shift_tab = KeyEvent::new(KeyCode::Tab, KeyModifiers::SHIFT);
+    assert_eq!(
+        resolver.feed(&keymap, Mode::Normal, shift_tab),
+        Resolution::Action(Action::FocusPrev)
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Themes
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn all_builtin_themes_load_at_every_depth() {
+    let dir = config_dir(&[]);
+    assert_eq!(builtin_names(), ["dark", "light", "high-contrast"]);
+    for name in builtin_names() {
+        for depth in [
+            ColorDepth::TrueColor,
+            ColorDepth::Ansi256,
+            ColorDepth::Ansi16,
+            ColorDepth::NoColor,
+        ] {
+            let theme = Theme::load(name, dir.path(), depth).unwrap();
+            assert_eq!(theme.name(), *name);
+            assert_eq!(theme.depth(), depth);
+        }
+    }
+    assert!(matches!(
+        Theme::load("solarized", dir.path(), ColorDepth::TrueColor),
+        Err(ThemeError::Unknown { .. })
+    ));
+    assert!(matches!(
+        Theme::load("../dark", dir.path(), ColorDepth::TrueColor),
+        Err(ThemeError::Unknown { .. })
+    ));
+}
+
+#[test]
+fn degrading_to_16_colours_gives_named_ansi_colours() {
+    let dir = config_dir(&[(
+        "themes/dark.toml",
+        "accent = \"#d00000\"\nselection = { fg = \"#fafafa\", bg = \"#0000e0\" }\nlink = 196\n",
+    )]);
+    let theme = Theme::load("dark", dir.path(), ColorDepth::Ansi16).unwrap();
+    assert_eq!(theme.style(Role::Accent).fg, Some(Color::Red));
+    assert_eq!(theme.style(Role::Selection).fg, Some(Color::White));
+    assert_eq!(theme.style(Role::Selection).bg, Some(Color::Blue));
+    assert_eq!(theme.style(Role::Link).fg, Some(Color::LightRed));
+    let ansi = [
+        Color::Reset,
+        Color::Black,
+        Color::Red,
+        Color::Green,
+        Color::Yellow,
+        Color::Blue,
+        Color::Magenta,
+        Color::Cyan,
+        Color::Gray,
+        Color::DarkGray,
+        Color::LightRed,
+        Color::LightGreen,
+        Color::LightYellow,
+        Color::LightBlue,
+        Color::LightMagenta,
+        Color::LightCyan,
+        Color::White,
+    ];
+    for role in Role::ALL {
+        let style = theme.style(*role);
+        for color in [style.fg, style.bg].into_iter().flatten() {
+            assert!(ansi.contains(&color), "{} is {color:?}", role.name());
+        }
+    }
+
+    let theme256 = Theme::load("dark", dir.path(), ColorDepth::Ansi256).unwrap();
+    assert!(matches!(
+        theme256.style(Role::Accent).fg,
+        Some(Color::Indexed(_))
+    ));
+}
+
+#[test]
+fn no_color_keeps_only_modifiers_and_a_reversed_selection() {
+    let theme = Theme::builtin("dark", ColorDepth::NoColor).unwrap();
+    for role in Role::ALL {
+        let style = theme.style(*role);
+        assert_eq!(style.fg, None, "{}", role.name());
+        assert_eq!(style.bg, None, "{}", role.name());
+    }
+    assert!(
+        theme
+            .style(Role::Selection)
+            .add_modifier
+            .contains(Modifier::REVERSED)
+    );
+    assert!(
+        theme
+            .style(Role::Title)
+            .add_modifier
+            .contains(Modifier::BOLD)
+    );
+}
+
+#[test]
+fn user_theme_overrides_a_builtin_and_can_define_a_new_one() {
+    let dir = config_dir(&[
+        ("themes/light.toml", "# tweak\naccent = \"#123456\"\n"),
+        (
+            "themes/mine.toml",
+            "inherits = \"high-contrast\"\nerror = { fg = \"magenta\", modifiers = [\"bold\"] }\n",
+        ),
+        ("themes/plain.toml", "fg = \"white\"\n"),
+    ]);
+    let builtin = Theme::builtin("light", ColorDepth::TrueColor).unwrap();
+    let light = Theme::load("light", dir.path(), ColorDepth::TrueColor).unwrap();
+    assert_eq!(light.style(Role::Accent).fg, Some(Color::Rgb(0x12, 0x34, 0x56)));
+    assert_eq!(light.style(Role::Fg), builtin.style(Role::Fg));
+
+    let mine = Theme::load("mine", dir.path(), ColorDepth::TrueColor).unwrap();
+    let contrast = Theme::builtin("high-contrast", ColorDepth::TrueColor).unwrap();
+    assert_eq!(mine.name(), "mine");
+    assert_eq!(mine.style(Role::Error).fg, Some(Color::Magenta));
+    assert_eq!(mine.style(Role::Accent), contrast.style(Role::Accent));
+
+    // Without `inherits`, a new theme builds on dark.
+    let plain = Theme::load("plain", dir.path(), ColorDepth::TrueColor).unwrap();
+    let dark = Theme::builtin("dark", ColorDepth::TrueColor).unwrap();
+    assert_eq!(plain.style(Role::Fg).fg, Some(Color::White));
+    assert_eq!(plain.style(Role::Title), dark.style(Role::Title));
+}
+
+#[test]
+fn user_theme_with_an_unknown_role_is_an_error_with_line() {
+    let dir = config_dir(&[(
+        "themes/dark.toml",
+        "accent = \"red\"\n\n# oops\nsparkle = \"gold\"\n",
+    )]);
+    let err = Theme::load("dark", dir.path(), ColorDepth::TrueColor).unwrap_err();
+    assert!(
+        matches!(&err, ThemeError::UnknownRole { line: 4, name, .. } if name == "sparkle"),
+        "{err:?}"
+    );
+    let path = dir.path().join("themes").join("dark.toml");
+    assert!(
+        err.to_string().starts_with(&format!("{}:4:", path.display())),
+        "{err}"
+    );
+
+    let dir = config_dir(&[("themes/dark.toml", "accent = \"gold\"\n")]);
+    let err = Theme::load("dark", dir.path(), ColorDepth::TrueColor).unwrap_err();
+    assert!(matches!(&err, ThemeError::Invalid { line: 1, .. }), "{err:?}");
+
+    let dir = config_dir(&[("themes/x.toml", "\ninherits = \"x\"\n")]);
+    let err = Theme::load("x", dir.path(), ColorDepth::TrueColor).unwrap_err();
+    assert!(matches!(&err, ThemeError::Invalid { line: 2, .. }), "{err:?}");
+}
+
+#[test]
+fn node_and_confidence_styles_come_from_roles() {
+    let theme = Theme::builtin("dark", ColorDepth::TrueColor).unwrap();
+    assert_eq!(theme.node_style("fork_branch"), theme.style(Role::ForkBranch));
+    assert_eq!(theme.node_style("query"), theme.style(Role::Query));
+    assert_eq!(theme.node_style("no_such_type"), theme.style(Role::Fg));
+    assert_eq!(theme.step_style("hypothesis"), theme.style(Role::Hypothesis));
+    assert_eq!(theme.confidence_style(0.95), theme.style(Role::ConfidenceHigh));
+    assert_eq!(theme.confidence_style(0.5), theme.style(Role::ConfidenceMid));
+    assert_eq!(theme.confidence_style(0.05), theme.style(Role::ConfidenceLow));
+    assert_ne!(
+        theme.style(Role::ConfidenceHigh),
+        theme.style(Role::ConfidenceLow)
+    );
+}
+
+// ---------------------------------------------------------------------------------------
+// Palette matching
+// ---------------------------------------------------------------------------------------
+
+#[test]
+fn empty_palette_query_lists_every_action_in_order() {
+    let keymap = Keymap::builtin();
+    let items = palette::matches("", &keymap);
+    let actions: Vec<Action> = items.iter().map(|i| i.action.clone()).collect();
+    assert_eq!(actions, Action::all());
+    let top = items.iter().find(|i| i.action == Action::Top).unwrap();
+    assert_eq!(top.keys, "g g, home");
+    assert_eq!(top.description, Action::Top.description());
+}
+
+#[test]
+fn palette_query_filters_and_ranks() {
+    let keymap = Keymap::builtin();
+    let items = palette::matches("ses", &keymap);
+    assert!(!items.is_empty());
+    assert!(items.len() < Action::all().len());
+    for item in &items {
+        assert_eq!(item.indices.len(), 3, "{:?}", item.action);
+    }
+    assert!(items.windows(2).all(|w| w[0].score >= w[1].score));
+    let names: Vec<&str> = items.iter().map(|i| i.action.name()).collect();
+    for expected in ["search_sessions", "new_session", "rename_session", "delete_session"] {
+        assert!(names.contains(&expected), "{names:?}");
+    }
+    assert!(!names.contains(&"move_up"), "{names:?}");
+
+    let items = palette::matches("delete sess", &keymap);
+    assert_eq!(items[0].action, Action::DeleteSession);
+    assert!(palette::matches("zzqx", &keymap).is_empty());
+}
+
+// ---------------------------------------------------------------------------------------
+// Snapshots
+// ---------------------------------------------------------------------------------------
+
+fn draw(width: u16, height: u16, render: impl FnOnce(&mut ratatui::Frame, Rect)) -> String {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal
+        .draw(|frame| {
+            let area = frame.area();
+            render(frame, area);
+        })
+        .unwrap();
+    terminal.backend().to_string()
+}
+
+fn dark() -> Theme {
+    Theme::builtin("dark", ColorDepth::TrueColor).unwrap()
+}
+
+#[test]
+fn help_overlay_80x24() {
+    let keymap = Keymap::builtin();
+    let theme = dark();
+    insta::assert_snapshot!(draw(80, 24, |f, area| help::render(
+        f, area, &keymap, &theme, 0
+    )));
+}
+
+#[test]
+fn help_overlay_80x24_scrolled_past_the_end() {
+    let keymap = Keymap::builtin();
+    let theme = dark();
+    let end = draw(80, 24, |f, area| help::render(f, area, &keymap, &theme, 999));
+    insta::assert_snapshot!(end);
+    // Scrolling further than the last page shows the last page.
+    let last = draw(80, 24, |f, area| help::render(f, area, &keymap, &theme, 25));
+    assert_eq!(end, last);
+}
+
+#[test]
+fn help_overlay_120x40() {
+    let keymap = Keymap::builtin();
+    let theme = dark();
+    insta::assert_snapshot!(draw(120, 40, |f, area| help::render(
+        f, area, &keymap, &theme, 0
+    )));
+}
+
+#[test]
+fn which_key_popup() {
+    let keymap = Keymap::builtin();
+    let theme = dark();
+    let mut resolver = KeyResolver::new();
+    let Resolution::Pending { prefix, hints } =
+        resolver.feed(&keymap, Mode::Normal, press('['))
+    else {
+        panic!("`[` should start a chord");
+    };
+    let mut hints = hints;
+    hints.push(("x".to_string(), Action::CycleRoute));
+    insta::assert_snapshot!(draw(60, 12, |f, area| help::which_key(
+        f, area, &prefix, &hints, &theme
+    )));
+}
+
+#[test]
+fn palette_with_an_empty_query() {
+    let keymap = Keymap::builtin();
+    let theme = dark();
+    let state = palette::PaletteState::default();
+    let items = palette::matches(&state.query, &keymap);
+    insta::assert_snapshot!(draw(80, 24, |f, area| palette::render(
+        f, area, &state, &items, &theme
+    )));
+}
+
+#[test]
+fn palette_with_query_ses() {
+    let keymap = Keymap::builtin();
+    let theme = dark();
+    let state = palette::PaletteState {
+        query: "ses".to_string(),
+        selected: 1,
+    };
+    let items = palette::matches(&state.query, &keymap);
+    let screen = draw(80, 24, |f, area| palette::render(f, area, &state, &items, &theme));
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn palette_highlights_matched_characters() {
+    let keymap = Keymap::builtin();
+    let theme = dark();
+    let state = palette::PaletteState {
+        query: "ses".to_string(),
+        selected: 0,
+    };
+    let items = palette::matches(&state.query, &keymap);
+    let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+    terminal
+        .draw(|f| {
+            let area = f.area();
+            palette::render(f, area, &state, &items, &theme);
+        })
+        .unwrap();
+    let buffer = terminal.backend().buffer();
+    let matched = theme.style(Role::Matched).fg;
+    let highlighted = buffer
+        .content()
+        .iter()
+        .filter(|cell| Some(cell.fg) == matched)
+        .count();
+    // Three matched characters per shown item.
+    assert_eq!(highlighted, 3 * items.len().min(16));
+}
+
+#[test]
+fn views_fit_a_tiny_terminal_without_panicking() {
+    let keymap = Keymap::builtin();
+    let theme = dark();
+    let items = palette::matches("", &keymap);
+    let state = palette::PaletteState {
+        query: "a long query that does not fit".to_string(),
+        selected: 99,
+    };
+    let hints = vec![("g".to_string(), Action::Top)];
+    for (w, h) in [(1, 1), (5, 3), (12, 4), (20, 6)] {
+        draw(w, h, |f, area| {
+            help::render(f, area, &keymap, &theme, 3);
+            help::which_key(f, area, "g", &hints, &theme);
+            palette::render(f, area, &state, &items, &theme);
+        });
+    }
+}
