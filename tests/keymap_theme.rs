@@ -70,11 +70,11 @@ fn builtin_keymap_has_the_documented_defaults() {
         vec!["shift-enter", "alt-enter"]
     );
     assert_eq!(keymap.keys_for(&Action::FocusPrev), vec!["backtab"]);
+    assert_eq!(keymap.keys_for(&Action::WorkspaceThink), vec!["alt-1", "1"]);
     assert_eq!(
-        keymap.keys_for(&Action::WorkspaceThink),
-        vec!["alt-1", "1"]
+        keymap.keys_in(Section::Global, &Action::Quit),
+        vec!["ctrl-c"]
     );
-    assert_eq!(keymap.keys_in(Section::Global, &Action::Quit), vec!["ctrl-c"]);
 }
 
 #[test]
@@ -153,10 +153,16 @@ fn unknown_section_and_bad_syntax_are_errors() {
     );
     let dir = config_dir(&[("keymap.toml", "[normal]\n\"j\" = \n")]);
     let err = Keymap::load(dir.path()).unwrap_err();
-    assert!(matches!(&err, KeymapError::Syntax { line: 2, .. }), "{err:?}");
+    assert!(
+        matches!(&err, KeymapError::Syntax { line: 2, .. }),
+        "{err:?}"
+    );
     let dir = config_dir(&[("keymap.toml", "[normal]\n\"j\" = 3\n")]);
     let err = Keymap::load(dir.path()).unwrap_err();
-    assert!(matches!(&err, KeymapError::Invalid { line: 2, .. }), "{err:?}");
+    assert!(
+        matches!(&err, KeymapError::Invalid { line: 2, .. }),
+        "{err:?}"
+    );
 }
 
 #[test]
@@ -390,7 +396,10 @@ fn user_theme_overrides_a_builtin_and_can_define_a_new_one() {
     ]);
     let builtin = Theme::builtin("light", ColorDepth::TrueColor).unwrap();
     let light = Theme::load("light", dir.path(), ColorDepth::TrueColor).unwrap();
-    assert_eq!(light.style(Role::Accent).fg, Some(Color::Rgb(0x12, 0x34, 0x56)));
+    assert_eq!(
+        light.style(Role::Accent).fg,
+        Some(Color::Rgb(0x12, 0x34, 0x56))
+    );
     assert_eq!(light.style(Role::Fg), builtin.style(Role::Fg));
 
     let mine = Theme::load("mine", dir.path(), ColorDepth::TrueColor).unwrap();
@@ -419,29 +428,51 @@ fn user_theme_with_an_unknown_role_is_an_error_with_line() {
     );
     let path = dir.path().join("themes").join("dark.toml");
     assert!(
-        err.to_string().starts_with(&format!("{}:4:", path.display())),
+        err.to_string()
+            .starts_with(&format!("{}:4:", path.display())),
         "{err}"
     );
 
     let dir = config_dir(&[("themes/dark.toml", "accent = \"gold\"\n")]);
     let err = Theme::load("dark", dir.path(), ColorDepth::TrueColor).unwrap_err();
-    assert!(matches!(&err, ThemeError::Invalid { line: 1, .. }), "{err:?}");
+    assert!(
+        matches!(&err, ThemeError::Invalid { line: 1, .. }),
+        "{err:?}"
+    );
 
     let dir = config_dir(&[("themes/x.toml", "\ninherits = \"x\"\n")]);
     let err = Theme::load("x", dir.path(), ColorDepth::TrueColor).unwrap_err();
-    assert!(matches!(&err, ThemeError::Invalid { line: 2, .. }), "{err:?}");
+    assert!(
+        matches!(&err, ThemeError::Invalid { line: 2, .. }),
+        "{err:?}"
+    );
 }
 
 #[test]
 fn node_and_confidence_styles_come_from_roles() {
     let theme = Theme::builtin("dark", ColorDepth::TrueColor).unwrap();
-    assert_eq!(theme.node_style("fork_branch"), theme.style(Role::ForkBranch));
+    assert_eq!(
+        theme.node_style("fork_branch"),
+        theme.style(Role::ForkBranch)
+    );
     assert_eq!(theme.node_style("query"), theme.style(Role::Query));
     assert_eq!(theme.node_style("no_such_type"), theme.style(Role::Fg));
-    assert_eq!(theme.step_style("hypothesis"), theme.style(Role::Hypothesis));
-    assert_eq!(theme.confidence_style(0.95), theme.style(Role::ConfidenceHigh));
-    assert_eq!(theme.confidence_style(0.5), theme.style(Role::ConfidenceMid));
-    assert_eq!(theme.confidence_style(0.05), theme.style(Role::ConfidenceLow));
+    assert_eq!(
+        theme.step_style("hypothesis"),
+        theme.style(Role::Hypothesis)
+    );
+    assert_eq!(
+        theme.confidence_style(0.95),
+        theme.style(Role::ConfidenceHigh)
+    );
+    assert_eq!(
+        theme.confidence_style(0.5),
+        theme.style(Role::ConfidenceMid)
+    );
+    assert_eq!(
+        theme.confidence_style(0.05),
+        theme.style(Role::ConfidenceLow)
+    );
     assert_ne!(
         theme.style(Role::ConfidenceHigh),
         theme.style(Role::ConfidenceLow)
@@ -474,7 +505,12 @@ fn palette_query_filters_and_ranks() {
     }
     assert!(items.windows(2).all(|w| w[0].score >= w[1].score));
     let names: Vec<&str> = items.iter().map(|i| i.action.name()).collect();
-    for expected in ["search_sessions", "new_session", "rename_session", "delete_session"] {
+    for expected in [
+        "search_sessions",
+        "new_session",
+        "rename_session",
+        "delete_session",
+    ] {
         assert!(names.contains(&expected), "{names:?}");
     }
     assert!(!names.contains(&"move_up"), "{names:?}");
@@ -516,7 +552,9 @@ fn help_overlay_80x24() {
 fn help_overlay_80x24_scrolled_past_the_end() {
     let keymap = Keymap::builtin();
     let theme = dark();
-    let end = draw(80, 24, |f, area| help::render(f, area, &keymap, &theme, 999));
+    let end = draw(80, 24, |f, area| {
+        help::render(f, area, &keymap, &theme, 999)
+    });
     insta::assert_snapshot!(end);
     // Scrolling further than the last page shows the last page.
     let last = draw(80, 24, |f, area| help::render(f, area, &keymap, &theme, 25));
@@ -537,8 +575,7 @@ fn which_key_popup() {
     let keymap = Keymap::builtin();
     let theme = dark();
     let mut resolver = KeyResolver::new();
-    let Resolution::Pending { prefix, hints } =
-        resolver.feed(&keymap, Mode::Normal, press('['))
+    let Resolution::Pending { prefix, hints } = resolver.feed(&keymap, Mode::Normal, press('['))
     else {
         panic!("`[` should start a chord");
     };
@@ -569,7 +606,9 @@ fn palette_with_query_ses() {
         selected: 1,
     };
     let items = palette::matches(&state.query, &keymap);
-    let screen = draw(80, 24, |f, area| palette::render(f, area, &state, &items, &theme));
+    let screen = draw(80, 24, |f, area| {
+        palette::render(f, area, &state, &items, &theme)
+    });
     insta::assert_snapshot!(screen);
 }
 

@@ -606,7 +606,11 @@ async fn keys_never_appear_in_errors_or_debug_output() {
     let server = ScriptedServer::start(Script::forever(Step::sse(body))).await;
     let events = call(&anthropic(&server)).await;
     assert!(matches!(last_error(&events), LlmError::Api { .. }));
-    assert_eq!(server.requests().len(), 4, "an in-stream api_error before content is retried");
+    assert_eq!(
+        server.requests().len(),
+        4,
+        "an in-stream api_error before content is retried"
+    );
 
     // Garbage that contains the key.
     let server = ScriptedServer::start(Script::forever(Step::sse(format!("{KEY1}\n\n")))).await;
@@ -775,7 +779,11 @@ async fn raw_chunks_concatenate_to_the_exact_body() {
         assert_eq!(raw, body, "{name}");
         assert!(count > 1, "{name}: several chunks recorded");
         // Replaying the recording through the same decoder gives the same events.
-        let provider = name.split('_').next().unwrap().replace("openrouter", "openai");
+        let provider = name
+            .split('_')
+            .next()
+            .unwrap()
+            .replace("openrouter", "openai");
         let mut decoder = decoder_for(&provider, false).unwrap();
         let mut replayed = Vec::new();
         for piece in raw.chunks(17) {
@@ -1160,6 +1168,8 @@ async fn openai_without_key_sends_no_authorization() {
         OpenAiProvider::new(HttpSettings::default()).is_err(),
         "api.openai.com needs a key"
     );
+    let official = HttpSettings::with_base_url("https://api.openai.com/v1");
+    assert!(OpenAiProvider::new(official).is_err());
 }
 
 // ---------------------------------------------------------------- Ollama

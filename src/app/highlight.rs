@@ -119,7 +119,8 @@ pub fn highlight_now(block: &CodeBlock) -> Vec<Line<'static>> {
 /// unknown tokens and plain text.
 fn syntax_for(lang: &str) -> Option<&'static SyntaxReference> {
     let token = lang.trim().trim_start_matches('.').to_ascii_lowercase();
-    // syntect's default set has no TypeScript: JavaScript's grammar is close enough.
+    // syntect's default set has no TypeScript or TOML: JavaScript's grammar and Java
+    // properties (`key = value`, `#` comments) are close enough.
     let token = match token.as_str() {
         "" | "text" | "txt" | "plain" | "plaintext" => return None,
         "ts" | "typescript" | "tsx" | "jsx" | "mjs" | "cjs" => "js",
@@ -129,6 +130,7 @@ fn syntax_for(lang: &str) -> Option<&'static SyntaxReference> {
         "golang" => "go",
         "yml" => "yaml",
         "jsonc" | "json5" => "json",
+        "toml" | "ini" | "cfg" | "conf" => "properties",
         other => other,
     };
     SYNTAXES
@@ -455,6 +457,8 @@ mod tests {
             "html",
             "css",
             "sql",
+            "toml",
+            "diff",
             "Rust",
             " rust ",
         ] {

@@ -458,8 +458,11 @@ impl Keymap {
     fn effective(&self, mode: Mode) -> impl Iterator<Item = &Binding> {
         let own = &self.sections[section_index(mode.section())];
         let global = &self.sections[section_index(Section::Global)];
-        own.iter()
-            .chain(global.iter().filter(|g| own.iter().all(|b| b.keys != g.keys)))
+        own.iter().chain(
+            global
+                .iter()
+                .filter(|g| own.iter().all(|b| b.keys != g.keys)),
+        )
     }
 }
 
@@ -491,22 +494,26 @@ fn parse_entries(path: &Path, text: &str) -> Result<Vec<Entry>, KeymapError> {
         let DeValue::Table(table) = table.get_ref() else {
             return Err(invalid(
                 name.span().start,
-                format!("`{}` must be a table of \"key\" = \"action\"", name.get_ref()),
+                format!(
+                    "`{}` must be a table of \"key\" = \"action\"",
+                    name.get_ref()
+                ),
             ));
         };
         let mut rows: Vec<_> = table.iter().collect();
         rows.sort_by_key(|(key, _)| key.span().start);
         for (key_text, value) in rows {
             let key_line = line(key_text.span().start);
-            let keys: KeySeq = key_text
-                .get_ref()
-                .parse()
-                .map_err(|reason| KeymapError::BadKey {
-                    path: path.to_path_buf(),
-                    line: key_line,
-                    text: key_text.get_ref().to_string(),
-                    reason,
-                })?;
+            let keys: KeySeq =
+                key_text
+                    .get_ref()
+                    .parse()
+                    .map_err(|reason| KeymapError::BadKey {
+                        path: path.to_path_buf(),
+                        line: key_line,
+                        text: key_text.get_ref().to_string(),
+                        reason,
+                    })?;
             if section != Section::Normal && keys.keys()[0].is_printable() {
                 return Err(KeymapError::BadKey {
                     path: path.to_path_buf(),
@@ -556,7 +563,11 @@ fn parse_entries(path: &Path, text: &str) -> Result<Vec<Entry>, KeymapError> {
 /// 1-based line of a byte offset.
 fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    text.as_bytes()[..end].iter().filter(|b| **b == b'\n').count() + 1
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
 }
 
 // ---------------------------------------------------------------------------------------
@@ -644,9 +655,32 @@ mod tests {
     #[test]
     fn keys_display_as_parsed() {
         for text in [
-            "ctrl-c", "alt-enter", "shift-enter", "esc", "enter", "tab", "backtab", "up",
-            "pgup", "pgdn", "home", "end", "f1", "f12", "?", ":", "/", "[", "]", "G", "g",
-            "space", "ctrl--", "-", "alt-1", "ctrl-right",
+            "ctrl-c",
+            "alt-enter",
+            "shift-enter",
+            "esc",
+            "enter",
+            "tab",
+            "backtab",
+            "up",
+            "pgup",
+            "pgdn",
+            "home",
+            "end",
+            "f1",
+            "f12",
+            "?",
+            ":",
+            "/",
+            "[",
+            "]",
+            "G",
+            "g",
+            "space",
+            "ctrl--",
+            "-",
+            "alt-1",
+            "ctrl-right",
         ] {
             assert_eq!(key(text).to_string(), text);
         }
@@ -658,7 +692,16 @@ mod tests {
 
     #[test]
     fn bad_keys_are_rejected() {
-        for text in ["", "ctrl-", "f13", "f0", "bogus", "ctrl-ctrl-c", "shift-?", "hyper"] {
+        for text in [
+            "",
+            "ctrl-",
+            "f13",
+            "f0",
+            "bogus",
+            "ctrl-ctrl-c",
+            "shift-?",
+            "hyper",
+        ] {
             assert!(text.parse::<Key>().is_err(), "{text:?} parsed");
         }
         assert!("  ".parse::<KeySeq>().is_err());

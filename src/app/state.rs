@@ -261,17 +261,19 @@ impl State {
             return;
         }
         let nodes = &self.loaded.nodes;
+        if nodes.is_empty() {
+            self.shown = Shown::default();
+            return;
+        }
         // The turn holding the selected node, else the last turn.
         let anchor = self
             .graph
             .selected_node()
             .and_then(|id| self.loaded.index.get(&id).copied())
-            .unwrap_or(nodes.len().saturating_sub(1));
-        let start = nodes[..=anchor.min(nodes.len().saturating_sub(1))]
-            .iter()
-            .rposition(|n| n.kind == NodeType::Query)
-            .unwrap_or(0);
-        let end = nodes[start + 1.min(nodes.len())..]
+            .unwrap_or(nodes.len() - 1)
+            .min(nodes.len() - 1);
+        let start = nodes[..=anchor].iter().rposition(|n| n.kind == NodeType::Query).unwrap_or(0);
+        let end = nodes[start + 1..]
             .iter()
             .position(|n| n.kind == NodeType::Query)
             .map(|p| start + 1 + p)

@@ -11,7 +11,10 @@ use toml::de::{DeTable, DeValue};
 const BUILTIN: &[(&str, &str)] = &[
     ("dark", include_str!("../../themes/dark.toml")),
     ("light", include_str!("../../themes/light.toml")),
-    ("high-contrast", include_str!("../../themes/high-contrast.toml")),
+    (
+        "high-contrast",
+        include_str!("../../themes/high-contrast.toml"),
+    ),
 ];
 
 /// The theme a user theme with a new name builds on unless it says `inherits = "…"`.
@@ -470,7 +473,10 @@ fn role_for(table: &[(&str, Role)], name: &str) -> Option<Role> {
 }
 
 fn builtin_text(name: &str) -> Option<&'static str> {
-    BUILTIN.iter().find(|(n, _)| *n == name).map(|(_, text)| *text)
+    BUILTIN
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, text)| *text)
 }
 
 /// A built-in theme at full colour.
@@ -532,15 +538,22 @@ fn parse_file(path: &Path, text: &str) -> Result<ThemeFile, ThemeError> {
                 for (field, v) in fields {
                     let at = v.span().start;
                     match field.get_ref().as_ref() {
-                        "fg" => style.fg = Some(parse_color(v.get_ref()).map_err(|m| invalid(at, m))?),
-                        "bg" => style.bg = Some(parse_color(v.get_ref()).map_err(|m| invalid(at, m))?),
+                        "fg" => {
+                            style.fg = Some(parse_color(v.get_ref()).map_err(|m| invalid(at, m))?)
+                        }
+                        "bg" => {
+                            style.bg = Some(parse_color(v.get_ref()).map_err(|m| invalid(at, m))?)
+                        }
                         "modifiers" => {
-                            style.add_modifier = parse_modifiers(v.get_ref()).map_err(|m| invalid(at, m))?;
+                            style.add_modifier =
+                                parse_modifiers(v.get_ref()).map_err(|m| invalid(at, m))?;
                         }
                         other => {
                             return Err(invalid(
                                 field.span().start,
-                                format!("unknown field `{other}` of `{name}` (expected fg, bg, modifiers)"),
+                                format!(
+                                    "unknown field `{other}` of `{name}` (expected fg, bg, modifiers)"
+                                ),
                             ));
                         }
                     }
@@ -573,7 +586,10 @@ fn parse_color(value: &DeValue<'_>) -> Result<Color, String> {
             .and_then(|n| u8::try_from(n).ok())
             .map(Color::Indexed)
             .ok_or_else(|| format!("bad colour {}: {EXPECTED}", n.as_str())),
-        other => Err(format!("a {} is not a colour: {EXPECTED}", other.type_str())),
+        other => Err(format!(
+            "a {} is not a colour: {EXPECTED}",
+            other.type_str()
+        )),
     }
 }
 
@@ -606,7 +622,11 @@ fn parse_modifiers(value: &DeValue<'_>) -> Result<Modifier, String> {
 /// 1-based line of a byte offset.
 fn line_of(text: &str, offset: usize) -> usize {
     let end = offset.min(text.len());
-    text.as_bytes()[..end].iter().filter(|b| **b == b'\n').count() + 1
+    text.as_bytes()[..end]
+        .iter()
+        .filter(|b| **b == b'\n')
+        .count()
+        + 1
 }
 
 #[cfg(test)]
@@ -648,7 +668,10 @@ mod tests {
         for node_type in crate::store::NodeType::ALL {
             let name = node_type.as_str();
             assert!(role_for(NODE_ROLES, name).is_some(), "{name}");
-            assert_eq!(theme.node_style(name), theme.style(Role::from_name(name).unwrap()));
+            assert_eq!(
+                theme.node_style(name),
+                theme.style(Role::from_name(name).unwrap())
+            );
         }
     }
 
@@ -668,8 +691,14 @@ mod tests {
         let text = "fg = \"#ff8000\"\nbg = 236\ndim = \"lightblue\"\naccent = \"reset\"\n\
                     title = { fg = \"red\", modifiers = [\"bold\", \"italic\"] }\n";
         let file = parse_file(Path::new("t.toml"), text).unwrap();
-        assert_eq!(file.roles[0], (Role::Fg, Style::default().fg(Color::Rgb(255, 128, 0))));
-        assert_eq!(file.roles[1], (Role::Bg, Style::default().bg(Color::Indexed(236))));
+        assert_eq!(
+            file.roles[0],
+            (Role::Fg, Style::default().fg(Color::Rgb(255, 128, 0)))
+        );
+        assert_eq!(
+            file.roles[1],
+            (Role::Bg, Style::default().bg(Color::Indexed(236)))
+        );
         assert_eq!(file.roles[2].1.fg, Some(Color::LightBlue));
         assert_eq!(file.roles[3].1.fg, Some(Color::Reset));
         assert_eq!(
@@ -678,9 +707,17 @@ mod tests {
                 .fg(Color::Red)
                 .add_modifier(Modifier::BOLD | Modifier::ITALIC)
         );
-        for bad in ["fg = \"#12345\"", "fg = 300", "fg = true", "title = { fg = \"red\", x = 1 }",
-            "title = { modifiers = [\"blink\"] }"] {
-            let err = parse_file(Path::new("t.toml"), bad).err().unwrap().to_string();
+        for bad in [
+            "fg = \"#12345\"",
+            "fg = 300",
+            "fg = true",
+            "title = { fg = \"red\", x = 1 }",
+            "title = { modifiers = [\"blink\"] }",
+        ] {
+            let err = parse_file(Path::new("t.toml"), bad)
+                .err()
+                .unwrap()
+                .to_string();
             assert!(err.starts_with("t.toml:1:"), "{bad}: {err}");
         }
     }
@@ -688,10 +725,22 @@ mod tests {
     #[test]
     fn confidence_thresholds() {
         let theme = Theme::builtin("dark", ColorDepth::TrueColor).unwrap();
-        assert_eq!(theme.confidence_style(0.1), theme.style(Role::ConfidenceLow));
-        assert_eq!(theme.confidence_style(0.4), theme.style(Role::ConfidenceMid));
-        assert_eq!(theme.confidence_style(0.7), theme.style(Role::ConfidenceHigh));
-        assert_eq!(theme.confidence_style(f64::NAN), theme.style(Role::ConfidenceLow));
+        assert_eq!(
+            theme.confidence_style(0.1),
+            theme.style(Role::ConfidenceLow)
+        );
+        assert_eq!(
+            theme.confidence_style(0.4),
+            theme.style(Role::ConfidenceMid)
+        );
+        assert_eq!(
+            theme.confidence_style(0.7),
+            theme.style(Role::ConfidenceHigh)
+        );
+        assert_eq!(
+            theme.confidence_style(f64::NAN),
+            theme.style(Role::ConfidenceLow)
+        );
     }
 
     #[test]
@@ -716,8 +765,14 @@ mod tests {
             ColorDepth::from_env(env(&[("TERM", "xterm-256color")])),
             ColorDepth::Ansi256
         );
-        assert_eq!(ColorDepth::from_env(env(&[("TERM", "xterm")])), ColorDepth::Ansi16);
-        assert_eq!(ColorDepth::from_env(env(&[("TERM", "dumb")])), ColorDepth::NoColor);
+        assert_eq!(
+            ColorDepth::from_env(env(&[("TERM", "xterm")])),
+            ColorDepth::Ansi16
+        );
+        assert_eq!(
+            ColorDepth::from_env(env(&[("TERM", "dumb")])),
+            ColorDepth::NoColor
+        );
     }
 
     #[test]

@@ -161,7 +161,7 @@ impl Store {
         get16(&self.read()?, SESSIONS, "sessions", id.to_bytes())
     }
 
-    /// Every session, newest first.
+    /// Every session, most recently updated first.
     pub fn sessions(&self) -> Result<Vec<Session>> {
         let r = self.read()?;
         let t = r.open_table(SESSIONS)?;
@@ -170,6 +170,7 @@ impl Store {
             let (_, v) = row?;
             out.push(codec::decode::<Session>("sessions", v.value())?);
         }
+        out.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
         Ok(out)
     }
 

@@ -165,10 +165,7 @@ pub fn render(frame: &mut Frame, area: Rect, keymap: &Keymap, theme: &Theme, scr
     };
     frame.render_widget(Clear, popup);
     frame.render_widget(block, popup);
-    frame.render_widget(
-        Paragraph::new(lines).scroll((to_u16(top), 0)),
-        text_area,
-    );
+    frame.render_widget(Paragraph::new(lines).scroll((to_u16(top), 0)), text_area);
 }
 
 /// Draws the which-key popup at the bottom right of `area`: the keys that may follow the

@@ -1,5 +1,5 @@
 //! Renders a model's markdown answer into ratatui lines: pure, tolerant of half-streamed text.
-//! Code blocks use styled lines from a [`HighlightCache`] when present; this module never calls syntect.
+//! Code blocks use styled lines from a [`HighlightCache`] when cached; syntect is never called here.
 
 use std::borrow::Cow;
 use std::ops::Range;
@@ -1047,7 +1047,7 @@ mod tests {
 
     #[test]
     fn long_and_deeply_nested_input_does_not_panic() {
-        let deep_quote = ">".repeat(20_000);
+        let deep_quote = ">".repeat(20_000) + " x";
         let deep_list: String = (0..300)
             .map(|i| format!("{}- x\n", "  ".repeat(i)))
             .collect();
@@ -1056,6 +1056,7 @@ mod tests {
         for text in [deep_quote, deep_list, brackets, big] {
             let r = md(&text);
             assert!(!r.lines.is_empty());
+            assert!(r.lines.iter().all(|l| !line_text(l).contains('\n')));
         }
     }
 

@@ -61,7 +61,8 @@ pub fn matches(query: &str, keymap: &Keymap) -> Vec<PaletteItem> {
         .filter_map(|action| {
             let text = haystack(action);
             let mut indices = Vec::new();
-            let score = pattern.indices(Utf32Str::new(&text, &mut buf), &mut matcher, &mut indices)?;
+            let score =
+                pattern.indices(Utf32Str::new(&text, &mut buf), &mut matcher, &mut indices)?;
             indices.sort_unstable();
             indices.dedup();
             Some(PaletteItem {
@@ -74,7 +75,7 @@ pub fn matches(query: &str, keymap: &Keymap) -> Vec<PaletteItem> {
         })
         .collect();
     // A stable sort, so equal scores stay in `Action::all` order.
-    items.sort_by(|a, b| b.score.cmp(&a.score));
+    items.sort_by_key(|item| std::cmp::Reverse(item.score));
     items
 }
 
@@ -173,8 +174,16 @@ pub fn render(
         Span::styled(prompt, theme.style(Role::Accent)),
         Span::styled(state.query.as_str(), theme.style(Role::Fg)),
     ]);
-    frame.render_widget(Paragraph::new(query_line), Rect { height: 1, ..content });
-    let cursor_x = content.x.saturating_add(to_u16(prompt.len() + state.query.chars().count()));
+    frame.render_widget(
+        Paragraph::new(query_line),
+        Rect {
+            height: 1,
+            ..content
+        },
+    );
+    let cursor_x = content
+        .x
+        .saturating_add(to_u16(prompt.len() + state.query.chars().count()));
     frame.set_cursor_position((cursor_x.min(content.right().saturating_sub(1)), content.y));
     if content.height < 2 {
         return;
@@ -202,7 +211,11 @@ pub fn render(
 
     let first = selected.saturating_sub(visible.saturating_sub(1));
     let shown = &items[first..items.len().min(first + visible)];
-    let name_width = shown.iter().map(|i| i.action.name().len()).max().unwrap_or(0);
+    let name_width = shown
+        .iter()
+        .map(|i| i.action.name().len())
+        .max()
+        .unwrap_or(0);
     let matched = theme.style(Role::Matched);
     let lines: Vec<Line> = shown
         .iter()
@@ -214,7 +227,13 @@ pub fn render(
                 if is_selected { MARKER } else { NO_MARKER },
                 theme.style(Role::Accent),
             )];
-            spans.extend(highlighted(name, 0, &item.indices, theme.style(Role::Accent), matched));
+            spans.extend(highlighted(
+                name,
+                0,
+                &item.indices,
+                theme.style(Role::Accent),
+                matched,
+            ));
             spans.push(Span::raw(" ".repeat(name_width - name.len() + 2)));
             let keys_width = item.keys.chars().count();
             let used = NO_MARKER.chars().count() + name_width + 2;
@@ -251,7 +270,10 @@ mod tests {
         let plain = Style::default();
         let strong = Style::default().add_modifier(ratatui::style::Modifier::BOLD);
         let spans = highlighted("abcd", 2, &[3, 4], plain, strong);
-        let parts: Vec<(&str, Style)> = spans.iter().map(|s| (s.content.as_ref(), s.style)).collect();
+        let parts: Vec<(&str, Style)> = spans
+            .iter()
+            .map(|s| (s.content.as_ref(), s.style))
+            .collect();
         assert_eq!(parts, vec![("a", plain), ("bc", strong), ("d", plain)]);
     }
 

@@ -81,14 +81,57 @@ fn run_key_command(cmd: &str) -> Result<String, LlmError> {
     Ok(key)
 }
 
+fn keys_for(env_prefix: &str, key_command: &str, provider: &str) -> Result<Vec<super::http::ApiKey>, LlmError> {
+    let mut keys = super::http::keys_from_env(env_prefix);
+    if keys.is_empty() && !key_command.trim().is_empty() {
+        keys.push(super::http::ApiKey::new(run_key_command(key_command)?));
+    }
+    if keys.is_empty() {
+        return Err(LlmError::Config {
+            message: format!(
+                "no API key for {provider}: set {env_prefix} (or {env_prefix}_1, _2 … to rotate) or key_command in [providers.{provider}]"
+            ),
+        });
+    }
+    Ok(keys)
+}
+
+fn http_settings(cfg: &Config, base_url: &str, model: &str, keys: Vec<super::http::ApiKey>) -> super::http::HttpSettings {
+    let n = &cfg.network;
+    super::http::HttpSettings {
+        base_url: base_url.trim_end_matches('/').to_string(),
+        model: Some(model.to_string()),
+        keys,
+        connect_timeout: n.connect_timeout(),
+        stall_timeout: n.stall_timeout(),
+        request_timeout: n.request_timeout(),
+        max_retries: n.max_retries,
+        backoff_base: n.backoff_base(),
+        backoff_max: n.backoff_max(),
+        key_cooldown: n.key_cooldown(),
+        ..Default::default()
+    }
+}
+
 /// Builds the provider the config selects.
 pub fn build(ctx: &Ctx) -> Result<Built, LlmError> {
     let cfg = &ctx.loaded.config;
     let kind = resolve_kind(ctx);
     let model = model_name(ctx, kind);
     let provider: Arc<dyn Provider> = match kind {
-        ProviderKind::Anthropic | ProviderKind::OpenAi | ProviderKind::Ollama => {
-            return Err(LlmError::Config { message: "remote providers are being wired".into() });
+        ProviderKind::Anthropic => {
+            let p = &cfg.providers.anthropic;
+            let keys = keys_for("ANTHROPIC_API_KEY", &p.key_command, "anthropic")?;
+            Arc::new(super::anthropic::AnthropicProvider::new(http_settings(cfg, &p.base_url, &p.model, keys))?)
+        }
+        ProviderKind::OpenAi => {
+            let p = &cfg.providers.openai;
+            let keys = keys_for("OPENAI_API_KEY", &p.key_command, "openai")?;
+            Arc::new(super::openai::OpenAiProvider::new(http_settings(cfg, &p.base_url, &p.model, keys))?)
+        }
+        ProviderKind::Ollama => {
+            let p = &cfg.providers.ollama;
+            Arc::new(super::ollama::OllamaProvider::new(http_settings(cfg, &p.base_url, &p.model, Vec::new()))?)
         }
         ProviderKind::Local | ProviderKind::Auto => build_local(ctx)?,
     };

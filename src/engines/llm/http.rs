@@ -1113,7 +1113,10 @@ mod tests {
             ..HttpSettings::default()
         };
         let shown = format!("{s:?}");
-        assert!(shown.contains("x-proxy-auth") && !shown.contains("proxy-secret-999"), "{shown}");
+        assert!(
+            shown.contains("x-proxy-auth") && !shown.contains("proxy-secret-999"),
+            "{shown}"
+        );
     }
 
     #[test]

@@ -27,9 +27,15 @@ impl OpenAiProvider {
     /// An empty base URL means `https://api.openai.com/v1`, which needs a key; other servers
     /// (llama.cpp, vLLM, LM Studio, a local Ollama) may run without one.
     pub fn new(settings: HttpSettings) -> Result<Self, LlmError> {
-        let key_required = settings.base_url.trim().is_empty();
+        let base = settings.base_url.trim();
+        let key_required = base.is_empty() || base.contains("://api.openai.com");
         Ok(Self {
-            remote: Remote::new(settings, OpenAiWire { key_required })?,
+            remote: Remote::new(
+                settings,
+                OpenAiWire {
+                    official: key_required,
+                },
+            )?,
         })
     }
 }
@@ -45,7 +51,8 @@ impl Provider for OpenAiProvider {
 }
 
 struct OpenAiWire {
-    key_required: bool,
+    /// api.openai.com: needs a key and `max_completion_tokens`.
+    official: bool,
 }
 
 impl Wire for OpenAiWire {
@@ -58,7 +65,7 @@ impl Wire for OpenAiWire {
     }
 
     fn required_key_env(&self) -> Option<&'static str> {
-        self.key_required.then_some("OPENAI_API_KEY")
+        self.official.then_some("OPENAI_API_KEY")
     }
 
     fn endpoint(&self, base_url: &str) -> String {
@@ -66,7 +73,15 @@ impl Wire for OpenAiWire {
     }
 
     fn body(&self, req: &ChatRequest, stream: bool) -> Value {
-        request_body(req, stream)
+        let mut body = request_body(req, stream);
+        if self.official
+            && let Some(obj) = body.as_object_mut()
+            && let Some(n) = obj.remove("max_tokens")
+        {
+            // OpenAI's reasoning models refuse `max_tokens`; every OpenAI model takes this.
+            obj.insert("max_completion_tokens".into(), n);
+        }
+        body
     }
 
     fn auth_headers(&self, key: &ApiKey) -> Result<Vec<(HeaderName, HeaderValue)>, LlmError> {
@@ -79,7 +94,9 @@ impl Wire for OpenAiWire {
     }
 }
 
-/// The JSON body of a chat completions call. `effort` becomes `reasoning_effort` (`max` → `high`).
+/// The JSON body of a chat completions call for any compatible server. `effort` becomes
+/// `reasoning_effort` (`max` → `high`); api.openai.com gets `max_completion_tokens` instead
+/// of `max_tokens`.
 pub fn request_body(req: &ChatRequest, stream: bool) -> Value {
     let mut messages = Vec::new();
     if let Some(system) = &req.system {
@@ -840,6 +857,17 @@ mod tests {
             json!({"type":"function","function":{"name":"f"}})
         );
         assert!(request_body(&req, false).get("stream_options").is_none());
+    }
+
+    #[test]
+    fn official_openai_gets_max_completion_tokens() {
+        let req = ChatRequest::new("o4-mini", vec![Message::user("hi")]);
+        let b = OpenAiWire { official: true }.body(&req, true);
+        assert_eq!(b["max_completion_tokens"], json!(1024));
+        assert!(b.get("max_tokens").is_none());
+        let b = OpenAiWire { official: false }.body(&req, true);
+        assert_eq!(b["max_tokens"], json!(1024));
+        assert!(b.get("max_completion_tokens").is_none());
     }
 
     fn think_stream() -> String {

@@ -1,0 +1,294 @@
+//! The TUI through its app builder: snapshots of the Think workspace, and key sequences
+//! against the scripted server (type, Enter, deltas stream in, the graph grows, Esc cancels).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::TimeZone;
+use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use glassbox::app::config::{Config, ProviderKind};
+use glassbox::app::graph::RowKind;
+use glassbox::app::keymap::Keymap;
+use glassbox::app::runtime::App;
+use glassbox::app::theme::{ColorDepth, Theme};
+use glassbox::engines::llm::anthropic::AnthropicProvider;
+use glassbox::engines::llm::http::{ApiKey, HttpSettings};
+use glassbox::engines::orchestrator::Orchestrator;
+use glassbox::store::{
+    Alternative, DecisionId, DecisionPoint, Edge, EdgeType, Node, NodeStatus, NodeType, Session, SessionSource, Store,
+};
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use support::{ChunkBy, Script, ScriptedServer, Step};
+
+fn at(h: u32, m: u32) -> chrono::DateTime<chrono::Utc> {
+    chrono::Utc.with_ymd_and_hms(2026, 1, 2, h, m, 0).unwrap()
+}
+
+/// A store with one finished session: a question, thinking with steps and a decision point,
+/// and a markdown answer with a code block.
+fn seeded_store(dir: &std::path::Path) -> Store {
+    let store = Store::open(&dir.join("glassbox.redb")).unwrap();
+    let mut s = Session::new("Hash map or sorted vector?", SessionSource::Glassbox);
+    s.created_at = at(3, 4);
+    s.updated_at = at(3, 5);
+    let mut older = Session::new("Why is the sky blue?", SessionSource::Glassbox);
+    older.created_at = at(1, 0);
+    older.updated_at = at(1, 0);
+    let mut q = Node::new(s.id, NodeType::Query, "Should the index be a hash map or a sorted vector?");
+    q.created_at = at(3, 4);
+    let mut t = Node::new(
+        s.id,
+        NodeType::Thinking,
+        "We need fast lookups by key.\n\nI could either use a hash map or a sorted vector. I'll go with the hash map because lookups are O(1).\n\nSo the answer is a hash map.",
+    );
+    t.confidence = Some(0.72);
+    t.meta.insert(
+        "steps".into(),
+        serde_json::json!([
+            {"index": 0, "kind": "analysis", "text": "We need fast lookups by key.", "confidence": 0.6},
+            {"index": 1, "kind": "evaluation", "text": "I could either use a hash map or a sorted vector.", "confidence": 0.7},
+            {"index": 2, "kind": "conclusion", "text": "So the answer is a hash map.", "confidence": 0.8}
+        ]),
+    );
+    let mut r = Node::new(
+        s.id,
+        NodeType::Response,
+        "Use a **hash map**:\n\n- O(1) lookups\n- no ordering needed\n\n```rust\nlet mut m = HashMap::new();\n```\n",
+    );
+    r.meta.insert("usage".into(), serde_json::json!({"input_tokens": 20, "output_tokens": 42}));
+    let d = DecisionPoint {
+        id: DecisionId::new(),
+        node: t.id,
+        step_number: 1,
+        description: "I could either use a hash map or a sorted vector".into(),
+        chosen_path: "the hash map".into(),
+        alternatives: vec![Alternative { path: "a sorted vector".into(), reason_rejected: None }],
+        confidence: 0.65,
+        created_at: at(3, 4),
+    };
+    store
+        .write(|w| {
+            w.put_session(&older)?;
+            w.put_session(&s)?;
+            for n in [&q, &t, &r] {
+                w.put_node(n)?;
+            }
+            w.put_edge(&Edge::new(q.id, EdgeType::Influences, t.id))?;
+            w.put_edge(&Edge::new(t.id, EdgeType::Influences, r.id))?;
+            w.put_decision_point(&d)
+        })
+        .unwrap();
+    store
+}
+
+fn provider(url: &str) -> Arc<AnthropicProvider> {
+    let settings = HttpSettings {
+        base_url: url.to_string(),
+        model: Some("claude-test".into()),
+        keys: vec![ApiKey::new("sk-test")],
+        max_retries: 0,
+        ..Default::default()
+    };
+    Arc::new(AnthropicProvider::new(settings).unwrap())
+}
+
+fn app(store: Store, url: &str, theme: &str) -> App {
+    let cfg = Config::builtin().unwrap();
+    let orch = Orchestrator::new(store.clone(), provider(url), "claude-test");
+    let theme = Theme::builtin(theme, ColorDepth::TrueColor).unwrap();
+    App::new(store, cfg, Keymap::builtin(), theme, Ok((orch, ProviderKind::Anthropic)), "claude-test".into())
+}
+
+/// Handles engine messages until `done` holds (or fails after a generous wait).
+async fn pump_until(app: &mut App, mut done: impl FnMut(&App) -> bool) {
+    for _ in 0..2000 {
+        if done(app) {
+            return;
+        }
+        let _ = tokio::time::timeout(Duration::from_millis(50), app.next()).await;
+        app.drain();
+    }
+    panic!("condition not reached; state: phase {:?}, notice {:?}", app.state.phase, app.state.notice);
+}
+
+fn press(app: &mut App, code: KeyCode) {
+    app.handle_event(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+}
+
+fn type_text(app: &mut App, text: &str) {
+    for c in text.chars() {
+        press(app, KeyCode::Char(c));
+    }
+}
+
+fn draw(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
+    app.dispatch(glassbox::app::update::Msg::Resize(w, h));
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| app.draw(f)).unwrap();
+    term
+}
+
+async fn loaded_app(dir: &std::path::Path, theme: &str) -> App {
+    let store = seeded_store(dir);
+    let mut app = app(store, "http://127.0.0.1:9", theme);
+    app.start();
+    pump_until(&mut app, |a| a.state.loaded.session.is_some() && !a.state.sessions.is_empty()).await;
+    app
+}
+
+#[tokio::test]
+async fn think_workspace_snapshots() {
+    for (theme, w, h) in [("dark", 80, 24), ("dark", 160, 45), ("light", 80, 24), ("light", 160, 45)] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut app = loaded_app(dir.path(), theme).await;
+        let term = draw(&mut app, w, h);
+        insta::assert_snapshot!(format!("think_{theme}_{w}x{h}"), term.backend());
+    }
+}
+
+#[tokio::test]
+async fn light_and_dark_differ_only_in_colour() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut dark = loaded_app(dir.path(), "dark").await;
+    let dir2 = tempfile::tempdir().unwrap();
+    let mut light = loaded_app(dir2.path(), "light").await;
+    let a = draw(&mut dark, 80, 24);
+    let b = draw(&mut light, 80, 24);
+    assert_eq!(a.backend().to_string(), b.backend().to_string());
+    assert_ne!(a.backend().buffer(), b.backend().buffer(), "themes must change colours");
+}
+
+#[tokio::test]
+async fn help_and_palette_overlays() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = loaded_app(dir.path(), "dark").await;
+    press(&mut app, KeyCode::Esc); // leave the question box
+    press(&mut app, KeyCode::Char('?'));
+    let term = draw(&mut app, 100, 30);
+    let text = term.backend().to_string();
+    assert!(text.contains("Show the key bindings"), "{text}");
+    insta::assert_snapshot!("help_overlay_100x30", term.backend());
+    press(&mut app, KeyCode::Esc);
+    press(&mut app, KeyCode::Char(':'));
+    type_text(&mut app, "sidebar");
+    let term = draw(&mut app, 100, 30);
+    insta::assert_snapshot!("palette_sidebar_100x30", term.backend());
+    press(&mut app, KeyCode::Enter);
+    assert!(!app.state.sidebar_visible, "the palette ran toggle_sidebar");
+}
+
+#[tokio::test]
+async fn graph_navigation_and_decision_jumps() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = loaded_app(dir.path(), "dark").await;
+    press(&mut app, KeyCode::Esc);
+    // The selection starts on the newest node; the decision point is above it.
+    press(&mut app, KeyCode::Char(']'));
+    press(&mut app, KeyCode::Char('d'));
+    assert_ne!(app.state.graph.rows()[app.state.graph.selected].kind, RowKind::Decision);
+    press(&mut app, KeyCode::Char('['));
+    press(&mut app, KeyCode::Char('d'));
+    let row = &app.state.graph.rows()[app.state.graph.selected];
+    assert_eq!(row.kind, RowKind::Decision);
+    assert!(row.label.contains("the hash map"));
+    // Enter shows the node's detail.
+    press(&mut app, KeyCode::Enter);
+    let term = draw(&mut app, 120, 40);
+    assert!(term.backend().to_string().contains("I could either use a hash map"));
+}
+
+/// An Anthropic SSE stream: message_start, one thinking block split into `parts`, a
+/// signature, then a text block, usage and stop.
+fn anthropic_stream(parts: &[&str], answer: &str) -> String {
+    let mut s = String::new();
+    let mut frame = |event: &str, data: serde_json::Value| {
+        s.push_str(&format!("event: {event}\ndata: {data}\n\n"));
+    };
+    frame("message_start", serde_json::json!({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"usage":{"input_tokens":12,"output_tokens":1}}}));
+    frame("content_block_start", serde_json::json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}));
+    for p in parts {
+        frame("content_block_delta", serde_json::json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":p}}));
+    }
+    frame("content_block_delta", serde_json::json!({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig"}}));
+    frame("content_block_stop", serde_json::json!({"type":"content_block_stop","index":0}));
+    frame("content_block_start", serde_json::json!({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}));
+    frame("content_block_delta", serde_json::json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":answer}}));
+    frame("content_block_stop", serde_json::json!({"type":"content_block_stop","index":1}));
+    frame("message_delta", serde_json::json!({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":30}}));
+    frame("message_stop", serde_json::json!({"type":"message_stop"}));
+    s
+}
+
+const THINKING: [&str; 6] = [
+    "The question is which structure fits. We need fast lookups by key.\n\n",
+    "I could either use a hash map or a sorted vector. ",
+    "I'll go with the hash map because lookups are constant time. ",
+    "I ruled out the sorted vector because inserts are slow.\n\n",
+    "Perhaps ordering matters later, but probably not.\n\n",
+    "Therefore the answer is a hash map.",
+];
+
+#[tokio::test]
+async fn a_question_streams_and_the_graph_grows_before_the_end() {
+    let body = anthropic_stream(&THINKING, "Use a hash map.");
+    // Frames arrive 150 ms apart, so the run is visibly in progress while they do.
+    let step = Step::sse(&body).rechunk(ChunkBy::Frames).delay_each(Duration::from_millis(150));
+    let server = ScriptedServer::start(Script::forever(step)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let mut app = app(store.clone(), &server.url(), "dark");
+    app.start();
+    type_text(&mut app, "Hash map or sorted vector?");
+    press(&mut app, KeyCode::Enter);
+    assert!(app.running());
+    // Steps and a decision point appear while the stream is still going.
+    pump_until(&mut app, |a| {
+        a.running() && a.state.graph.rows().iter().any(|r| r.kind == RowKind::Decision)
+    })
+    .await;
+    assert!(app.state.graph.rows().iter().any(|r| matches!(r.kind, RowKind::Step(_))));
+    let live = draw(&mut app, 160, 45).backend().to_string();
+    assert!(live.contains("I could either use a hash map"), "thinking pane shows the stream");
+    pump_until(&mut app, |a| !a.running() && a.state.loaded.session.is_some()).await;
+    let text = draw(&mut app, 160, 45).backend().to_string();
+    assert!(text.contains("Use a hash map."), "{text}");
+    assert!(text.contains("done"));
+    // The store has the turn with its decision points.
+    let sid = app.state.loaded.id().unwrap();
+    let nodes = store.session_nodes(sid).unwrap();
+    let kinds: Vec<_> = nodes.iter().map(|n| n.kind).collect();
+    assert_eq!(kinds, vec![NodeType::Query, NodeType::Thinking, NodeType::Response]);
+    assert_eq!(nodes[1].text, THINKING.concat());
+    assert!(!store.decision_points(nodes[1].id).unwrap().is_empty());
+    assert!(nodes[1].meta["steps"].as_array().unwrap().len() >= 3);
+    let c = nodes[1].confidence.unwrap();
+    assert!((0.15..=0.95).contains(&c));
+}
+
+#[tokio::test]
+async fn esc_cancels_and_keeps_the_partial_node_marked() {
+    let body = anthropic_stream(&THINKING, "never reached");
+    let step = Step::sse(&body).rechunk(ChunkBy::Frames).delay_each(Duration::from_millis(400));
+    let server = ScriptedServer::start(Script::forever(step)).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let mut app = app(store.clone(), &server.url(), "dark");
+    app.start();
+    type_text(&mut app, "Hash map?");
+    press(&mut app, KeyCode::Enter);
+    pump_until(&mut app, |a| a.state.run.as_ref().is_some_and(|r| r.thinking.len() > 10)).await;
+    press(&mut app, KeyCode::Esc);
+    pump_until(&mut app, |a| !a.running()).await;
+    assert_eq!(app.state.phase, glassbox::app::state::RunPhase::Interrupted);
+    pump_until(&mut app, |a| a.state.loaded.session.is_some()).await;
+    let nodes = store.session_nodes(app.state.loaded.id().unwrap()).unwrap();
+    let thinking = nodes.iter().find(|n| n.kind == NodeType::Thinking).unwrap();
+    assert_eq!(thinking.status, NodeStatus::Interrupted);
+    assert!(thinking.text.starts_with("The question is"));
+    assert!(thinking.text.len() < THINKING.concat().len());
+    assert!(nodes.iter().all(|n| n.kind != NodeType::Response || n.text.is_empty()));
+}
