@@ -2,6 +2,8 @@
 //! bytes, for the local model and for every HTTP wire format.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::sync::Arc;
 
 use glassbox::engines::llm::replay::ReplayProvider;
@@ -24,7 +26,7 @@ fn request(question: &str) -> TurnRequest {
 }
 
 /// Runs one turn and returns its outcome and every event it reported.
-async fn turn(store: &Store, provider: Arc<dyn Provider>, q: &str) -> (TurnOutcome, Vec<TurnEvent>) {
+async fn turn(store: &Store, provider: Arc<dyn Provider>, q: &str) -> (TurnOutcome, Vec<String>) {
     let orch = Orchestrator::new(store.clone(), provider, "m");
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let cancel = tokio_util::sync::CancellationToken::new();
@@ -32,9 +34,15 @@ async fn turn(store: &Store, provider: Arc<dyn Provider>, q: &str) -> (TurnOutco
     let run = tokio::spawn(async move { orch.run_turn(req, tx, cancel).await });
     let mut events = Vec::new();
     while let Some(ev) = rx.recv().await {
-        if !matches!(ev, TurnEvent::Started { .. }) {
-            events.push(ev);
-        }
+        // Node ids are new on every run; everything else must repeat exactly.
+        let ev = match ev {
+            TurnEvent::Started { .. } => continue,
+            TurnEvent::NodeCreated { kind, .. } => format!("created {kind:?}"),
+            TurnEvent::Step { step, .. } => format!("step {step:?}"),
+            TurnEvent::Decision { decision, .. } => format!("decision {decision:?}"),
+            other => format!("{other:?}"),
+        };
+        events.push(ev);
     }
     (run.await.unwrap().unwrap(), events)
 }
@@ -45,7 +53,7 @@ fn raw_bytes(store: &Store, outcome: &TurnOutcome) -> Vec<u8> {
 
 /// Records `provider`'s answer, replays it at full speed, and checks events, node texts and
 /// raw bytes are the same.
-pub async fn assert_replay_matches(store: &Store, provider: Arc<dyn Provider>) {
+async fn assert_replay_matches(store: &Store, provider: Arc<dyn Provider>) {
     let (original, original_events) = turn(store, provider, "q").await;
     let replay = ReplayProvider::from_store(store, original.stream, 0.0).unwrap();
     let (again, replay_events) = turn(store, Arc::new(replay), "q").await;
@@ -81,4 +89,75 @@ async fn local_model_recording_replays_identically() {
         answer_prompt: "Reasoning:".into(),
     });
     assert_replay_matches(&store, Arc::new(provider)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http_recordings_replay_identically() {
+    use glassbox::engines::llm::anthropic::AnthropicProvider;
+    use glassbox::engines::llm::http::{ApiKey, HttpSettings};
+    use glassbox::engines::llm::ollama::OllamaProvider;
+    use glassbox::engines::llm::openai::OpenAiProvider;
+    use support::{ChunkBy, Script, ScriptedServer, Step};
+
+    let cases = [
+        ("anthropic", "anthropic_thinking.sse"),
+        ("anthropic", "anthropic_redacted.sse"),
+        ("openai", "openai_think_tags.sse"),
+        ("openai", "openrouter_reasoning_details.sse"),
+        ("ollama", "ollama_thinking.ndjson"),
+    ];
+    for (kind, fixture) in cases {
+        let body = support::fixture(fixture);
+        let step = if fixture.ends_with(".ndjson") { Step::ndjson(&body) } else { Step::sse(&body) };
+        let server = ScriptedServer::start(Script::forever(step.rechunk(ChunkBy::Bytes(37)))).await;
+        let settings = HttpSettings {
+            base_url: if kind == "openai" { format!("{}/v1", server.url()) } else { server.url() },
+            keys: vec![ApiKey::new("k")],
+            ..Default::default()
+        };
+        let provider: Arc<dyn Provider> = match kind {
+            "anthropic" => Arc::new(AnthropicProvider::new(settings).unwrap()),
+            "openai" => Arc::new(OpenAiProvider::new(settings).unwrap()),
+            _ => Arc::new(OllamaProvider::new(settings).unwrap()),
+        };
+        let tmp = tempfile::tempdir().unwrap();
+        let store = Store::open(&tmp.path().join("s.redb")).unwrap();
+        assert_replay_matches(&store, provider).await;
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn replay_keeps_the_recorded_pace() {
+    use glassbox::engines::llm::{CallCtx, ChatRequest};
+    use glassbox::store::{RawStream, SessionId, StoredChunk, StreamId};
+    use futures::StreamExt;
+    let lines = [
+        ("{\"p\":\"a\",\"s\":\"x\"}\n", 0u64),
+        ("{\"p\":\"a\",\"s\":\"y\"}\n", 200_000),
+        ("{\"p\":\"s\",\"stop\":\"end_turn\"}\n", 400_000),
+    ];
+    let header = RawStream {
+        id: StreamId::new(),
+        session: SessionId::new(),
+        provider: "local".into(),
+        model: "m".into(),
+        request: serde_json::Value::Null,
+        created_at: chrono::Utc::now(),
+        nodes: vec![],
+        chunk_count: 3,
+        total_bytes: 0,
+    };
+    let chunks: Vec<StoredChunk> =
+        lines.iter().map(|(l, t)| StoredChunk { offset_us: *t, bytes: l.as_bytes().to_vec() }).collect();
+    // Paused time: the replay's sleeps advance the clock exactly, so the pace is checked
+    // without measuring wall-clock time.
+    let start = tokio::time::Instant::now();
+    let replay = ReplayProvider::new(header, chunks, 2.0);
+    let mut stream = replay.stream(ChatRequest::new("m", vec![]), CallCtx::default());
+    let mut at = Vec::new();
+    while let Some(ev) = stream.next().await {
+        at.push((ev, start.elapsed().as_millis()));
+    }
+    let times: Vec<u128> = at.iter().map(|(_, t)| *t).collect();
+    assert_eq!(times, vec![0, 100, 200], "speed 2 halves the recorded gaps");
 }

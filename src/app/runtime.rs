@@ -166,8 +166,7 @@ impl App {
             any = true;
         }
         while let Ok(h) = self.highlighted.try_recv() {
-            self.highlights.insert(h.key, h.lines);
-            self.dirty = true;
+            self.store_highlight(h);
             any = true;
         }
         any
@@ -177,11 +176,16 @@ impl App {
     pub async fn next(&mut self) {
         tokio::select! {
             Some(msg) = self.rx.recv() => self.dispatch(msg),
-            Some(h) = self.highlighted.recv() => {
-                self.highlights.insert(h.key, h.lines);
-                self.dirty = true;
-            }
+            Some(h) = self.highlighted.recv() => self.store_highlight(h),
         }
+    }
+
+    fn store_highlight(&mut self, h: Highlighted) {
+        // An evicted block may be needed again later: let the highlighter redo it then.
+        if let Some(old) = self.highlights.insert(h.key, h.lines) {
+            self.highlighter.forget(old);
+        }
+        self.dirty = true;
     }
 
     /// Reloads what other processes changed since the last look.

@@ -181,6 +181,9 @@ const ALT_TAIL: &str =
     r"(?:,?\s+(?:because|since|as|due\s+to)\s+(?P<r>.{1,300})|[,;:]|\s+(?:so|and\s+so)\b|$)";
 
 /// The 6 rejection patterns; group `alt` is the rejected option, `r` the reason if given.
+/// The two without `alt` name their subject before the match ("X won't work", "X is
+/// worse"); it is read backwards by [`subject_before`], which keeps the regexes anchored
+/// on a literal.
 static REJECTION_SOURCES: LazyLock<[String; 6]> = LazyLock::new(|| {
     [
         // "ruled out X because Y"
@@ -190,15 +193,36 @@ static REJECTION_SOURCES: LazyLock<[String; 6]> = LazyLock::new(|| {
             r"\b(?:rejected|reject|rejecting|discarded|discard|dismissed|dropped)\s+(?P<alt>.{{1,200}}?){ALT_TAIL}"
         ),
         // "X won't work because Y"
-        r"(?P<alt>\b\w[\w\s'-]{0,100}?)\s+(?:won't|will\s+not|wouldn't|would\s+not|doesn't|does\s+not|can't|cannot)\s+work\b(?:,?\s+(?:because|since|as|due\s+to)\s+(?P<r>.{1,300}))?".to_string(),
+        r"\s+(?:won't|will\s+not|wouldn't|would\s+not|doesn't|does\s+not|can't|cannot)\s+work\b(?:,?\s+(?:because|since|as|due\s+to)\s+(?P<r>.{1,300}))?".to_string(),
         // "decided against X"
         format!(r"\bdecided\s+against\s+(?P<alt>.{{1,200}}?){ALT_TAIL}"),
         // "not X because Y"
         r"\bnot\s+(?P<alt>.{1,200}?),?\s+(?:because|since)\s+(?P<r>.{1,300})".to_string(),
         // "X is worse"
-        r"(?P<alt>\b\w[\w\s'-]{0,100}?)\s+(?:is|seems|would\s+be|looks)\s+(?:worse|inferior|slower|weaker|too\s+slow|too\s+complex|riskier)\b(?:.{0,100}?\s+(?:because|since|as|due\s+to)\s+(?P<r>.{1,300}))?".to_string(),
+        r"\s+(?:is|seems|would\s+be|looks)\s+(?:worse|inferior|slower|weaker|too\s+slow|too\s+complex|riskier)\b(?:.{0,100}?\s+(?:because|since|as|due\s+to)\s+(?P<r>.{1,300}))?".to_string(),
     ]
 });
+
+/// Longest subject (chars) read before "won't work" / "is worse".
+const MAX_SUBJECT_CHARS: usize = 100;
+
+/// The phrase of word chars, spaces, `'` and `-` that ends right before byte `end`:
+/// at most 100 chars, starting at a word char.
+fn subject_before(sentence: &str, end: usize) -> Option<&str> {
+    let before = sentence.get(..end)?;
+    let mut start = before.len();
+    for (taken, (i, c)) in before.char_indices().rev().enumerate() {
+        if taken > MAX_SUBJECT_CHARS
+            || !(c.is_alphanumeric() || c == '_' || c.is_whitespace() || c == '\'' || c == '-')
+        {
+            break;
+        }
+        start = i;
+    }
+    let phrase = before.get(start..)?;
+    let word = phrase.find(|c: char| c.is_alphanumeric() || c == '_')?;
+    phrase.get(word..)
+}
 
 /// Options named in a sentence; groups `a`/`b` are options (`b` may carry reason `r`),
 /// group `list` is a comma/or separated list.
@@ -267,16 +291,17 @@ fn compile(pattern: &str) -> Option<Regex> {
     Regex::new(&pattern_source(pattern)).ok()
 }
 
-fn compile_all<'a>(patterns: impl IntoIterator<Item = &'a str>) -> Vec<Regex> {
-    patterns.into_iter().filter_map(compile).collect()
+/// Compiles each pattern, keeping positions aligned with the sources.
+fn compile_all<'a>(patterns: impl IntoIterator<Item = &'a str>) -> Vec<Option<Regex>> {
+    patterns.into_iter().map(compile).collect()
 }
 
 static DECISION_SET: LazyLock<Option<RegexSet>> =
     LazyLock::new(|| RegexSet::new(DECISION_PATTERNS.iter().map(|(_, p)| pattern_source(p))).ok());
-static CHOICE_RES: LazyLock<Vec<Regex>> = LazyLock::new(|| compile_all(CHOICE_PATTERNS));
-static REJECTION_RES: LazyLock<Vec<Regex>> =
+static CHOICE_RES: LazyLock<Vec<Option<Regex>>> = LazyLock::new(|| compile_all(CHOICE_PATTERNS));
+static REJECTION_RES: LazyLock<Vec<Option<Regex>>> =
     LazyLock::new(|| compile_all(REJECTION_SOURCES.iter().map(String::as_str)));
-static OPTION_RES: LazyLock<Vec<Regex>> =
+static OPTION_RES: LazyLock<Vec<Option<Regex>>> =
     LazyLock::new(|| compile_all(OPTION_SOURCES.iter().map(String::as_str)));
 static HIGH_RE: LazyLock<Option<Regex>> = LazyLock::new(|| compile(HIGH_CONFIDENCE));
 static MEDIUM_RE: LazyLock<Option<Regex>> = LazyLock::new(|| compile(MEDIUM_CONFIDENCE));
@@ -527,22 +552,43 @@ fn path_key(path: &str) -> String {
     words.get(skip..).unwrap_or(&[]).join(" ")
 }
 
+/// A sentence of a step.
+struct Sentence<'a> {
+    text: &'a str,
+    /// Offset in the step.
+    start: usize,
+}
+
 /// The chosen path from the decision sentence or the sentences after it.
-fn chosen_path(sentences: &[&str], i: usize) -> Option<String> {
+fn chosen_path(sentences: &[Sentence], i: usize) -> Option<String> {
     sentences
         .iter()
         .skip(i)
         .take(1 + CONTEXT_AFTER)
         .find_map(|s| {
-            CHOICE_RES.iter().find_map(|re| {
-                re.captures(s)
+            CHOICE_RES.iter().flatten().find_map(|re| {
+                re.captures(s.text)
                     .and_then(|caps| caps.name("c"))
                     .and_then(|c| clean_path(c.as_str()))
             })
         })
 }
 
-/// Collects alternatives, skipping the chosen path and duplicates.
+/// Subjects that name nothing on their own ("That seems slower").
+const PRONOUNS: [&str; 10] = [
+    "that",
+    "this",
+    "it",
+    "which",
+    "they",
+    "these",
+    "those",
+    "there",
+    "what",
+    "something",
+];
+
+/// Collects alternatives, skipping the chosen path, bare pronouns and duplicates.
 struct AlternativeList {
     chosen_key: String,
     keys: Vec<String>,
@@ -553,7 +599,7 @@ impl AlternativeList {
     fn add(&mut self, raw: &str, reason: Option<&str>) {
         let Some(path) = clean_path(raw) else { return };
         let key = path_key(&path);
-        if key.is_empty() || key == self.chosen_key {
+        if key.is_empty() || key == self.chosen_key || PRONOUNS.contains(&key.as_str()) {
             return;
         }
         let reason = reason.and_then(clean_reason);
@@ -575,24 +621,28 @@ impl AlternativeList {
 
 /// Alternatives in the context sentences: rejected options first (with reasons), then
 /// options named by either/or, over, rather than, versus, alternatively and option lists.
-fn alternatives(context: &[&str], chosen: &str) -> Vec<Alternative> {
+fn alternatives(context: &[Sentence], chosen: &str) -> Vec<Alternative> {
     let mut list = AlternativeList {
         chosen_key: path_key(chosen),
         keys: Vec::new(),
         items: Vec::new(),
     };
     for s in context {
-        for re in REJECTION_RES.iter() {
-            for caps in re.captures_iter(s) {
-                if let Some(alt) = caps.name("alt") {
-                    list.add(alt.as_str(), caps.name("r").map(|r| r.as_str()));
+        for re in REJECTION_RES.iter().flatten() {
+            for caps in re.captures_iter(s.text) {
+                let alt = match caps.name("alt") {
+                    Some(alt) => Some(alt.as_str()),
+                    None => caps.get(0).and_then(|m| subject_before(s.text, m.start())),
+                };
+                if let Some(alt) = alt {
+                    list.add(alt, caps.name("r").map(|r| r.as_str()));
                 }
             }
         }
     }
     for s in context {
-        for re in OPTION_RES.iter() {
-            for caps in re.captures_iter(s) {
+        for re in OPTION_RES.iter().flatten() {
+            for caps in re.captures_iter(s.text) {
                 if let Some(a) = caps.name("a") {
                     list.add(a.as_str(), None);
                 }
@@ -620,16 +670,20 @@ fn decisions_in_step(text: &str, base: usize, step_index: u32) -> Vec<Decision> 
     if !set.is_match(text) {
         return Vec::new();
     }
-    let spans = sentence_spans(text);
-    let sentences: Vec<&str> = spans
-        .iter()
-        .map(|&(a, b)| text.get(a..b).unwrap_or(""))
+    let sentences: Vec<Sentence> = sentence_spans(text)
+        .into_iter()
+        .map(|(a, b)| Sentence {
+            text: text.get(a..b).unwrap_or(""),
+            start: a,
+        })
         .collect();
     let mut out = Vec::new();
     for (i, sentence) in sentences.iter().enumerate() {
-        let Some(pattern) = set.matches(sentence).iter().next() else {
+        let Some(pattern) = set.matches(sentence.text).iter().next() else {
             continue;
         };
+        let sentence_start = sentence.start;
+        let sentence = sentence.text;
         let explicit = chosen_path(&sentences, i);
         let chosen = explicit
             .clone()
@@ -639,7 +693,7 @@ fn decisions_in_step(text: &str, base: usize, step_index: u32) -> Vec<Decision> 
         let context = sentences.get(from..to).unwrap_or(&[]);
         let mut indicators = Indicators::default();
         for s in context {
-            indicators.add(Indicators::of(s));
+            indicators.add(Indicators::of(s.text));
         }
         let bonus = if explicit.is_some() { 0.05 } else { 0.0 };
         let confidence = (indicators.score(0.6) + bonus).clamp(MIN_CONFIDENCE, MAX_CONFIDENCE);
@@ -654,7 +708,7 @@ fn decisions_in_step(text: &str, base: usize, step_index: u32) -> Vec<Decision> 
             alternatives: alternatives(context, &chosen),
             chosen_path: chosen,
             confidence,
-            offset: base + spans.get(i).map_or(0, |s| s.0),
+            offset: base + sentence_start,
         });
     }
     out
@@ -907,6 +961,13 @@ mod tests {
     #[test]
     fn all_patterns_compile() {
         assert!(DECISION_SET.is_some());
+        assert!(
+            CHOICE_RES
+                .iter()
+                .chain(REJECTION_RES.iter())
+                .chain(OPTION_RES.iter())
+                .all(Option::is_some)
+        );
         assert_eq!(DECISION_SET.as_ref().map(|s| s.len()), Some(12));
         assert_eq!(CHOICE_RES.len(), 8);
         assert_eq!(REJECTION_RES.len(), 6);
@@ -1097,9 +1158,22 @@ mod tests {
             assert!((0.15..=0.95).contains(&d.confidence));
             assert!(text.get(d.offset..).is_some());
         }
-        let many =
-            "Rejected a1. Rejected a2. I decided to go. Rejected a3. Rejected a4. Rejected a5.";
+        let many = "Rejected a1; rejected a2. I decided to go. Rejected a3; rejected a4. Rejected a5; rejected a6. Rejected a7.";
         assert_eq!(first_decision(many).alternatives.len(), 5);
+    }
+
+    #[test]
+    fn pronoun_subjects_are_not_alternatives() {
+        let d = first_decision(
+            "Alternatively, we could precompute at startup. That seems slower since startup time matters. I'll go with the LRU.",
+        );
+        assert_eq!(d.chosen_path, "the LRU");
+        assert!(d.alternatives.iter().all(|a| a.path != "That"), "{d:?}");
+        assert!(
+            d.alternatives
+                .iter()
+                .any(|a| a.path == "we could precompute at startup")
+        );
     }
 
     #[test]

@@ -4,14 +4,16 @@
 //! History:
 //! - v1: nodes carried their type as `node_type`; there was no per-session node index.
 //! - v2: `node_type` renamed `kind`; `session_nodes` index added.
+//! - v3: full-text index: `search_terms` and `search_docs` tables, totals in `meta`; every
+//!   existing node is indexed.
 
 use redb::{ReadTransaction, ReadableDatabase, ReadableTable, TableHandle, WriteTransaction};
 
 use super::tables::*;
-use super::{Store, StoreError, codec};
+use super::{Store, StoreError, codec, search};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 const VERSION_KEY: &str = "schema_version";
 
@@ -62,6 +64,7 @@ pub(super) fn ensure_schema(store: &Store) -> Result<(), StoreError> {
         while v < SCHEMA_VERSION {
             match v {
                 1 => migrate_v1_to_v2(&txn)?,
+                2 => migrate_v2_to_v3(&txn)?,
                 other => return Err(StoreError::Corrupt(format!("no migration from schema {other}"))),
             }
             v += 1;
@@ -100,6 +103,8 @@ fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(PROJECTION_CHECKPOINTS)?;
     txn.open_table(TRANSCRIPT_CURSORS)?;
     txn.open_table(JOURNAL)?;
+    txn.open_table(SEARCH_TERMS)?;
+    txn.open_table(SEARCH_DOCS)?;
     Ok(())
 }
 
@@ -128,5 +133,12 @@ fn migrate_v1_to_v2(txn: &WriteTransaction) -> Result<(), StoreError> {
         nodes.insert(node, bytes.as_slice())?;
         index.insert(key32(session, node), ())?;
     }
+    Ok(())
+}
+
+/// v2 → v3: build the full-text index over every existing node.
+fn migrate_v2_to_v3(txn: &WriteTransaction) -> Result<(), StoreError> {
+    let indexed = search::index_all_nodes(txn)?;
+    tracing::info!(nodes = indexed, "migration v2 -> v3: full-text index built");
     Ok(())
 }

@@ -4,6 +4,7 @@
 
 mod codec;
 mod migrate;
+pub mod search;
 pub mod tables;
 mod types;
 
@@ -15,6 +16,7 @@ use redb::{ConcurrencyMode, Database, ReadTransaction, ReadableDatabase, Readabl
     ReadableTableMetadata, WriteTransaction};
 
 pub use migrate::SCHEMA_VERSION;
+pub use search::SearchHit;
 use tables::*;
 pub use types::*;
 
@@ -74,6 +76,8 @@ pub struct TableCounts {
     pub learning_events: u64,
     pub transcript_cursors: u64,
     pub journal: u64,
+    /// Nodes in the full-text index.
+    pub search_docs: u64,
 }
 
 /// A handle on the store file. Cheap to clone.
@@ -441,6 +445,7 @@ impl Store {
             learning_events: r.open_table(LEARNING_EVENTS)?.len()?,
             transcript_cursors: r.open_table(TRANSCRIPT_CURSORS)?.len()?,
             journal: r.open_table(JOURNAL)?.len()?,
+            search_docs: r.open_table(SEARCH_DOCS)?.len()?,
         })
     }
 }
@@ -466,12 +471,14 @@ impl Writer<'_> {
         self.journal(ChangeKind::SessionPut, Some(s.id), Some(s.id.0))
     }
 
-    /// Inserts or replaces a node (and indexes it under its session).
+    /// Inserts or replaces a node, indexes it under its session and, unless it is still
+    /// streaming, brings its full-text index entries up to date.
     pub fn put_node(&mut self, n: &Node) -> Result<()> {
         self.txn.open_table(NODES)?.insert(n.id.to_bytes(), codec::encode(n)?.as_slice())?;
         self.txn
             .open_table(SESSION_NODES)?
             .insert(key32(n.session.to_bytes(), n.id.to_bytes()), ())?;
+        search::index_node(self.txn, n)?;
         self.journal(ChangeKind::NodePut, Some(n.session), Some(n.id.0))
     }
 
@@ -599,8 +606,8 @@ impl Writer<'_> {
         self.journal(ChangeKind::CursorPut, None, None)
     }
 
-    /// Deletes a session and everything it owns: nodes, their edges (both indexes) and
-    /// decision points, runs, insights and raw streams with their chunks.
+    /// Deletes a session and everything it owns: nodes, their edges (both indexes), decision
+    /// points and search index entries, runs, insights and raw streams with their chunks.
     pub fn delete_session(&mut self, id: SessionId) -> Result<bool> {
         let sid = id.to_bytes();
         if self.txn.open_table(SESSIONS)?.remove(sid)?.is_none() {
@@ -618,6 +625,7 @@ impl Writer<'_> {
             let mut dps = self.txn.open_table(DECISION_POINTS)?;
             for n in &node_ids {
                 nodes.remove(*n)?;
+                search::unindex_node(self.txn, *n)?;
                 // Outgoing edges and their reverse entries.
                 let mut gone = Vec::new();
                 for row in out.extract_from_if(prefix33(*n), |_, _| true)? {

@@ -3,7 +3,8 @@
 
 use redb::TableDefinition;
 
-/// `&str` name → bytes. Holds `schema_version` (u32, little-endian).
+/// `&str` name → bytes. Holds `schema_version` (u32, little-endian) and the full-text index
+/// totals `search_doc_count` and `search_token_count` (u64, little-endian).
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 /// session id → Session.
 pub const SESSIONS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("sessions");
@@ -52,6 +53,12 @@ pub const PROJECTION_CHECKPOINTS: TableDefinition<&str, u64> =
 /// absolute file path → TranscriptCursor.
 pub const TRANSCRIPT_CURSORS: TableDefinition<&str, &[u8]> =
     TableDefinition::new("transcript_cursors");
+/// term (UTF-8, never containing 0x00) ‖ 0x00 ‖ node id → term frequency: the postings of
+/// the full-text index (see `search`).
+pub const SEARCH_TERMS: TableDefinition<&[u8], u32> = TableDefinition::new("search_terms");
+/// node id → session id ‖ token count (u32 LE) ‖ text hash (8 bytes) ‖ the node's distinct
+/// terms joined by 0x00: what the index holds for a node, so it can be removed or skipped.
+pub const SEARCH_DOCS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("search_docs");
 /// sequence (u64, monotonic across processes) → Change.
 pub const JOURNAL: TableDefinition<u64, &[u8]> = TableDefinition::new("journal");
 

@@ -1,0 +1,804 @@
+//! The ledger's store side: thoughts as `ledger_thought` nodes with `revises` and
+//! `branches_from` edges, annotations, sessions, export/import and search. Synchronous (redb
+//! commits are durable fsyncs); the server runs these on the blocking pool.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use super::LedgerError;
+use super::args::{MAX_CORRECTION_CHARS, ThoughtArgs};
+use crate::store::{Edge, EdgeType, Node, NodeId, NodeType, Session, SessionId, SessionSource, Store, StoreError};
+
+/// The `format` field of a glassbox session export.
+pub const EXPORT_FORMAT: &str = "glassbox.session";
+/// The newest export version this build writes and reads.
+pub const EXPORT_VERSION: u32 = 1;
+
+type Result<T, E = LedgerError> = std::result::Result<T, E>;
+
+/// Where a thought is written.
+#[derive(Clone, Debug)]
+pub enum SessionTarget {
+    /// A session that must already exist.
+    Existing(SessionId),
+    /// This session, created with the first thought written to it (if it is absent by then);
+    /// an empty title becomes the first thought's opening words.
+    Create(Session),
+}
+
+impl SessionTarget {
+    /// The session's id.
+    pub fn id(&self) -> SessionId {
+        match self {
+            SessionTarget::Existing(id) => *id,
+            SessionTarget::Create(s) => s.id,
+        }
+    }
+}
+
+/// A ledger thought as read back from its node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ThoughtMeta {
+    pub id: NodeId,
+    pub number: u32,
+    pub total: u32,
+    pub next_needed: bool,
+    pub branch_id: Option<String>,
+    pub branch_from: Option<u32>,
+    pub is_revision: bool,
+    pub revises: Option<u32>,
+    pub thought_type: Option<String>,
+}
+
+fn meta_u32(meta: &Map<String, Value>, key: &str) -> Option<u32> {
+    meta.get(key).and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok())
+}
+
+fn meta_str(meta: &Map<String, Value>, key: &str) -> Option<String> {
+    meta.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+impl ThoughtMeta {
+    /// The ledger fields of a `ledger_thought` node; `None` for other nodes.
+    pub fn from_node(n: &Node) -> Option<Self> {
+        if n.kind != NodeType::LedgerThought {
+            return None;
+        }
+        let m = &n.meta;
+        let number = meta_u32(m, "thoughtNumber").unwrap_or(0);
+        Some(Self {
+            id: n.id,
+            number,
+            total: meta_u32(m, "totalThoughts").unwrap_or(number),
+            next_needed: m.get("nextThoughtNeeded").and_then(Value::as_bool).unwrap_or(false),
+            branch_id: meta_str(m, "branchId"),
+            branch_from: meta_u32(m, "branchFromThought"),
+            is_revision: m.get("isRevision").and_then(Value::as_bool).unwrap_or(false),
+            revises: meta_u32(m, "revisesThought"),
+            thought_type: meta_str(m, "thoughtType"),
+        })
+    }
+}
+
+/// The latest thought numbered `n`, preferring the given branch, then the main chain, then
+/// any other.
+fn find_revised(existing: &[ThoughtMeta], n: u32, branch: Option<&str>) -> Option<NodeId> {
+    let latest = |f: &dyn Fn(&ThoughtMeta) -> bool| existing.iter().rev().find(|t| t.number == n && f(t)).map(|t| t.id);
+    latest(&|t| t.branch_id.as_deref() == branch)
+        .or_else(|| latest(&|t| t.branch_id.is_none()))
+        .or_else(|| latest(&|_| true))
+}
+
+/// The thought numbered `n` that a thought of `branch` branches from: outside that branch,
+/// the main chain first.
+fn find_origin(existing: &[ThoughtMeta], n: u32, branch: Option<&str>) -> Option<NodeId> {
+    let outside = |t: &ThoughtMeta| branch.is_none() || t.branch_id.as_deref() != branch;
+    let latest = |f: &dyn Fn(&ThoughtMeta) -> bool| {
+        existing.iter().rev().find(|t| t.number == n && outside(t) && f(t)).map(|t| t.id)
+    };
+    latest(&|t| t.branch_id.is_none()).or_else(|| latest(&|_| true))
+}
+
+/// Branch ids in order of first appearance, counting only thoughts that name both a branch
+/// id and the thought they branch from (the reference server's rule).
+fn branch_ids<'a>(thoughts: impl Iterator<Item = (&'a Option<String>, Option<u32>)>) -> Vec<String> {
+    let mut seen = Vec::new();
+    for (id, from) in thoughts {
+        if let (Some(id), Some(_)) = (id, from)
+            && !seen.contains(id)
+        {
+            seen.push(id.clone());
+        }
+    }
+    seen
+}
+
+/// What recording a thought produced.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub node: Node,
+    pub session: SessionId,
+    /// `totalThoughts` after raising it to the thought number.
+    pub total_thoughts: u32,
+    /// Ledger thoughts in the session, this one included.
+    pub history_len: usize,
+    /// Branch ids of the session, in order of first appearance.
+    pub branches: Vec<String>,
+    /// The node this thought revises (a `revises` edge points there).
+    pub revises: Option<NodeId>,
+    /// The node this thought branches from (a `branches_from` edge points there).
+    pub branches_from: Option<NodeId>,
+    /// Why an edge the arguments asked for was not made.
+    pub warnings: Vec<String>,
+}
+
+/// The opening words of `text` on one line, at most `max` characters.
+pub fn excerpt(text: &str, max: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if line.chars().count() > max {
+        let mut s: String = line.chars().take(max.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    } else {
+        line
+    }
+}
+
+/// The ledger thoughts of a session, in creation order.
+pub fn session_thoughts(store: &Store, session: SessionId) -> Result<Vec<(Node, ThoughtMeta)>> {
+    Ok(store
+        .session_nodes(session)?
+        .into_iter()
+        .filter_map(|n| ThoughtMeta::from_node(&n).map(|m| (n, m)))
+        .collect())
+}
+
+/// Writes one thought (its node, its edges and the session's new `updated_at`) in one commit.
+/// `tool` names the tool it came through.
+pub fn record_thought(
+    store: &Store,
+    target: &SessionTarget,
+    args: &ThoughtArgs,
+    tool: &str,
+) -> Result<Recorded> {
+    let sid = target.id();
+    let existing: Vec<ThoughtMeta> = match target {
+        SessionTarget::Existing(id) => {
+            if store.session(*id)?.is_none() {
+                return Err(StoreError::NotFound(format!("session {id}")).into());
+            }
+            session_thoughts(store, *id)?.into_iter().map(|(_, m)| m).collect()
+        }
+        SessionTarget::Create(s) => match store.session(s.id)? {
+            Some(_) => session_thoughts(store, s.id)?.into_iter().map(|(_, m)| m).collect(),
+            None => Vec::new(),
+        },
+    };
+    let total = args.total_thoughts.max(args.thought_number);
+    let mut warnings = Vec::new();
+    let branch = args.branch_id.as_deref();
+    let revises = args.revises().and_then(|n| {
+        let found = find_revised(&existing, n, branch);
+        if found.is_none() {
+            warnings.push(format!("revisesThought {n} matches no thought in this session, so no revises edge was made"));
+        }
+        found
+    });
+    let branches_from = args.branch_from_thought.and_then(|n| {
+        let found = find_origin(&existing, n, branch);
+        if found.is_none() {
+            warnings.push(format!(
+                "branchFromThought {n} matches no thought in this session, so no branches_from edge was made"
+            ));
+        }
+        found
+    });
+
+    let mut node = Node::new(sid, NodeType::LedgerThought, args.thought.clone());
+    let opt_num = |n: Option<u32>| n.map_or(Value::Null, |n| json!(n));
+    let m = &mut node.meta;
+    m.insert("thoughtNumber".into(), json!(args.thought_number));
+    m.insert("totalThoughts".into(), json!(total));
+    m.insert("nextThoughtNeeded".into(), json!(args.next_thought_needed));
+    m.insert("branchId".into(), args.branch_id.clone().map_or(Value::Null, Value::String));
+    m.insert("isRevision".into(), json!(args.is_revision.unwrap_or(false)));
+    m.insert("revisesThought".into(), opt_num(args.revises_thought));
+    m.insert("branchFromThought".into(), opt_num(args.branch_from_thought));
+    if let Some(b) = args.needs_more_thoughts {
+        m.insert("needsMoreThoughts".into(), json!(b));
+    }
+    if let Some(t) = &args.thought_type {
+        m.insert("thoughtType".into(), json!(t));
+    }
+    if total != args.total_thoughts {
+        m.insert("requestedTotalThoughts".into(), json!(args.total_thoughts));
+    }
+    m.insert("tool".into(), json!(tool));
+
+    store.write(|w| {
+        let now = Utc::now();
+        let session = match (target, w.session(sid)?) {
+            (_, Some(mut s)) => {
+                s.updated_at = now;
+                s
+            }
+            (SessionTarget::Create(template), None) => {
+                let mut s = template.clone();
+                if s.title.trim().is_empty() {
+                    s.title = excerpt(&args.thought, 60);
+                }
+                s.updated_at = now;
+                s
+            }
+            (SessionTarget::Existing(_), None) => return Err(StoreError::NotFound(format!("session {sid}"))),
+        };
+        w.put_session(&session)?;
+        w.put_node(&node)?;
+        if let Some(dst) = revises {
+            w.put_edge(&Edge::new(node.id, EdgeType::Revises, dst))?;
+        }
+        if let Some(dst) = branches_from {
+            w.put_edge(&Edge::new(node.id, EdgeType::BranchesFrom, dst))?;
+        }
+        Ok(())
+    })?;
+
+    let branches = branch_ids(
+        existing
+            .iter()
+            .map(|t| (&t.branch_id, t.branch_from))
+            .chain(std::iter::once((&args.branch_id, args.branch_from_thought))),
+    );
+    Ok(Recorded {
+        node,
+        session: sid,
+        total_thoughts: total,
+        history_len: existing.len() + 1,
+        branches,
+        revises,
+        branches_from,
+        warnings,
+    })
+}
+
+/// A human verdict on a thought.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Verified,
+    Questionable,
+    Disagree,
+}
+
+impl Verdict {
+    /// Parses `verified`, `questionable` or `disagree` (any case).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "verified" => Some(Verdict::Verified),
+            "questionable" => Some(Verdict::Questionable),
+            "disagree" => Some(Verdict::Disagree),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Verified => "verified",
+            Verdict::Questionable => "questionable",
+            Verdict::Disagree => "disagree",
+        }
+    }
+
+    /// The edge from the annotation to the thought: supports, refines or contradicts.
+    pub fn edge(self) -> EdgeType {
+        match self {
+            Verdict::Verified => EdgeType::Supports,
+            Verdict::Questionable => EdgeType::Refines,
+            Verdict::Disagree => EdgeType::Contradicts,
+        }
+    }
+}
+
+/// Writes an annotation node about `target` (in the target's session) and its edge, in one
+/// commit.
+fn annotate(
+    store: &Store,
+    target: NodeId,
+    text: String,
+    edge: EdgeType,
+    meta: Map<String, Value>,
+    model: Option<&str>,
+) -> Result<Node> {
+    let Some(thought) = store.node(target)? else {
+        return Err(StoreError::NotFound(format!("node {target}")).into());
+    };
+    let mut node = Node::new(thought.session, NodeType::HumanAnnotation, text);
+    node.model = model.map(str::to_string);
+    node.meta = meta;
+    node.meta.insert("target".into(), json!(target));
+    store.write(|w| {
+        if let Some(mut s) = w.session(thought.session)? {
+            s.updated_at = Utc::now();
+            w.put_session(&s)?;
+        }
+        w.put_node(&node)?;
+        w.put_edge(&Edge::new(node.id, edge, target))
+    })?;
+    Ok(node)
+}
+
+/// Records a checkpoint: a `human_annotation` node holding the verdict (and the correction,
+/// if any) with a supports / refines / contradicts edge to the thought.
+pub fn checkpoint(store: &Store, thought: NodeId, verdict: Verdict, correction: Option<&str>) -> Result<Node> {
+    if let Some(c) = correction
+        && c.chars().count() > MAX_CORRECTION_CHARS
+    {
+        return Err(LedgerError::invalid(format!("correction is longer than {MAX_CORRECTION_CHARS} characters")));
+    }
+    let text = match correction {
+        Some(c) if !c.trim().is_empty() => c.to_string(),
+        _ => format!("checkpoint: {}", verdict.as_str()),
+    };
+    let mut meta = Map::new();
+    meta.insert("verdict".into(), json!(verdict.as_str()));
+    meta.insert("source".into(), json!("checkpoint"));
+    meta.insert("via".into(), json!("mcp"));
+    meta.insert("correction".into(), json!(correction.is_some_and(|c| !c.trim().is_empty())));
+    annotate(store, thought, text, verdict.edge(), meta, None)
+}
+
+/// Stores a critique the client's model wrote through sampling, linked `refines` to the
+/// thought.
+pub fn store_critique(
+    store: &Store,
+    thought: NodeId,
+    text: &str,
+    model: Option<&str>,
+    stop_reason: Option<&str>,
+) -> Result<Node> {
+    let mut meta = Map::new();
+    meta.insert("source".into(), json!("sampling"));
+    if let Some(r) = stop_reason {
+        meta.insert("stopReason".into(), json!(r));
+    }
+    annotate(store, thought, text.to_string(), EdgeType::Refines, meta, model)
+}
+
+/// The text a critique is asked about: the last `n` thoughts of the session, oldest first.
+pub fn critique_context(store: &Store, session: SessionId, latest: NodeId, n: usize) -> Result<String> {
+    let thoughts = session_thoughts(store, session)?;
+    let start = thoughts.len().saturating_sub(n.max(1));
+    let mut out = String::from("Recent thoughts of a reasoning session, oldest first:\n");
+    let mut latest_number = None;
+    for (node, m) in &thoughts[start..] {
+        out.push_str(&format!("\nThought {}/{}", m.number, m.total));
+        if let Some(r) = m.revises.filter(|_| m.is_revision) {
+            out.push_str(&format!(" (revises thought {r})"));
+        }
+        if let (Some(b), Some(from)) = (&m.branch_id, m.branch_from) {
+            out.push_str(&format!(" (branch \"{b}\" from thought {from})"));
+        }
+        out.push_str(":\n");
+        out.push_str(node.text.trim());
+        out.push('\n');
+        if node.id == latest {
+            latest_number = Some(m.number);
+        }
+    }
+    match latest_number {
+        Some(n) => out.push_str(&format!("\nCritique thought {n}, the latest, in the light of the ones before it.")),
+        None => out.push_str("\nCritique the latest thought in the light of the ones before it."),
+    }
+    Ok(out)
+}
+
+/// One row of `session_list`.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSummary {
+    pub id: SessionId,
+    pub title: String,
+    pub source: &'static str,
+    pub created: DateTime<Utc>,
+    pub updated: DateTime<Utc>,
+    pub nodes: u64,
+}
+
+/// Sessions, most recently updated first: MCP sessions only unless `all`.
+pub fn list_sessions(store: &Store, all: bool, limit: usize) -> Result<Vec<SessionSummary>> {
+    let mut out = Vec::new();
+    for s in store.sessions()? {
+        if out.len() >= limit {
+            break;
+        }
+        if !all && s.source != SessionSource::Mcp {
+            continue;
+        }
+        out.push(SessionSummary {
+            id: s.id,
+            title: s.title.clone(),
+            source: s.source.as_str(),
+            created: s.created_at,
+            updated: s.updated_at,
+            nodes: store.session_node_count(s.id)?,
+        });
+    }
+    Ok(out)
+}
+
+/// Creates and commits an empty MCP session.
+pub fn start_session(store: &Store, mut session: Session) -> Result<Session> {
+    session.updated_at = Utc::now();
+    store.write(|w| w.put_session(&session))?;
+    Ok(session)
+}
+
+/// A session with everything it owns that the ledger exports: glassbox's own JSON.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionExport {
+    pub format: String,
+    pub version: u32,
+    pub exported_at: DateTime<Utc>,
+    pub session: Session,
+    pub nodes: Vec<Node>,
+    pub edges: Vec<Edge>,
+}
+
+/// Exports a session: its record, nodes (creation order) and edges.
+pub fn export_session(store: &Store, id: SessionId) -> Result<SessionExport> {
+    let Some(session) = store.session(id)? else {
+        return Err(StoreError::NotFound(format!("session {id}")).into());
+    };
+    Ok(SessionExport {
+        format: EXPORT_FORMAT.to_string(),
+        version: EXPORT_VERSION,
+        exported_at: Utc::now(),
+        session,
+        nodes: store.session_nodes(id)?,
+        edges: store.session_edges(id)?,
+    })
+}
+
+/// What an import did.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportReport {
+    pub session_id: SessionId,
+    pub nodes: usize,
+    pub edges: usize,
+    /// Edges dropped because an end was not among the imported nodes.
+    pub skipped_edges: usize,
+    /// Whether fresh ids were given because the session or a node already existed.
+    pub remapped: bool,
+}
+
+/// Reads an export from a tool argument: the JSON object itself or a string holding it.
+pub fn parse_export(value: &Value) -> Result<SessionExport> {
+    let owned;
+    let value = match value {
+        Value::String(s) => {
+            owned = serde_json::from_str::<Value>(s)
+                .map_err(|e| LedgerError::invalid(format!("data is not JSON: {e}")))?;
+            &owned
+        }
+        Value::Object(_) => value,
+        _ => return Err(LedgerError::invalid("data must be a session export (an object, or a string of JSON)")),
+    };
+    if let Some(f) = value.get("format").and_then(Value::as_str)
+        && f != EXPORT_FORMAT
+    {
+        return Err(LedgerError::invalid(format!("data has format \"{f}\"; expected \"{EXPORT_FORMAT}\"")));
+    }
+    if let Some(v) = value.get("version").and_then(Value::as_u64)
+        && v > u64::from(EXPORT_VERSION)
+    {
+        return Err(LedgerError::invalid(format!(
+            "data is export version {v}, newer than this glassbox reads ({EXPORT_VERSION})"
+        )));
+    }
+    serde_json::from_value(value.clone()).map_err(|e| LedgerError::invalid(format!("data is not a session export: {e}")))
+}
+
+/// Imports an export in one commit. Ids are kept unless the session or one of the nodes
+/// already exists, in which case everything gets fresh ids (in the original order).
+pub fn import_session(store: &Store, mut export: SessionExport) -> Result<ImportReport> {
+    let mut seen = HashSet::new();
+    for n in &export.nodes {
+        if !seen.insert(n.id) {
+            return Err(LedgerError::invalid(format!("data has node {} twice", n.id)));
+        }
+    }
+    let mut remapped = store.session(export.session.id)?.is_some();
+    if !remapped {
+        for n in &export.nodes {
+            if store.node(n.id)?.is_some() {
+                remapped = true;
+                break;
+            }
+        }
+    }
+    export.nodes.sort_by_key(|n| n.id);
+    let mut ids: HashMap<NodeId, NodeId> = export.nodes.iter().map(|n| (n.id, n.id)).collect();
+    let mut session = export.session;
+    if remapped {
+        session.meta.insert("importedFrom".into(), json!(session.id));
+        session.id = SessionId::new();
+        for n in &mut export.nodes {
+            let fresh = NodeId::new();
+            ids.insert(n.id, fresh);
+            n.id = fresh;
+        }
+    }
+    session.meta.insert("importedAt".into(), json!(Utc::now()));
+    for n in &mut export.nodes {
+        n.session = session.id;
+    }
+    let mut edges = Vec::with_capacity(export.edges.len());
+    let mut skipped = 0;
+    for mut e in export.edges {
+        match (ids.get(&e.src), ids.get(&e.dst)) {
+            (Some(s), Some(d)) => {
+                e.src = *s;
+                e.dst = *d;
+                edges.push(e);
+            }
+            _ => skipped += 1,
+        }
+    }
+    store.write(|w| {
+        w.put_session(&session)?;
+        for n in &export.nodes {
+            w.put_node(n)?;
+        }
+        for e in &edges {
+            w.put_edge(e)?;
+        }
+        Ok(())
+    })?;
+    Ok(ImportReport { session_id: session.id, nodes: export.nodes.len(), edges: edges.len(), skipped_edges: skipped, remapped })
+}
+
+/// One search result.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchHit {
+    pub session_id: SessionId,
+    pub session_title: String,
+    pub node_id: NodeId,
+    pub kind: &'static str,
+    pub thought_number: Option<u32>,
+    pub branch_id: Option<String>,
+    pub snippet: String,
+    pub score: u32,
+    pub created: DateTime<Utc>,
+}
+
+/// The lower-case words of `text`.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+/// `text` lower-cased, with the index of the original character behind each lowered one.
+fn lowered_with_map(text: &str) -> (String, Vec<usize>) {
+    let mut lowered = String::with_capacity(text.len());
+    let mut map = Vec::with_capacity(text.len());
+    for (i, c) in text.chars().enumerate() {
+        for l in c.to_lowercase() {
+            lowered.push(l);
+            map.push(i);
+        }
+    }
+    (lowered, map)
+}
+
+fn snippet(text: &str, at_char: usize) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let start = at_char.saturating_sub(60);
+    let end = (at_char + 100).min(chars.len());
+    let mut s: String = chars[start..end].iter().map(|c| if c.is_whitespace() { ' ' } else { *c }).collect();
+    s = s.split(' ').filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ");
+    if start > 0 {
+        s.insert(0, '…');
+    }
+    if end < chars.len() {
+        s.push('…');
+    }
+    s
+}
+
+/// Full-text search over ledger thoughts and annotations: every word of the query must occur
+/// (case-insensitive, substring); more occurrences and the exact phrase rank higher, then
+/// newer first. Scans the session given, else every session.
+pub fn search(store: &Store, query: &str, session: Option<SessionId>, limit: usize) -> Result<Vec<SearchHit>> {
+    let terms = words(query);
+    if terms.is_empty() {
+        return Err(LedgerError::invalid("query must contain at least one word"));
+    }
+    let phrase = query.trim().to_lowercase();
+    let sessions = match session {
+        Some(id) => match store.session(id)? {
+            Some(s) => vec![s],
+            None => return Err(StoreError::NotFound(format!("session {id}")).into()),
+        },
+        None => store.sessions()?,
+    };
+    let mut hits = Vec::new();
+    for s in &sessions {
+        for n in store.session_nodes(s.id)? {
+            if !matches!(n.kind, NodeType::LedgerThought | NodeType::HumanAnnotation) {
+                continue;
+            }
+            let (lowered, map) = lowered_with_map(&n.text);
+            let mut score = 0u32;
+            let mut first = None;
+            for t in &terms {
+                let count = lowered.matches(t.as_str()).take(10).count() as u32;
+                if count == 0 {
+                    score = 0;
+                    break;
+                }
+                score += count;
+                if first.is_none() {
+                    first = lowered.find(t.as_str());
+                }
+            }
+            if score == 0 {
+                continue;
+            }
+            if terms.len() > 1 && lowered.contains(&phrase) {
+                score += 5;
+            }
+            let at = first.map_or(0, |byte| map.get(lowered[..byte].chars().count()).copied().unwrap_or(0));
+            let meta = ThoughtMeta::from_node(&n);
+            hits.push(SearchHit {
+                session_id: s.id,
+                session_title: s.title.clone(),
+                node_id: n.id,
+                kind: n.kind.as_str(),
+                thought_number: meta.as_ref().map(|m| m.number),
+                branch_id: meta.and_then(|m| m.branch_id),
+                snippet: snippet(&n.text, at),
+                score,
+                created: n.created_at,
+            });
+        }
+    }
+    hits.sort_by(|a, b| b.score.cmp(&a.score).then(b.created.cmp(&a.created)));
+    hits.truncate(limit);
+    Ok(hits)
+}
+
+/// The latest ledger thought numbered `number` in a session.
+pub fn thought_by_number(store: &Store, session: SessionId, number: u32) -> Result<NodeId> {
+    session_thoughts(store, session)?
+        .iter()
+        .rev()
+        .find(|(_, m)| m.number == number)
+        .map(|(n, _)| n.id)
+        .ok_or_else(|| StoreError::NotFound(format!("thought {number} in session {session}")).into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn store() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        (dir, store)
+    }
+
+    fn thought(n: u32, total: u32) -> ThoughtArgs {
+        ThoughtArgs {
+            thought: format!("thought number {n}"),
+            next_thought_needed: true,
+            thought_number: n,
+            total_thoughts: total,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn revisions_and_branches_link_the_right_nodes() {
+        let (_d, store) = store();
+        let target = SessionTarget::Create(Session::new("", SessionSource::Mcp));
+        let mut ids = Vec::new();
+        for n in 1..=4 {
+            ids.push(record_thought(&store, &target, &thought(n, 3), "sequentialthinking").unwrap());
+        }
+        assert_eq!(ids[3].total_thoughts, 4);
+        assert_eq!(ids[3].history_len, 4);
+        let mut rev = thought(5, 5);
+        rev.is_revision = Some(true);
+        rev.revises_thought = Some(2);
+        let r = record_thought(&store, &target, &rev, "sequentialthinking").unwrap();
+        assert_eq!(r.revises, Some(ids[1].node.id));
+        let mut br = thought(3, 5);
+        br.branch_from_thought = Some(2);
+        br.branch_id = Some("alt".into());
+        let b1 = record_thought(&store, &target, &br, "sequentialthinking").unwrap();
+        assert_eq!(b1.branches_from, Some(ids[1].node.id));
+        assert_eq!(b1.branches, vec!["alt".to_string()]);
+        // A revision inside the branch revises the branch's own thought 3.
+        let mut in_branch = thought(4, 5);
+        in_branch.branch_id = Some("alt".into());
+        in_branch.branch_from_thought = Some(2);
+        in_branch.is_revision = Some(true);
+        in_branch.revises_thought = Some(3);
+        let b2 = record_thought(&store, &target, &in_branch, "sequentialthinking").unwrap();
+        assert_eq!(b2.revises, Some(b1.node.id));
+        assert_eq!(b2.branches_from, Some(ids[1].node.id));
+        let mut missing = thought(8, 8);
+        missing.revises_thought = Some(42);
+        let m = record_thought(&store, &target, &missing, "sequentialthinking").unwrap();
+        assert_eq!(m.revises, None);
+        assert_eq!(m.warnings.len(), 1);
+
+        let session = store.session(target.id()).unwrap().unwrap();
+        assert_eq!(session.title, "thought number 1");
+        assert_eq!(session.source, SessionSource::Mcp);
+        let edges = store.session_edges(target.id()).unwrap();
+        assert_eq!(edges.iter().filter(|e| e.kind == EdgeType::Revises).count(), 2);
+        assert_eq!(edges.iter().filter(|e| e.kind == EdgeType::BranchesFrom).count(), 2);
+    }
+
+    #[test]
+    fn an_existing_session_must_exist() {
+        let (_d, store) = store();
+        let err = record_thought(&store, &SessionTarget::Existing(SessionId::new()), &thought(1, 1), "thought");
+        assert!(matches!(err, Err(LedgerError::Store(StoreError::NotFound(_)))));
+    }
+
+    #[test]
+    fn export_import_round_trips_and_remaps_on_conflict() {
+        let (_d, store) = store();
+        let target = SessionTarget::Create(Session::new("t", SessionSource::Mcp));
+        let a = record_thought(&store, &target, &thought(1, 2), "thought").unwrap();
+        let mut rev = thought(2, 2);
+        rev.revises_thought = Some(1);
+        record_thought(&store, &target, &rev, "thought").unwrap();
+        checkpoint(&store, a.node.id, Verdict::Disagree, Some("no, because")).unwrap();
+        let export = export_session(&store, target.id()).unwrap();
+        assert_eq!((export.nodes.len(), export.edges.len()), (3, 2));
+        let text = serde_json::to_value(&export).unwrap();
+        let report = import_session(&store, parse_export(&text).unwrap()).unwrap();
+        assert!(report.remapped);
+        assert_ne!(report.session_id, target.id());
+        let again = export_session(&store, report.session_id).unwrap();
+        assert_eq!((again.nodes.len(), again.edges.len()), (3, 2));
+        let texts = |e: &SessionExport| e.nodes.iter().map(|n| n.text.clone()).collect::<Vec<_>>();
+        assert_eq!(texts(&export), texts(&again));
+
+        // Into an empty store the ids are kept.
+        let (_d2, other) = super::tests::store();
+        let kept = import_session(&other, parse_export(&text).unwrap()).unwrap();
+        assert!(!kept.remapped);
+        assert_eq!(kept.session_id, target.id());
+        assert!(parse_export(&json!({"format": "other"})).is_err());
+        assert!(parse_export(&json!("not json")).is_err());
+    }
+
+    #[test]
+    fn search_needs_every_word_and_ranks_by_occurrences() {
+        let (_d, store) = store();
+        let target = SessionTarget::Create(Session::new("t", SessionSource::Mcp));
+        let mut t = thought(1, 2);
+        t.thought = "The CACHE is cold; warm the cache first.".into();
+        record_thought(&store, &target, &t, "thought").unwrap();
+        t.thought = "A cache, once.".into();
+        t.thought_number = 2;
+        record_thought(&store, &target, &t, "thought").unwrap();
+        let hits = search(&store, "cache", None, 10).unwrap();
+        assert_eq!(hits.len(), 2);
+        assert_eq!(hits[0].thought_number, Some(1));
+        assert!(hits[0].snippet.contains("CACHE"));
+        assert_eq!(search(&store, "cache warm", None, 10).unwrap().len(), 1);
+        assert!(search(&store, "  ", None, 10).is_err());
+    }
+}

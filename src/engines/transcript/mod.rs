@@ -1,0 +1,591 @@
+//! Transcripts in and out: Claude Code import (one-shot and watched, with per-file cursors so
+//! only appended bytes are read again) and the session export/import formats.
+
+pub mod claude_code;
+pub mod export;
+pub mod watch;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+
+use crate::store::{Session, SessionId, SessionSource, Store, StoreError, TranscriptCursor};
+use claude_code::{Batch, FileMapper, MapCtx, SessionDelta};
+
+/// Lines per write transaction while importing.
+pub const BATCH_LINES: usize = 1000;
+/// Bytes per write transaction while importing (whichever limit comes first).
+pub const BATCH_BYTES: u64 = 8 << 20;
+
+/// Transcript import failures (bad lines are never failures: they are counted and skipped).
+#[derive(Debug, thiserror::Error)]
+pub enum TranscriptError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("{path}: {reason}")]
+    Io { path: String, reason: String },
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// A UUIDv7 whose timestamp is `ts` and whose other bits are fixed by `order` (12 bits that
+/// sort ids made in the same millisecond) and a hash of `parts`: the same inputs always give
+/// the same id, so importing a line twice writes the same record.
+pub fn stable_uuid(ts: DateTime<Utc>, order: u32, parts: &[&[u8]]) -> uuid::Uuid {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update((p.len() as u64).to_le_bytes());
+        h.update(p);
+    }
+    let digest = h.finalize();
+    let order = order.min(0xfff) as u16;
+    let mut bytes = [0u8; 10];
+    bytes[0] = (order >> 8) as u8;
+    bytes[1] = order as u8;
+    bytes[2..].copy_from_slice(&digest[..8]);
+    let ms = u64::try_from(ts.timestamp_millis()).unwrap_or(0);
+    uuid::Builder::from_unix_timestamp_millis(ms, &bytes).into_uuid()
+}
+
+/// What an import run did.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ImportSummary {
+    /// Transcript files looked at.
+    pub files: u64,
+    /// Files that had new bytes to read.
+    pub files_read: u64,
+    /// Files read again from the start because they were replaced or truncated.
+    pub files_reread: u64,
+    pub bytes: u64,
+    pub lines: u64,
+    /// Sessions that got new or changed records.
+    pub sessions: u64,
+    pub sessions_created: u64,
+    /// New nodes by type.
+    pub nodes_by_type: BTreeMap<String, u64>,
+    /// Existing nodes whose content changed (a merged message, an attached tool result).
+    pub nodes_updated: u64,
+    pub edges: u64,
+    pub decision_points: u64,
+    pub thinking_blocks: u64,
+    pub skipped_by_reason: BTreeMap<String, u64>,
+    /// References to lines that are not in the file (kept as they are).
+    pub dangling_parents: u64,
+    /// Files whose last line is still incomplete (read once it is finished).
+    pub partial_lines: u64,
+    /// `file:line: reason` for every malformed line and unreadable file.
+    pub errors: Vec<String>,
+    #[serde(skip)]
+    touched: HashSet<SessionId>,
+}
+
+impl ImportSummary {
+    /// New nodes of every type together.
+    pub fn new_nodes(&self) -> u64 {
+        self.nodes_by_type.values().sum()
+    }
+}
+
+/// Where an import is, for a progress display.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Progress {
+    pub files_done: u64,
+    pub files_total: u64,
+    pub lines: u64,
+    pub bytes: u64,
+}
+
+/// A file being followed: its cursor and (in a long-running importer) its mapping state.
+struct FileState {
+    cursor: TranscriptCursor,
+    mapper: FileMapper,
+}
+
+/// Imports Claude Code transcripts into the store.
+pub struct Importer {
+    store: Store,
+    /// Claude session id → glassbox session id.
+    sessions: HashMap<String, SessionId>,
+    files: HashMap<PathBuf, FileState>,
+    /// Keep mapping state between calls (watch mode) instead of rebuilding it on resume.
+    keep_state: bool,
+    summary: ImportSummary,
+    progress: Option<Box<dyn FnMut(Progress) + Send>>,
+    files_done: u64,
+    files_total: u64,
+}
+
+impl Importer {
+    /// An importer writing to `store`; knows the Claude sessions already imported.
+    pub fn new(store: Store) -> Result<Self, TranscriptError> {
+        let mut sessions = HashMap::new();
+        for s in store.sessions()? {
+            if s.source == SessionSource::ClaudeCode
+                && let Some(c) = s.meta.get("claude_session_id").and_then(|v| v.as_str())
+            {
+                sessions.insert(c.to_string(), s.id);
+            }
+        }
+        Ok(Self {
+            store,
+            sessions,
+            files: HashMap::new(),
+            keep_state: false,
+            summary: ImportSummary::default(),
+            progress: None,
+            files_done: 0,
+            files_total: 0,
+        })
+    }
+
+    /// Keeps per-file mapping state in memory between syncs (for `--watch`).
+    pub fn keep_state(mut self) -> Self {
+        self.keep_state = true;
+        self
+    }
+
+    /// Calls `f` as files and batches complete.
+    pub fn on_progress(&mut self, f: impl FnMut(Progress) + Send + 'static) {
+        self.progress = Some(Box::new(f));
+    }
+
+    /// The summary so far, leaving a fresh one.
+    pub fn take_summary(&mut self) -> ImportSummary {
+        let mut s = std::mem::take(&mut self.summary);
+        s.sessions = s.touched.len() as u64;
+        s
+    }
+
+    fn report(&mut self) {
+        let p = Progress {
+            files_done: self.files_done,
+            files_total: self.files_total,
+            lines: self.summary.lines,
+            bytes: self.summary.bytes,
+        };
+        if let Some(f) = self.progress.as_mut() {
+            f(p);
+        }
+    }
+
+    /// Imports `files` (already discovered), skipping those last modified before `since`.
+    pub fn import_files(&mut self, files: &[PathBuf], since: Option<SystemTime>) -> Result<(), TranscriptError> {
+        self.files_total = files.len() as u64;
+        self.files_done = 0;
+        for f in files {
+            if let Some(since) = since
+                && std::fs::metadata(f).and_then(|m| m.modified()).is_ok_and(|m| m < since)
+            {
+                self.summary.files += 1;
+                self.files_done += 1;
+                *self.summary.skipped_by_reason.entry("file older than --since".into()).or_insert(0) += 1;
+                continue;
+            }
+            self.sync_file(f)?;
+            self.files_done += 1;
+            self.report();
+        }
+        Ok(())
+    }
+
+    /// Reads whatever `path` gained since its cursor and commits it in batches. A file that
+    /// was replaced (new inode) or truncated below the cursor is read again from the start;
+    /// an incomplete last line is left for the next call. Returns whether anything was read.
+    pub fn sync_file(&mut self, path: &Path) -> Result<bool, TranscriptError> {
+        self.summary.files += 1;
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) => {
+                self.summary.errors.push(format!("{}: {e}", path.display()));
+                return Ok(false);
+            }
+        };
+        let (inode, size) = (meta.ino(), meta.len());
+        let mtime_ns = meta.mtime().saturating_mul(1_000_000_000).saturating_add(meta.mtime_nsec());
+        let key = path.display().to_string();
+        let known = match self.files.remove(path) {
+            Some(state) => Some(state),
+            None => self
+                .store
+                .transcript_cursor(&key)?
+                .map(|cursor| FileState { cursor, mapper: FileMapper::new(path) }),
+        };
+        let fresh = || FileState {
+            cursor: TranscriptCursor { path: key.clone(), inode, offset: 0, mtime_ns, size: 0, lines: 0 },
+            mapper: FileMapper::new(path),
+        };
+        let (mut state, resumed) = match known {
+            None => (fresh(), false),
+            Some(s) if s.cursor.inode != inode || size < s.cursor.offset => {
+                self.summary.files_reread += 1;
+                (fresh(), false)
+            }
+            Some(s) if s.cursor.size == size && s.cursor.mtime_ns == mtime_ns => {
+                if s.cursor.offset < size {
+                    self.summary.partial_lines += 1;
+                }
+                if self.keep_state {
+                    self.files.insert(path.to_path_buf(), s);
+                }
+                return Ok(false);
+            }
+            Some(s) => (s, true),
+        };
+        // A cursor from an earlier run: replay the read part to rebuild the mapping state.
+        if resumed && state.cursor.offset > 0 && !self.keep_state_for(path) {
+            let mut mapper = FileMapper::new(path);
+            let lines = self.replay_prefix(path, &mut mapper, state.cursor.offset)?;
+            if lines == Some(state.cursor.lines) {
+                state.mapper = mapper;
+            } else {
+                self.summary.files_reread += 1;
+                state = fresh();
+            }
+        }
+        let read = self.read_from(path, &mut state, size, mtime_ns, inode)?;
+        if self.keep_state {
+            self.files.insert(path.to_path_buf(), state);
+        }
+        Ok(read)
+    }
+
+    fn keep_state_for(&self, _path: &Path) -> bool {
+        // The state only survives between calls when kept, and then it was just removed from
+        // `files` and handed back in `state`: it is current unless it was rebuilt from a cursor.
+        false
+    }
+
+    /// Feeds the first `end` bytes of `path` to `mapper` without producing anything. Returns
+    /// the number of complete lines, or `None` when the file no longer has them.
+    fn replay_prefix(&mut self, path: &Path, mapper: &mut FileMapper, end: u64) -> Result<Option<u64>, TranscriptError> {
+        let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        let mut buf = Vec::new();
+        let mut offset = 0u64;
+        let mut lines = 0u64;
+        mapper.dry = true;
+        let mut scratch = ImportSummary::default();
+        while offset < end {
+            buf.clear();
+            let n = reader.read_until(b'\n', &mut buf).map_err(|e| io_err(path, e))? as u64;
+            if n == 0 || !buf.ends_with(b"\n") || offset + n > end {
+                mapper.dry = false;
+                return Ok(None);
+            }
+            offset += n;
+            lines += 1;
+            let mut ctx = MapCtx { store: &self.store, sessions: &mut self.sessions, summary: &mut scratch };
+            let _ = mapper.feed(&mut ctx, &buf);
+        }
+        mapper.discard_batch();
+        mapper.dry = false;
+        Ok(Some(lines))
+    }
+
+    fn read_from(
+        &mut self,
+        path: &Path,
+        state: &mut FileState,
+        size: u64,
+        mtime_ns: i64,
+        inode: u64,
+    ) -> Result<bool, TranscriptError> {
+        let mut file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
+        file.seek(SeekFrom::Start(state.cursor.offset)).map_err(|e| io_err(path, e))?;
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        let mut buf = Vec::new();
+        let mut since_flush = (0usize, 0u64);
+        let mut read_any = false;
+        let mut partial = false;
+        loop {
+            buf.clear();
+            let n = reader.read_until(b'\n', &mut buf).map_err(|e| io_err(path, e))? as u64;
+            if n == 0 {
+                break;
+            }
+            if !buf.ends_with(b"\n") {
+                partial = true;
+                break;
+            }
+            if !read_any {
+                read_any = true;
+                self.summary.files_read += 1;
+            }
+            state.cursor.offset += n;
+            state.cursor.lines += 1;
+            self.summary.lines += 1;
+            self.summary.bytes += n;
+            let line_no = state.cursor.lines;
+            let mut ctx = MapCtx { store: &self.store, sessions: &mut self.sessions, summary: &mut self.summary };
+            if let Err(reason) = state.mapper.feed(&mut ctx, &buf) {
+                self.summary.errors.push(format!("{}:{line_no}: {reason}", path.display()));
+            }
+            since_flush.0 += 1;
+            since_flush.1 += n;
+            if since_flush.0 >= BATCH_LINES || since_flush.1 >= BATCH_BYTES {
+                state.cursor.size = size.max(state.cursor.offset);
+                state.cursor.mtime_ns = mtime_ns;
+                state.cursor.inode = inode;
+                self.flush(&mut state.mapper, &state.cursor)?;
+                since_flush = (0, 0);
+                self.report();
+            }
+        }
+        if partial {
+            self.summary.partial_lines += 1;
+        }
+        state.cursor.size = size.max(state.cursor.offset);
+        state.cursor.mtime_ns = mtime_ns;
+        state.cursor.inode = inode;
+        // Always store the cursor (a new file with only a partial line gets one too).
+        self.flush(&mut state.mapper, &state.cursor)?;
+        if state.mapper.unplaced_summaries() > 0 && !partial {
+            let n = state.mapper.unplaced_summaries() as u64;
+            let key = "summary without any message in its session".to_string();
+            let e = self.summary.skipped_by_reason.entry(key).or_insert(0);
+            *e = (*e).max(n);
+        }
+        Ok(read_any)
+    }
+
+    /// Commits one batch and the cursor in one write transaction.
+    fn flush(&mut self, mapper: &mut FileMapper, cursor: &TranscriptCursor) -> Result<(), TranscriptError> {
+        let batch: Batch = mapper.take_batch();
+        let (created, updated, sessions_created, touched) = self.store.write(|w| {
+            let mut created: BTreeMap<String, u64> = BTreeMap::new();
+            let mut updated = 0u64;
+            let mut sessions_created = 0u64;
+            let mut touched = Vec::new();
+            for (id, delta) in &batch.sessions {
+                let existing = w.session(*id)?;
+                if existing.is_none() {
+                    sessions_created += 1;
+                }
+                let merged = merge_session(*id, existing.clone(), delta);
+                if existing.as_ref() != Some(&merged) {
+                    w.put_session(&merged)?;
+                    touched.push(*id);
+                }
+            }
+            for n in &batch.nodes {
+                match w.node(n.id)? {
+                    Some(old) if &old == n => continue,
+                    Some(_) => updated += 1,
+                    None => *created.entry(n.kind.as_str().to_string()).or_insert(0) += 1,
+                }
+                w.put_node(n)?;
+                touched.push(n.session);
+            }
+            for e in &batch.edges {
+                w.put_edge(e)?;
+            }
+            for d in &batch.decisions {
+                w.put_decision_point(d)?;
+            }
+            w.put_transcript_cursor(cursor)?;
+            Ok((created, updated, sessions_created, touched))
+        })?;
+        for (k, v) in created {
+            *self.summary.nodes_by_type.entry(k).or_insert(0) += v;
+        }
+        self.summary.nodes_updated += updated;
+        self.summary.sessions_created += sessions_created;
+        self.summary.edges += batch.edges.len() as u64;
+        self.summary.decision_points += batch.decisions.len() as u64;
+        self.summary.touched.extend(touched);
+        Ok(())
+    }
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> TranscriptError {
+    TranscriptError::Io { path: path.display().to_string(), reason: e.to_string() }
+}
+
+/// The first line of `text`, at most 80 characters.
+fn title_excerpt(text: &str) -> String {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("untitled");
+    let mut t: String = line.chars().take(80).collect();
+    if line.chars().count() > 80 {
+        t.push('…');
+    }
+    t
+}
+
+/// A session record updated with what a batch saw.
+fn merge_session(id: SessionId, existing: Option<Session>, d: &SessionDelta) -> Session {
+    let now = d.first_ts.or(d.last_ts).unwrap_or_default();
+    let mut s = existing.unwrap_or_else(|| Session {
+        id,
+        title: String::new(),
+        created_at: now,
+        updated_at: d.last_ts.unwrap_or(now),
+        source: SessionSource::ClaudeCode,
+        provider: Some("anthropic".into()),
+        model: None,
+        meta: serde_json::Map::new(),
+    });
+    if let Some(t) = d.first_ts {
+        s.created_at = s.created_at.min(t);
+    }
+    if let Some(t) = d.last_ts {
+        s.updated_at = s.updated_at.max(t);
+    }
+    if d.model.is_some() {
+        s.model.clone_from(&d.model);
+    }
+    let m = &mut s.meta;
+    m.insert("claude_session_id".into(), json!(d.claude_session));
+    for (key, value, overwrite) in [
+        ("cwd", &d.cwd, false),
+        ("slug", &d.slug, false),
+        ("git_branch", &d.git_branch, true),
+        ("version", &d.version, true),
+    ] {
+        if let Some(v) = value
+            && (overwrite || !m.contains_key(key))
+        {
+            m.insert(key.into(), json!(v));
+        }
+    }
+    let files = m.entry("files").or_insert_with(|| json!([]));
+    if let Some(list) = files.as_array_mut() {
+        for f in &d.files {
+            if !list.iter().any(|x| x.as_str() == Some(f)) {
+                list.push(json!(f));
+            }
+        }
+        list.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+    }
+    if !d.summaries.is_empty() {
+        let list = m.entry("summaries").or_insert_with(|| json!([]));
+        if let Some(list) = list.as_array_mut() {
+            for (text, leaf) in &d.summaries {
+                let entry = json!({"summary": text, "leaf_uuid": leaf});
+                if !list.contains(&entry) {
+                    list.push(entry);
+                }
+            }
+        }
+    }
+    let summary = m
+        .get("summaries")
+        .and_then(|v| v.as_array())
+        .and_then(|l| l.last())
+        .and_then(|e| e.get("summary"))
+        .and_then(|v| v.as_str())
+        .map(str::to_string);
+    if let Some(t) = summary {
+        s.title = title_excerpt(&t);
+    } else if s.title.is_empty()
+        && let Some(q) = &d.first_query
+    {
+        s.title = title_excerpt(q);
+    }
+    s
+}
+
+/// The default transcript root: `${CLAUDE_CONFIG_DIR:-$HOME/.claude}/projects`.
+pub fn default_root() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(dir).join("projects"));
+    }
+    std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".claude").join("projects"))
+}
+
+/// The transcript files under `paths` (files are taken as given; folders are searched for
+/// `*.jsonl`, subagent folders included), sorted so a session's main file comes before its
+/// subagents. A missing path is an error; unreadable folders are reported in `errors`.
+pub fn discover(paths: &[PathBuf], errors: &mut Vec<String>) -> Result<Vec<PathBuf>, TranscriptError> {
+    let mut out = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| TranscriptError::Io {
+            path: p.display().to_string(),
+            reason: if e.kind() == std::io::ErrorKind::NotFound { "does not exist".into() } else { e.to_string() },
+        })?;
+        if meta.is_file() {
+            out.push(std::path::absolute(p).unwrap_or_else(|_| p.clone()));
+        } else {
+            let root = std::path::absolute(p).unwrap_or_else(|_| p.clone());
+            walk(&root, &mut out, errors);
+        }
+    }
+    out.sort();
+    out.dedup();
+    Ok(out)
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            errors.push(format!("{}: {e}", dir.display()));
+            return;
+        }
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        // Symlinked folders are not followed (no cycles); symlinked files are read.
+        let Ok(ft) = entry.file_type() else { continue };
+        if ft.is_dir() {
+            walk(&path, out, errors);
+        } else if path.extension().is_some_and(|e| e == "jsonl") {
+            out.push(path);
+        }
+    }
+}
+
+/// Parses `--since`: `YYYY-MM-DD`, an RFC 3339 time, or a span back from now (`90d`, `12h`).
+pub fn parse_since(text: &str) -> Result<SystemTime, TranscriptError> {
+    let t = text.trim();
+    let bad = || {
+        TranscriptError::Invalid(format!(
+            "--since '{text}': expected YYYY-MM-DD, an RFC 3339 time or a span like 90d / 12h"
+        ))
+    };
+    if let Some(n) = t.strip_suffix('d').or_else(|| t.strip_suffix('h')) {
+        let n: u64 = n.parse().map_err(|_| bad())?;
+        let secs = if t.ends_with('d') { n * 86_400 } else { n * 3_600 };
+        return Ok(SystemTime::now() - std::time::Duration::from_secs(secs));
+    }
+    if let Ok(dt) = DateTime::parse_from_rfc3339(t) {
+        return Ok(SystemTime::from(dt.with_timezone(&Utc)));
+    }
+    let date = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d").map_err(|_| bad())?;
+    let dt = date.and_hms_opt(0, 0, 0).ok_or_else(bad)?.and_utc();
+    Ok(SystemTime::from(dt))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn stable_ids_are_deterministic_and_time_ordered() {
+        let t1 = DateTime::parse_from_rfc3339("2025-01-01T00:00:00.000Z").unwrap().with_timezone(&Utc);
+        let t2 = DateTime::parse_from_rfc3339("2025-01-01T00:00:00.001Z").unwrap().with_timezone(&Utc);
+        let a = stable_uuid(t1, 0, &[b"s", b"u"]);
+        assert_eq!(a, stable_uuid(t1, 0, &[b"s", b"u"]));
+        assert_ne!(a, stable_uuid(t1, 0, &[b"s", b"v"]));
+        assert_ne!(stable_uuid(t1, 0, &[b"su"]), stable_uuid(t1, 0, &[b"s", b"u"]));
+        assert!(stable_uuid(t2, 0, &[b"a"]) > stable_uuid(t1, 5, &[b"z"]));
+        assert!(stable_uuid(t1, 2, &[b"a"]) > stable_uuid(t1, 1, &[b"z"]));
+        assert_eq!(a.get_version_num(), 7);
+    }
+
+    #[test]
+    fn since_accepts_dates_times_and_spans() {
+        assert!(parse_since("2025-03-01").is_ok());
+        assert!(parse_since("2025-03-01T10:00:00Z").is_ok());
+        assert!(parse_since("90d").unwrap() < SystemTime::now());
+        let err = parse_since("yesterday").unwrap_err().to_string();
+        assert!(err.contains("--since 'yesterday'"), "{err}");
+    }
+}
