@@ -292,3 +292,38 @@ async fn esc_cancels_and_keeps_the_partial_node_marked() {
     assert!(thinking.text.len() < THINKING.concat().len());
     assert!(nodes.iter().all(|n| n.kind != NodeType::Response || n.text.is_empty()));
 }
+
+#[tokio::test]
+async fn sessions_rename_switch_new_and_delete_from_the_keyboard() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = loaded_app(dir.path(), "dark").await;
+    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    press(&mut app, KeyCode::Esc);
+    // Rename the open session.
+    app.handle_event(Event::Key(KeyEvent::new(KeyCode::Char('R'), KeyModifiers::SHIFT)));
+    for _ in 0..40 {
+        press(&mut app, KeyCode::Backspace);
+    }
+    type_text(&mut app, "Index choice");
+    press(&mut app, KeyCode::Enter);
+    let id = app.state.loaded.id().unwrap();
+    pump_until(&mut app, |a| a.state.sessions.iter().any(|s| s.title == "Index choice")).await;
+    assert_eq!(store.session(id).unwrap().unwrap().title, "Index choice");
+    // Switch to the other session through the session search.
+    press(&mut app, KeyCode::Char('/'));
+    type_text(&mut app, "sky");
+    press(&mut app, KeyCode::Enter);
+    pump_until(&mut app, |a| a.state.loaded.session.as_ref().is_some_and(|s| s.title == "Why is the sky blue?")).await;
+    // Delete it: d d asks, y confirms.
+    let sky = app.state.loaded.id().unwrap();
+    press(&mut app, KeyCode::Char('d'));
+    press(&mut app, KeyCode::Char('d'));
+    assert!(matches!(app.state.overlay, Some(glassbox::app::state::Overlay::ConfirmDelete { .. })));
+    press(&mut app, KeyCode::Char('y'));
+    pump_until(&mut app, |a| a.state.sessions.len() == 1).await;
+    assert!(store.session(sky).unwrap().is_none());
+    // A new session starts empty; the question box has focus.
+    press(&mut app, KeyCode::Char('n'));
+    assert!(app.state.loaded.session.is_none());
+    assert_eq!(app.state.focus, glassbox::app::state::Focus::Input);
+}

@@ -6,6 +6,7 @@ pub mod graph;
 pub mod highlight;
 pub mod input;
 pub mod keymap;
+pub mod ledger;
 pub mod prompts;
 pub mod runtime;
 pub mod state;

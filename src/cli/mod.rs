@@ -3,6 +3,11 @@
 
 mod ask;
 mod doctor;
+mod export;
+mod import;
+mod mcp;
+mod replay;
+mod search;
 mod sessions;
 
 use std::path::PathBuf;
@@ -70,6 +75,17 @@ pub enum Command {
     /// List, show or delete sessions.
     #[command(subcommand)]
     Sessions(sessions::SessionsCmd),
+    /// Serve the reasoning ledger over MCP (stdio, or streamable HTTP with --http).
+    Mcp(mcp::McpArgs),
+    /// Import Claude Code transcripts (once or --watch) or a JSON session export.
+    #[command(subcommand)]
+    Import(import::ImportCmd),
+    /// Export a session as Markdown, JSON, Graphviz DOT or Mermaid.
+    Export(export::ExportArgs),
+    /// Full-text search over every session's thinking, answers and tool calls.
+    Search(search::SearchArgs),
+    /// Replay a session (--print: to stdout, at recorded pace).
+    Replay(replay::ReplayArgs),
     /// Show the merged configuration and where each value came from.
     #[command(subcommand)]
     Config(ConfigCmd),
@@ -164,6 +180,11 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
         None => runtime.block_on(crate::app::run(ctx)),
         Some(Command::Ask(args)) => runtime.block_on(ask::run(&ctx, args)),
         Some(Command::Sessions(cmd)) => sessions::run(&ctx, cmd),
+        Some(Command::Mcp(args)) => runtime.block_on(mcp::run(&ctx, args)),
+        Some(Command::Import(cmd)) => runtime.block_on(import::run(&ctx, cmd)),
+        Some(Command::Export(args)) => export::run(&ctx, args),
+        Some(Command::Search(args)) => search::run(&ctx, args),
+        Some(Command::Replay(args)) => runtime.block_on(replay::run(&ctx, args)),
         Some(Command::Config(ConfigCmd::Show { json })) => {
             if json {
                 println!("{}", serde_json::to_string_pretty(&ctx.loaded.to_json())?);

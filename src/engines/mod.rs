@@ -2,5 +2,7 @@
 //! and never touch terminal or widget types.
 
 pub mod llm;
+pub mod mcp;
 pub mod orchestrator;
 pub mod thinkgraph;
+pub mod transcript;

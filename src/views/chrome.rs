@@ -40,14 +40,24 @@ pub fn render_status(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         p if p.is_running() => Role::Accent,
         _ => Role::StatusFg,
     };
+    // The run state leads so it survives narrow terminals; long model names are cut.
+    let model = state.model.strip_suffix(".gguf").unwrap_or(&state.model);
+    let max_model = if area.width >= 140 { 48 } else { 18 };
+    let model: String = if model.chars().count() > max_model {
+        let mut m: String = model.chars().take(max_model - 1).collect();
+        m.push('…');
+        m
+    } else {
+        model.to_string()
+    };
     let mut spans = vec![
-        Span::raw(format!(" {}:{} ", state.provider, state.model)),
+        Span::styled(format!(" {} ", state.phase.label()), theme.style(phase_role)),
+        Span::raw("│ "),
+        Span::raw(format!("{}:{model} ", state.provider)),
         Span::raw("│ "),
         Span::raw(format!("{effort} ")),
         Span::raw("│ "),
         Span::raw(format!("{tokens} ")),
-        Span::raw("│ "),
-        Span::styled(format!("{} ", state.phase.label()), theme.style(phase_role)),
     ];
     if let Some((prefix, _)) = &state.pending_chord {
         spans.push(Span::styled(format!("│ {prefix}… "), theme.style(Role::Accent)));

@@ -3,6 +3,7 @@
 pub mod chrome;
 pub mod graph;
 pub mod help;
+pub mod ledger;
 pub mod markdown;
 pub mod overlay;
 pub mod palette;

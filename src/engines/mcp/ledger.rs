@@ -564,7 +564,7 @@ pub fn import_session(store: &Store, mut export: SessionExport) -> Result<Import
 /// One search result.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SearchHit {
+pub struct LedgerHit {
     pub session_id: SessionId,
     pub session_title: String,
     pub node_id: NodeId,
@@ -572,106 +572,55 @@ pub struct SearchHit {
     pub thought_number: Option<u32>,
     pub branch_id: Option<String>,
     pub snippet: String,
-    pub score: u32,
-    pub created: DateTime<Utc>,
+    pub score: f64,
 }
 
-/// The lower-case words of `text`.
-fn words(text: &str) -> Vec<String> {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .map(str::to_lowercase)
-        .collect()
-}
-
-/// `text` lower-cased, with the index of the original character behind each lowered one.
-fn lowered_with_map(text: &str) -> (String, Vec<usize>) {
-    let mut lowered = String::with_capacity(text.len());
-    let mut map = Vec::with_capacity(text.len());
-    for (i, c) in text.chars().enumerate() {
-        for l in c.to_lowercase() {
-            lowered.push(l);
-            map.push(i);
+/// Full-text search over ledger thoughts and annotations through the store's index (BM25:
+/// nodes holding more of the query's words, more often, rank higher), in one session or all.
+pub fn search(store: &Store, query: &str, session: Option<SessionId>, limit: usize) -> Result<Vec<LedgerHit>> {
+    if crate::store::search::tokenize(query).next().is_none() {
+        return Err(LedgerError::invalid("query must contain a word (two or more letters or digits)"));
+    }
+    if let Some(id) = session
+        && store.session(id)?.is_none()
+    {
+        return Err(StoreError::NotFound(format!("session {id}")).into());
+    }
+    // The index ranks every kind of node; ask for more and keep the ledger's.
+    let wanted = limit.saturating_mul(10).max(200);
+    let mut titles: HashMap<SessionId, String> = HashMap::new();
+    let mut out = Vec::new();
+    for hit in store.search(query, session, wanted)? {
+        if !matches!(hit.kind, NodeType::LedgerThought | NodeType::HumanAnnotation) {
+            continue;
+        }
+        let meta = match store.node(hit.node)? {
+            Some(n) => ThoughtMeta::from_node(&n),
+            None => continue,
+        };
+        let title = match titles.get(&hit.session) {
+            Some(t) => t.clone(),
+            None => {
+                let t = store.session(hit.session)?.map(|s| s.title).unwrap_or_default();
+                titles.insert(hit.session, t.clone());
+                t
+            }
+        };
+        out.push(LedgerHit {
+            session_id: hit.session,
+            session_title: title,
+            node_id: hit.node,
+            kind: hit.kind.as_str(),
+            thought_number: meta.as_ref().map(|m| m.number),
+            branch_id: meta.and_then(|m| m.branch_id),
+            snippet: hit.snippet,
+            score: hit.score,
+        });
+        if out.len() >= limit {
+            break;
         }
     }
-    (lowered, map)
-}
-
-fn snippet(text: &str, at_char: usize) -> String {
-    let chars: Vec<char> = text.chars().collect();
-    let start = at_char.saturating_sub(60);
-    let end = (at_char + 100).min(chars.len());
-    let mut s: String = chars[start..end].iter().map(|c| if c.is_whitespace() { ' ' } else { *c }).collect();
-    s = s.split(' ').filter(|w| !w.is_empty()).collect::<Vec<_>>().join(" ");
-    if start > 0 {
-        s.insert(0, '…');
-    }
-    if end < chars.len() {
-        s.push('…');
-    }
-    s
-}
-
-/// Full-text search over ledger thoughts and annotations: every word of the query must occur
-/// (case-insensitive, substring); more occurrences and the exact phrase rank higher, then
-/// newer first. Scans the session given, else every session.
-pub fn search(store: &Store, query: &str, session: Option<SessionId>, limit: usize) -> Result<Vec<SearchHit>> {
-    let terms = words(query);
-    if terms.is_empty() {
-        return Err(LedgerError::invalid("query must contain at least one word"));
-    }
-    let phrase = query.trim().to_lowercase();
-    let sessions = match session {
-        Some(id) => match store.session(id)? {
-            Some(s) => vec![s],
-            None => return Err(StoreError::NotFound(format!("session {id}")).into()),
-        },
-        None => store.sessions()?,
-    };
-    let mut hits = Vec::new();
-    for s in &sessions {
-        for n in store.session_nodes(s.id)? {
-            if !matches!(n.kind, NodeType::LedgerThought | NodeType::HumanAnnotation) {
-                continue;
-            }
-            let (lowered, map) = lowered_with_map(&n.text);
-            let mut score = 0u32;
-            let mut first = None;
-            for t in &terms {
-                let count = lowered.matches(t.as_str()).take(10).count() as u32;
-                if count == 0 {
-                    score = 0;
-                    break;
-                }
-                score += count;
-                if first.is_none() {
-                    first = lowered.find(t.as_str());
-                }
-            }
-            if score == 0 {
-                continue;
-            }
-            if terms.len() > 1 && lowered.contains(&phrase) {
-                score += 5;
-            }
-            let at = first.map_or(0, |byte| map.get(lowered[..byte].chars().count()).copied().unwrap_or(0));
-            let meta = ThoughtMeta::from_node(&n);
-            hits.push(SearchHit {
-                session_id: s.id,
-                session_title: s.title.clone(),
-                node_id: n.id,
-                kind: n.kind.as_str(),
-                thought_number: meta.as_ref().map(|m| m.number),
-                branch_id: meta.and_then(|m| m.branch_id),
-                snippet: snippet(&n.text, at),
-                score,
-                created: n.created_at,
-            });
-        }
-    }
-    hits.sort_by(|a, b| b.score.cmp(&a.score).then(b.created.cmp(&a.created)));
-    hits.truncate(limit);
-    Ok(hits)
+    Ok(out)
 }
 
 /// The latest ledger thought numbered `number` in a session.
@@ -785,20 +734,23 @@ mod tests {
     }
 
     #[test]
-    fn search_needs_every_word_and_ranks_by_occurrences() {
+    fn search_finds_ledger_nodes_only() {
         let (_d, store) = store();
         let target = SessionTarget::Create(Session::new("t", SessionSource::Mcp));
         let mut t = thought(1, 2);
         t.thought = "The CACHE is cold; warm the cache first.".into();
         record_thought(&store, &target, &t, "thought").unwrap();
-        t.thought = "A cache, once.".into();
+        t.thought = "Something else entirely.".into();
         t.thought_number = 2;
         record_thought(&store, &target, &t, "thought").unwrap();
+        let other = Node::new(target.id(), NodeType::Thinking, "cache thinking that is not ledger");
+        store.write(|w| w.put_node(&other)).unwrap();
         let hits = search(&store, "cache", None, 10).unwrap();
-        assert_eq!(hits.len(), 2);
+        assert_eq!(hits.len(), 1);
         assert_eq!(hits[0].thought_number, Some(1));
+        assert_eq!(hits[0].session_title, "t");
         assert!(hits[0].snippet.contains("CACHE"));
-        assert_eq!(search(&store, "cache warm", None, 10).unwrap().len(), 1);
         assert!(search(&store, "  ", None, 10).is_err());
+        assert!(search(&store, "cache", Some(SessionId::new()), 10).is_err());
     }
 }

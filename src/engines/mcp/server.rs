@@ -208,6 +208,7 @@ fn thought_output(args: &ThoughtArgs, rec: &Recorded) -> Map<String, Value> {
 }
 
 /// A critique the client's model wrote.
+#[derive(Debug)]
 struct Critique {
     text: String,
     model: Option<String>,

@@ -22,8 +22,9 @@ pub struct Token {
     pub created: bool,
 }
 
-fn file_err(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> LedgerError + '_ {
-    move |source| LedgerError::File { action, path: path.to_path_buf(), source }
+fn file_err(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> LedgerError + use<> {
+    let path = path.to_path_buf();
+    move |source| LedgerError::File { action, path, source }
 }
 
 /// Reads the token from `<config_dir>/mcp-token`, generating it (mode 0600, in a config dir

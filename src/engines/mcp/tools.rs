@@ -205,8 +205,8 @@ pub fn all() -> Vec<Tool> {
         simple(
             SEARCH,
             "Search the ledger",
-            "Full-text search over ledger thoughts and annotations: every word must occur (any \
-             case). Searches one session, or all of them.",
+            "Full-text search over ledger thoughts and annotations, best first (more of the words, \
+             more often). Searches one session, or all of them.",
             json!({"type": "object", "properties": {
                 "query": {"type": "string", "description": "Words to find"},
                 "sessionId": {"type": "string", "description": "Only this session (default: all sessions)"},

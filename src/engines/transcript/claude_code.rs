@@ -339,16 +339,18 @@ impl FileMapper {
             self.skip(ctx, "blank line");
             return Ok(());
         }
+        let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         let line: RawLine = serde_json::from_slice(raw).map_err(|e| format!("invalid JSON: {e}"))?;
         if let Some(ts) = line.timestamp.as_deref().and_then(parse_timestamp) {
             self.last_ts = Some(ts);
         }
         let kind = line.kind.clone().unwrap_or_default();
         match kind.as_str() {
-            "user" => self.user(ctx, line),
-            "assistant" => self.assistant(ctx, line),
-            "system" => self.system(ctx, line),
-            "summary" => self.summary_line(ctx, line),
+            "user" => self.user(ctx, line)?,
+            "assistant" => self.assistant(ctx, line)?,
+            "system" => self.system(ctx, line)?,
+            "summary" => self.summary_line(ctx, line)?,
             "progress" | "file-history-snapshot" | "queue-operation" => {
                 self.skip(ctx, &kind);
                 self.pass_through(&line);

@@ -210,24 +210,25 @@ impl Importer {
         let (inode, size) = (meta.ino(), meta.len());
         let mtime_ns = meta.mtime().saturating_mul(1_000_000_000).saturating_add(meta.mtime_nsec());
         let key = path.display().to_string();
+        // (state, whether its mapper is current: kept in memory rather than new for a cursor)
         let known = match self.files.remove(path) {
-            Some(state) => Some(state),
+            Some(state) => Some((state, true)),
             None => self
                 .store
                 .transcript_cursor(&key)?
-                .map(|cursor| FileState { cursor, mapper: FileMapper::new(path) }),
+                .map(|cursor| (FileState { cursor, mapper: FileMapper::new(path) }, false)),
         };
         let fresh = || FileState {
             cursor: TranscriptCursor { path: key.clone(), inode, offset: 0, mtime_ns, size: 0, lines: 0 },
             mapper: FileMapper::new(path),
         };
-        let (mut state, resumed) = match known {
-            None => (fresh(), false),
-            Some(s) if s.cursor.inode != inode || size < s.cursor.offset => {
+        let (mut state, current) = match known {
+            None => (fresh(), true),
+            Some((s, _)) if s.cursor.inode != inode || size < s.cursor.offset => {
                 self.summary.files_reread += 1;
-                (fresh(), false)
+                (fresh(), true)
             }
-            Some(s) if s.cursor.size == size && s.cursor.mtime_ns == mtime_ns => {
+            Some((s, _)) if s.cursor.size == size && s.cursor.mtime_ns == mtime_ns => {
                 if s.cursor.offset < size {
                     self.summary.partial_lines += 1;
                 }
@@ -236,10 +237,10 @@ impl Importer {
                 }
                 return Ok(false);
             }
-            Some(s) => (s, true),
+            Some((s, current)) => (s, current),
         };
         // A cursor from an earlier run: replay the read part to rebuild the mapping state.
-        if resumed && state.cursor.offset > 0 && !self.keep_state_for(path) {
+        if !current && state.cursor.offset > 0 {
             let mut mapper = FileMapper::new(path);
             let lines = self.replay_prefix(path, &mut mapper, state.cursor.offset)?;
             if lines == Some(state.cursor.lines) {
@@ -254,12 +255,6 @@ impl Importer {
             self.files.insert(path.to_path_buf(), state);
         }
         Ok(read)
-    }
-
-    fn keep_state_for(&self, _path: &Path) -> bool {
-        // The state only survives between calls when kept, and then it was just removed from
-        // `files` and handed back in `state`: it is current unless it was rebuilt from a cursor.
-        false
     }
 
     /// Feeds the first `end` bytes of `path` to `mapper` without producing anything. Returns

@@ -1,0 +1,250 @@
+//! `glassbox import claude-code|json`: brings Claude Code transcripts (once, or followed with
+//! `--watch`) or a JSON session export into the store.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::{Ctx, print_json};
+use crate::engines::transcript::{self, ImportSummary, Importer, export, watch};
+
+#[derive(Debug, Subcommand)]
+pub enum ImportCmd {
+    /// Import Claude Code transcripts; re-running reads only what was appended since.
+    #[command(
+        name = "claude-code",
+        after_help = "Examples:\n  glassbox import claude-code\n  glassbox import claude-code ~/.claude/projects/-home-me-repo --since 30d\n  glassbox import claude-code --watch"
+    )]
+    ClaudeCode(ClaudeCodeArgs),
+    /// Import a session written by `glassbox export --format json`.
+    Json {
+        /// The export file.
+        file: PathBuf,
+        /// Replace a session with the same id that is already in the store.
+        #[arg(long)]
+        replace: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ClaudeCodeArgs {
+    /// Transcript files or folders [default: ${CLAUDE_CONFIG_DIR:-~/.claude}/projects].
+    pub paths: Vec<PathBuf>,
+    /// Keep running: import lines as they are appended, until Ctrl-C.
+    #[arg(long)]
+    pub watch: bool,
+    /// Only files modified since DATE (YYYY-MM-DD, RFC 3339, or a span like 90d or 12h).
+    #[arg(long, value_name = "DATE")]
+    pub since: Option<String>,
+    /// Seconds between full rescans while watching (catches missed notifications).
+    #[arg(long, value_name = "SECS", default_value_t = 3.0)]
+    pub reconcile_secs: f64,
+    /// Print a JSON summary instead of text (one per round with --watch).
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub async fn run(ctx: &Ctx, cmd: ImportCmd) -> Result<ExitCode> {
+    match cmd {
+        ImportCmd::ClaudeCode(args) => claude_code(ctx, args).await,
+        ImportCmd::Json { file, replace, json } => import_json(ctx, &file, replace, json),
+    }
+}
+
+fn import_json(ctx: &Ctx, file: &std::path::Path, replace: bool, json: bool) -> Result<ExitCode> {
+    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let parsed = export::parse_json(&text, &file.display().to_string())?;
+    let store = ctx.open_store()?;
+    export::import(&store, &parsed, replace)?;
+    if json {
+        print_json(&json!({
+            "session": parsed.session.id,
+            "nodes": parsed.nodes.len(),
+            "edges": parsed.edges.len(),
+            "decision_points": parsed.decision_points.len(),
+            "insights": parsed.insights.len(),
+            "runs": parsed.runs.len(),
+            "raw_streams": parsed.raw_streams.len(),
+        }))?;
+    } else {
+        println!(
+            "imported session {} \"{}\": {} nodes, {} edges, {} decision points, {} raw streams",
+            parsed.session.id,
+            parsed.session.title,
+            parsed.nodes.len(),
+            parsed.edges.len(),
+            parsed.decision_points.len(),
+            parsed.raw_streams.len()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
+    let since = args.since.as_deref().map(transcript::parse_since).transpose()?;
+    if args.watch && since.is_some() {
+        bail!("--since cannot be combined with --watch");
+    }
+    if !(args.reconcile_secs.is_finite() && args.reconcile_secs > 0.0) {
+        bail!("--reconcile-secs must be a number of seconds greater than 0");
+    }
+    let paths = if args.paths.is_empty() {
+        let root = transcript::default_root()
+            .context("cannot find the Claude Code folder: set CLAUDE_CONFIG_DIR or HOME, or pass a path")?;
+        if !root.exists() {
+            bail!("no Claude Code transcripts at {} (set CLAUDE_CONFIG_DIR or pass a path)", root.display());
+        }
+        vec![root]
+    } else {
+        args.paths.clone()
+    };
+    let store = ctx.open_store()?;
+    let json = args.json;
+    let show_progress = !json && !args.watch && std::io::stderr().is_terminal();
+
+    if args.watch {
+        let stop = Arc::new(AtomicBool::new(false));
+        tokio::spawn({
+            let stop = stop.clone();
+            async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            }
+        });
+        let opts = watch::WatchOptions { reconcile_every: Duration::from_secs_f64(args.reconcile_secs) };
+        if !json {
+            let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            eprintln!("watching {} (Ctrl-C to stop)", shown.join(", "));
+        }
+        tokio::task::spawn_blocking(move || -> Result<()> {
+            let mut importer = Importer::new(store)?.keep_state();
+            let mut first = true;
+            watch::watch(&mut importer, &paths, &opts, &stop, |round| {
+                if json {
+                    let _ = print_json_line(&round);
+                } else if first {
+                    print_summary(&round);
+                } else {
+                    print_round(&round);
+                }
+                first = false;
+            })?;
+            Ok(())
+        })
+        .await
+        .context("the watch task failed")??;
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let summary = tokio::task::spawn_blocking(move || -> Result<ImportSummary> {
+        let mut errors = Vec::new();
+        let files = transcript::discover(&paths, &mut errors)?;
+        let mut importer = Importer::new(store)?;
+        let bar = show_progress.then(|| progress_bar(files.len() as u64));
+        if let Some(bar) = bar.clone() {
+            let started = Instant::now();
+            importer.on_progress(move |p| {
+                bar.set_position(p.files_done);
+                let mb = p.bytes as f64 / 1e6;
+                let rate = mb / started.elapsed().as_secs_f64().max(1e-3);
+                bar.set_message(format!("{} lines · {mb:.1} MB · {rate:.1} MB/s", p.lines));
+            });
+        }
+        importer.import_files(&files, since)?;
+        if let Some(bar) = bar {
+            bar.finish_and_clear();
+        }
+        let mut summary = importer.take_summary();
+        summary.errors.splice(0..0, errors);
+        Ok(summary)
+    })
+    .await
+    .context("the import task failed")??;
+    if json {
+        print_json(&summary)?;
+    } else {
+        print_summary(&summary);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn progress_bar(files: u64) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(files);
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {pos}/{len} files [{bar:30}] {msg}") {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.enable_steady_tick(Duration::from_millis(120));
+    bar
+}
+
+fn print_json_line(s: &ImportSummary) -> Result<()> {
+    println!("{}", serde_json::to_string(s)?);
+    Ok(())
+}
+
+fn nodes_text(s: &ImportSummary) -> String {
+    if s.nodes_by_type.is_empty() {
+        return "0 new nodes".into();
+    }
+    let parts: Vec<String> = s.nodes_by_type.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    format!("{} new nodes ({})", s.new_nodes(), parts.join(", "))
+}
+
+fn print_errors(s: &ImportSummary) {
+    const SHOWN: usize = 20;
+    for e in s.errors.iter().take(SHOWN) {
+        eprintln!("warning: {e}");
+    }
+    if s.errors.len() > SHOWN {
+        eprintln!("… and {} more (use --json for the full list)", s.errors.len() - SHOWN);
+    }
+}
+
+fn print_summary(s: &ImportSummary) {
+    println!(
+        "{} files ({} read, {} re-read), {} lines, {:.1} MB → {} sessions ({} new), {}, {} thinking blocks, {} decision points",
+        s.files,
+        s.files_read,
+        s.files_reread,
+        s.lines,
+        s.bytes as f64 / 1e6,
+        s.sessions,
+        s.sessions_created,
+        nodes_text(s),
+        s.thinking_blocks,
+        s.decision_points
+    );
+    if !s.skipped_by_reason.is_empty() {
+        let parts: Vec<String> = s.skipped_by_reason.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        println!("skipped: {}", parts.join(", "));
+    }
+    if s.dangling_parents > 0 {
+        println!("{} references to lines not in their file (kept as they are)", s.dangling_parents);
+    }
+    if s.partial_lines > 0 {
+        println!("{} files end in an incomplete line (read once it is finished)", s.partial_lines);
+    }
+    print_errors(s);
+}
+
+fn print_round(s: &ImportSummary) {
+    println!(
+        "{}  +{} lines → {}, {} updated",
+        chrono::Local::now().format("%H:%M:%S"),
+        s.lines,
+        nodes_text(s),
+        s.nodes_updated
+    );
+    print_errors(s);
+}

@@ -1,0 +1,101 @@
+//! `glassbox mcp`: the reasoning ledger as an MCP server, over stdio (default) or streamable
+//! HTTP with a bearer token.
+
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use tokio_util::sync::CancellationToken;
+
+use super::Ctx;
+use crate::engines::mcp::server::{DEFAULT_CRITIQUE_PROMPT, TransportKind};
+use crate::engines::mcp::{LedgerServer, LedgerSettings, http, serve_stdio, token};
+
+/// Where a user's critique prompt overrides the built-in one (under the config dir).
+const CRITIQUE_PROMPT_FILE: &str = "prompts/mcp/critique.md";
+
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:\n  claude mcp add glassbox -- glassbox mcp\n  glassbox mcp --http\n  glassbox mcp --http 127.0.0.1:8931\n  glassbox mcp --print-token")]
+pub struct McpArgs {
+    /// Serve MCP streamable HTTP at http://ADDR/mcp instead of stdio (ADDR: PORT or HOST:PORT;
+    /// default 127.0.0.1:7341). Every request needs the bearer token.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:7341")]
+    pub http: Option<String>,
+    /// Allow --http to bind an address other machines can reach.
+    #[arg(long, requires = "http")]
+    pub allow_remote: bool,
+    /// Print the HTTP bearer token (generating it on first use) and exit.
+    #[arg(long, conflicts_with_all = ["http", "allow_remote"])]
+    pub print_token: bool,
+}
+
+fn settings(ctx: &Ctx) -> LedgerSettings {
+    let file = ctx.paths.config_dir.join(CRITIQUE_PROMPT_FILE);
+    let prompt = std::fs::read_to_string(&file)
+        .ok()
+        .map(|t| t.trim().to_string())
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| DEFAULT_CRITIQUE_PROMPT.to_string());
+    LedgerSettings { critique_prompt: prompt, ..LedgerSettings::default() }
+}
+
+/// Runs `glassbox mcp`. Nothing but MCP messages ever goes to stdout in stdio mode.
+pub async fn run(ctx: &Ctx, args: McpArgs) -> Result<ExitCode> {
+    if args.print_token {
+        let t = token::load_or_create(&ctx.paths.config_dir)?;
+        if t.created {
+            eprintln!("glassbox: created {}", t.path.display());
+        }
+        println!("{}", t.value);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let store = ctx.open_store()?;
+    let Some(addr_text) = args.http else {
+        tracing::info!(store = %store.path().display(), "mcp: serving stdio");
+        serve_stdio(LedgerServer::new(store, settings(ctx), TransportKind::Stdio)).await?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    let addr = http::parse_addr(&addr_text)?;
+    if !addr.ip().is_loopback() && !args.allow_remote {
+        bail!(
+            "--http {addr} would let other machines reach the ledger; pass --allow-remote to do that, or bind 127.0.0.1"
+        );
+    }
+    let bearer = token::load_or_create(&ctx.paths.config_dir)?;
+    let listener = http::bind(addr).await?;
+    let bound = listener.local_addr().context("cannot read the bound address")?;
+    if !addr.ip().is_loopback() {
+        eprintln!(
+            "glassbox: warning: listening on {bound}, reachable from other machines; anyone with the token can read and write the ledger. Put TLS in front of it for untrusted networks."
+        );
+    }
+    eprintln!("glassbox: MCP ledger listening on http://{bound}{}", http::ENDPOINT);
+    eprintln!("glassbox: send `Authorization: Bearer <token>`; the token is in {} (glassbox mcp --print-token)", bearer.path.display());
+    tracing::info!(%bound, "mcp: serving http");
+
+    let shutdown = CancellationToken::new();
+    let on_signal = shutdown.clone();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        on_signal.cancel();
+    });
+    let server = LedgerServer::new(store, settings(ctx), TransportKind::Http);
+    http::serve(listener, server, bearer.value, args.allow_remote, shutdown).await?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Ctrl-C or SIGTERM.
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            }
+        }
+        Err(_) => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

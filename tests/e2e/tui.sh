@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# End to end: the real glassbox binary in tmux with the embedded local model. Asks a
+# question, waits for the answer, checks thinking, answer, graph and status bar are on
+# screen, opens the help overlay, resizes to 80x24 and quits.
+set -euo pipefail
+BIN=${1:?usage: tests/e2e/tui.sh PATH-TO-GLASSBOX}
+command -v tmux >/dev/null || { echo "e2e: tmux is not installed (scripts/test.sh installs it)" >&2; exit 1; }
+
+S="gb-e2e-$$"
+WORK=$(mktemp -d)
+cleanup() { tmux kill-session -t "$S" 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+fail() {
+    echo "e2e: FAIL: $*" >&2
+    echo "----- screen -----" >&2
+    tmux capture-pane -p -t "$S" >&2 || true
+    exit 1
+}
+
+screen() { tmux capture-pane -p -t "$S"; }
+
+# wait_for TEXT SECONDS: until TEXT is on screen.
+wait_for() {
+    local text=$1 limit=$2 i=0
+    while ! screen | grep -qF -- "$text"; do
+        i=$((i + 1))
+        [ "$i" -gt $((limit * 10)) ] && fail "'$text' did not appear within ${limit}s"
+        sleep 0.1
+    done
+}
+
+ENVS="GLASSBOX_DATA_DIR=$WORK/data GLASSBOX_CONFIG_DIR=$WORK/config GLASSBOX_GENERATION__MAX_TOKENS=48 GLASSBOX_EFFORT=low"
+tmux new-session -d -s "$S" -x 160 -y 45 "env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY $ENVS TERM=xterm-256color $BIN; sleep 5"
+tmux set-option -t "$S" window-size manual >/dev/null 2>&1 || true
+
+wait_for "Ask" 20
+wait_for "idle" 20
+screen | grep -qF "local:SmolLM2" || fail "status bar does not show the local model"
+
+tmux send-keys -t "$S" "Why is the sky blue?" Enter
+wait_for "done" 180
+
+out=$(screen)
+echo "$out" | grep -qF "Why is the sky blue?" || fail "the question is not in the graph"
+echo "$out" | grep -qE "thinking [0-9]+%" || fail "no thinking node with confidence in the graph"
+echo "$out" | grep -qF "response" || fail "no response node in the graph"
+# The thinking and answer panes hold text: the line under each title is not blank.
+think_line=$(echo "$out" | grep -A1 "╭ Thinking" | tail -1 | cut -c32-110 | tr -d ' │')
+[ -n "$think_line" ] || fail "the thinking pane is empty"
+answer_line=$(echo "$out" | grep -A1 "╭ Answer" | tail -1 | cut -c32-110 | tr -d ' │')
+[ -n "$answer_line" ] || fail "the answer pane is empty"
+echo "$out" | grep -qE "[0-9]+/[0-9]+ tok" || fail "the status bar shows no token count"
+
+# Help overlay, generated from the keymap.
+tmux send-keys -t "$S" Escape
+tmux send-keys -t "$S" "?"
+wait_for "Show the key bindings" 5
+tmux send-keys -t "$S" Escape
+
+# Still renders at 80x24.
+tmux resize-window -t "$S" -x 80 -y 24
+sleep 0.5
+out=$(screen)
+[ "$(echo "$out" | wc -l)" -le 24 ] || fail "the screen did not shrink"
+echo "$out" | grep -qF "Answer" || fail "the answer pane is gone at 80x24"
+echo "$out" | grep -qF "Ask" || fail "the question box is gone at 80x24"
+echo "$out" | grep -qF "done" || fail "the status bar is gone at 80x24"
+
+tmux send-keys -t "$S" q
+sleep 1
+sessions=$(env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY GLASSBOX_DATA_DIR="$WORK/data" GLASSBOX_CONFIG_DIR="$WORK/config" "$BIN" sessions list --json)
+echo "$sessions" | grep -q '"nodes": 3' || fail "the session was not stored with 3 nodes: $sessions"
+echo "e2e: ok"
