@@ -25,10 +25,23 @@ fn store_benches(c: &mut Criterion) {
                 .unwrap_or_else(|e| panic!("{e}"));
         })
     });
-    group.throughput(Throughput::Elements(1));
-    group.bench_function("read the session back", |b| {
-        b.iter(|| black_box(store.session_nodes(s.id).unwrap_or_else(|e| panic!("{e}")).len()))
+    // A separate session of a fixed size to read back.
+    let fixed = Session::new("fixed", SessionSource::Glassbox);
+    let nodes: Vec<Node> = (0..10_000).map(|i| Node::new(fixed.id, NodeType::Response, format!("node {i}"))).collect();
+    store
+        .write(|w| {
+            w.put_session(&fixed)?;
+            for n in &nodes {
+                w.put_node(n)?;
+            }
+            Ok(())
+        })
+        .unwrap_or_else(|e| panic!("{e}"));
+    group.throughput(Throughput::Elements(10_000));
+    group.bench_function("read a 10,000-node session back", |b| {
+        b.iter(|| black_box(store.session_nodes(fixed.id).unwrap_or_else(|e| panic!("{e}")).len()))
     });
+    group.throughput(Throughput::Elements(1000));
     group.bench_function("follow the last 1000 journal entries", |b| {
         let last = store.last_seq().unwrap_or_else(|e| panic!("{e}"));
         b.iter(|| black_box(store.follow(last.saturating_sub(1000), 1000).unwrap_or_else(|e| panic!("{e}")).len()))

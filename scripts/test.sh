@@ -13,4 +13,12 @@ if ! command -v tmux >/dev/null 2>&1; then
         sudo -n apt-get update -qq && sudo -n env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
     fi
 fi
+# The MCP tests drive `glassbox mcp` with the official MCP Python SDK from .venv (gitignored);
+# quick when it is already there.
+if ! .venv/bin/python -c "import mcp" >/dev/null 2>&1; then
+    echo "test: creating .venv with the MCP Python SDK (pip install mcp)"
+    if ! { python3 -m venv .venv && .venv/bin/pip install -q mcp; }; then
+        echo "test: WARNING: could not set up .venv with the MCP Python SDK; the MCP client tests will be skipped (and fail in CI)" >&2
+    fi
+fi
 cargo test --release --all-targets "$@"

@@ -341,11 +341,12 @@ fn http_needs_the_bearer_token() {
     assert_ne!(http_status(a, "POST", "/mcp", &[("Authorization", &good)]), 401, "the scheme is case-insensitive");
     assert_eq!(http_status(a, "POST", "/elsewhere", &[("Authorization", &good)]), 404);
     if let Some(py) = python() {
-        // The real client, with a wrong token, is turned away and says so.
+        // The real client, with a wrong token, cannot even connect (the SDK reports the 401
+        // as an error response).
         let wrong = Transport::Http { url: server.url.clone(), token: "0".repeat(64) };
         let out = env.client_command(&py, &wrong, &["sequential"]).output().unwrap();
         assert!(!out.status.success());
-        assert!(String::from_utf8_lossy(&out.stderr).contains("401"), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(String::from_utf8_lossy(&out.stderr).contains("MCPError"), "{}", String::from_utf8_lossy(&out.stderr));
     }
     server.stop();
     assert!(mcp_sessions(&env.store()).is_empty(), "nothing was written without the token");

@@ -175,7 +175,11 @@ pub fn render(f: &mut Frame, area: Rect, model: &LedgerModel, theme: &Theme, foc
         if b == 1 { "" } else { "es" },
         if r == 1 { "" } else { "s" }
     );
-    let block = pane(title, focused, theme).title_top(Line::from(Span::styled(counts, theme.style(Role::Dim))).right_aligned());
+    let mut block = pane(title.clone(), focused, theme);
+    // The counts go when they would crowd the title.
+    if title.chars().count() + counts.chars().count() + 4 <= area.width as usize {
+        block = block.title_top(Line::from(Span::styled(counts, theme.style(Role::Dim))).right_aligned());
+    }
     let inner = block.inner(area);
     f.render_widget(block, area);
     let shown = if inner.height >= DETAIL_MIN_HEIGHT { detail(model, theme) } else { None };

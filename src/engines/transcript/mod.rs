@@ -511,9 +511,15 @@ pub fn discover(paths: &[PathBuf], errors: &mut Vec<String>) -> Result<Vec<PathB
             walk(&root, &mut out, errors);
         }
     }
-    out.sort();
+    sort_transcripts(&mut out);
     out.dedup();
     Ok(out)
+}
+
+/// Sorts paths by their bytes, which puts `<session>.jsonl` before `<session>/subagents/…`
+/// (component order would not), so a subagent's Task call is in the store before its thread.
+pub fn sort_transcripts(paths: &mut [PathBuf]) {
+    paths.sort_by(|a, b| a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes()));
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<String>) {

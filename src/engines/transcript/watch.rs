@@ -91,6 +91,8 @@ pub fn watch(
             Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => watcher = None,
         }
+        let mut pending: Vec<PathBuf> = pending.into_iter().collect();
+        super::sort_transcripts(&mut pending);
         for p in &pending {
             if p.is_file() {
                 importer.sync_file(p)?;
