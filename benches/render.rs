@@ -14,7 +14,9 @@ use glassbox::app::theme::{ColorDepth, Theme};
 use glassbox::app::update::Msg;
 use glassbox::engines::llm::replay::ReplayProvider;
 use glassbox::engines::orchestrator::{Orchestrator, TurnEvent};
-use glassbox::store::{Node, NodeType, RawStream, Session, SessionId, SessionSource, Store, StreamId};
+use glassbox::store::{
+    Node, NodeType, RawStream, Session, SessionId, SessionSource, Store, StreamId,
+};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
@@ -28,7 +30,11 @@ fn big_session(n: usize) -> (Session, Vec<Node>) {
             1 => NodeType::Thinking,
             _ => NodeType::Response,
         };
-        let mut node = Node::new(s.id, kind, format!("node {i}: some reasoning text that is long enough to be cut"));
+        let mut node = Node::new(
+            s.id,
+            kind,
+            format!("node {i}: some reasoning text that is long enough to be cut"),
+        );
         if kind == NodeType::Thinking {
             node.meta.insert(
                 "steps".into(),
@@ -61,8 +67,16 @@ fn app(rt: &tokio::runtime::Runtime, dir: &std::path::Path) -> App {
     let provider = Arc::new(ReplayProvider::new(header, vec![], 0.0));
     let orch = Orchestrator::new(store.clone(), provider, "m");
     let cfg = Config::builtin().unwrap_or_else(|e| panic!("{e}"));
-    let theme = Theme::builtin("dark", ColorDepth::TrueColor).unwrap_or_else(|| panic!("no dark theme"));
-    App::new(store, cfg, Keymap::builtin(), theme, Ok((orch, ProviderKind::Local)), "m".into())
+    let theme =
+        Theme::builtin("dark", ColorDepth::TrueColor).unwrap_or_else(|| panic!("no dark theme"));
+    App::new(
+        store,
+        cfg,
+        Keymap::builtin(),
+        theme,
+        Ok((orch, ProviderKind::Local)),
+        "m".into(),
+    )
 }
 
 fn draw_big_session(c: &mut Criterion) {
@@ -72,7 +86,11 @@ fn draw_big_session(c: &mut Criterion) {
     let (s, nodes) = big_session(100_000);
     let _guard = rt.enter();
     app.dispatch(Msg::Resize(200, 50));
-    app.dispatch(Msg::SessionLoaded { loaded: LoadedSession::new(s, nodes), decisions: HashMap::new(), tokens: 0 });
+    app.dispatch(Msg::SessionLoaded {
+        loaded: LoadedSession::new(s, nodes),
+        decisions: HashMap::new(),
+        tokens: 0,
+    });
     let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap_or_else(|e| panic!("{e}"));
     c.bench_function("draw think 100k nodes 200x50", |b| {
         b.iter(|| {
@@ -97,8 +115,15 @@ fn frames_while_streaming(c: &mut Criterion) {
     c.bench_function("frame with 160 thinking deltas (10k/s)", |b| {
         b.iter(|| {
             for i in 0..160 {
-                let text = if (frame * 160 + i) % 40 == 39 { "\n\n".to_string() } else { delta.to_string() };
-                app.dispatch(Msg::Turn { run, event: TurnEvent::Thinking(text) });
+                let text = if (frame * 160 + i) % 40 == 39 {
+                    "\n\n".to_string()
+                } else {
+                    delta.to_string()
+                };
+                app.dispatch(Msg::Turn {
+                    run,
+                    event: TurnEvent::Thinking(text),
+                });
             }
             frame += 1;
             term.draw(|f| app.draw(f)).unwrap_or_else(|e| panic!("{e}"));

@@ -15,25 +15,58 @@ const TEXT: usize = 1_000;
 
 fn recording() -> Vec<StoredChunk> {
     let mut frames = Vec::new();
-    let mut push = |event: &str, data: serde_json::Value| frames.push(format!("event: {event}\ndata: {data}\n\n"));
-    push("message_start", serde_json::json!({"type":"message_start","message":{"id":"m","model":"x","content":[],"usage":{"input_tokens":10,"output_tokens":1}}}));
-    push("content_block_start", serde_json::json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}));
+    let mut push = |event: &str, data: serde_json::Value| {
+        frames.push(format!("event: {event}\ndata: {data}\n\n"))
+    };
+    push(
+        "message_start",
+        serde_json::json!({"type":"message_start","message":{"id":"m","model":"x","content":[],"usage":{"input_tokens":10,"output_tokens":1}}}),
+    );
+    push(
+        "content_block_start",
+        serde_json::json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}),
+    );
     for i in 0..THINKING {
-        let t = if i % 25 == 24 { "so I decided to go with the first option.\n\n".to_string() } else { format!("step {i} considers a detail; ") };
-        push("content_block_delta", serde_json::json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":t}}));
+        let t = if i % 25 == 24 {
+            "so I decided to go with the first option.\n\n".to_string()
+        } else {
+            format!("step {i} considers a detail; ")
+        };
+        push(
+            "content_block_delta",
+            serde_json::json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":t}}),
+        );
     }
-    push("content_block_stop", serde_json::json!({"type":"content_block_stop","index":0}));
-    push("content_block_start", serde_json::json!({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}));
+    push(
+        "content_block_stop",
+        serde_json::json!({"type":"content_block_stop","index":0}),
+    );
+    push(
+        "content_block_start",
+        serde_json::json!({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}),
+    );
     for i in 0..TEXT {
-        push("content_block_delta", serde_json::json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":format!("word{i} ")}}));
+        push(
+            "content_block_delta",
+            serde_json::json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":format!("word{i} ")}}),
+        );
     }
-    push("content_block_stop", serde_json::json!({"type":"content_block_stop","index":1}));
-    push("message_delta", serde_json::json!({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":6000}}));
+    push(
+        "content_block_stop",
+        serde_json::json!({"type":"content_block_stop","index":1}),
+    );
+    push(
+        "message_delta",
+        serde_json::json!({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":6000}}),
+    );
     push("message_stop", serde_json::json!({"type":"message_stop"}));
     frames
         .into_iter()
         .enumerate()
-        .map(|(i, f)| StoredChunk { offset_us: i as u64 * 100, bytes: f.into_bytes() })
+        .map(|(i, f)| StoredChunk {
+            offset_us: i as u64 * 100,
+            bytes: f.into_bytes(),
+        })
         .collect()
 }
 

@@ -3,8 +3,8 @@
 //! The binary is a thin clap front end over this library; tests and benches use it directly.
 
 pub mod app;
-pub mod engines;
 pub mod cli;
+pub mod engines;
 pub mod models;
 pub mod paths;
 pub mod store;

@@ -42,10 +42,9 @@ impl Paths {
         let dirs = project_dirs();
         let data_dir = match data_dir {
             Some(d) => d.to_path_buf(),
-            None => dirs
-                .as_ref()
-                .map(|d| d.data_dir().to_path_buf())
-                .context("cannot determine a data directory: set --data-dir or GLASSBOX_DATA_DIR")?,
+            None => dirs.as_ref().map(|d| d.data_dir().to_path_buf()).context(
+                "cannot determine a data directory: set --data-dir or GLASSBOX_DATA_DIR",
+            )?,
         };
         let config_dir = match std::env::var_os("GLASSBOX_CONFIG_DIR").filter(|v| !v.is_empty()) {
             Some(d) => PathBuf::from(d),
@@ -55,7 +54,11 @@ impl Paths {
                 .unwrap_or_else(|| data_dir.join("config")),
         };
         let models_dir = default_models_dir().unwrap_or_else(|| data_dir.join("models"));
-        Ok(Self { data_dir, config_dir, models_dir })
+        Ok(Self {
+            data_dir,
+            config_dir,
+            models_dir,
+        })
     }
 
     pub fn store_file(&self) -> PathBuf {

@@ -45,7 +45,16 @@ fn stdout(out: &Output) -> String {
 fn help_lists_every_command() {
     let dir = tempfile::tempdir().unwrap();
     let help = stdout(&run(glassbox(dir.path()).arg("--help")));
-    for cmd in ["ask", "sessions", "config", "doctor", "completions", "--data-dir", "--profile", "--provider"] {
+    for cmd in [
+        "ask",
+        "sessions",
+        "config",
+        "doctor",
+        "completions",
+        "--data-dir",
+        "--profile",
+        "--provider",
+    ] {
         assert!(help.contains(cmd), "--help lacks {cmd}:\n{help}");
     }
     let version = stdout(&run(glassbox(dir.path()).arg("--version")));
@@ -57,29 +66,63 @@ fn a_fresh_data_dir_doctor_sessions_config_completions() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     let list = stdout(&run(glassbox(&data).args(["sessions", "list", "--json"])));
-    assert_eq!(serde_json::from_str::<serde_json::Value>(&list).unwrap(), serde_json::json!([]));
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&list).unwrap(),
+        serde_json::json!([])
+    );
     use std::os::unix::fs::PermissionsExt;
-    assert_eq!(std::fs::metadata(&data).unwrap().permissions().mode() & 0o777, 0o700);
-    assert_eq!(std::fs::metadata(data.join("glassbox.redb")).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&data).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
+    assert_eq!(
+        std::fs::metadata(data.join("glassbox.redb"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o600
+    );
 
-    let doctor: serde_json::Value =
-        serde_json::from_slice(&run(glassbox(&data).args(["doctor", "--json"]).env("ANTHROPIC_API_KEY", KEY)).stdout)
-            .unwrap();
-    assert_eq!(doctor["store"]["schema_version"], glassbox::store::SCHEMA_VERSION);
+    let doctor: serde_json::Value = serde_json::from_slice(
+        &run(glassbox(&data)
+            .args(["doctor", "--json"])
+            .env("ANTHROPIC_API_KEY", KEY))
+        .stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        doctor["store"]["schema_version"],
+        glassbox::store::SCHEMA_VERSION
+    );
     assert_eq!(doctor["store"]["counts"]["sessions"], 0);
     assert_eq!(doctor["provider"], "anthropic");
-    let anthropic = doctor["providers"].as_array().unwrap().iter().find(|p| p["name"] == "anthropic").unwrap();
+    let anthropic = doctor["providers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "anthropic")
+        .unwrap();
     assert_eq!(anthropic["key_configured"], true);
-    assert!(!doctor.to_string().contains(KEY), "doctor must never print a key");
+    assert!(
+        !doctor.to_string().contains(KEY),
+        "doctor must never print a key"
+    );
     assert_eq!(doctor["models"].as_array().unwrap().len(), 4);
 
-    let show = stdout(&run(glassbox(&data).args(["config", "show"]).env("GLASSBOX_NETWORK__MAX_RETRIES", "7")));
+    let show = stdout(&run(glassbox(&data)
+        .args(["config", "show"])
+        .env("GLASSBOX_NETWORK__MAX_RETRIES", "7")));
     assert!(show.contains("network.max_retries = 7"), "{show}");
     assert!(show.contains("env:GLASSBOX_NETWORK__MAX_RETRIES"), "{show}");
-    let json: serde_json::Value =
-        serde_json::from_slice(&run(glassbox(&data).args(["config", "show", "--json", "--provider", "ollama"])).stdout)
-            .unwrap();
-    assert_eq!(json["keys"]["general.provider"]["origin"], "flag:--provider");
+    let json: serde_json::Value = serde_json::from_slice(
+        &run(glassbox(&data).args(["config", "show", "--json", "--provider", "ollama"])).stdout,
+    )
+    .unwrap();
+    assert_eq!(
+        json["keys"]["general.provider"]["origin"],
+        "flag:--provider"
+    );
 
     let bash = stdout(&run(glassbox(&data).args(["completions", "bash"])));
     assert!(bash.contains("_glassbox"));
@@ -91,21 +134,37 @@ fn a_config_typo_is_a_one_line_error_with_file_and_line() {
     let cfg = dir.path().join("config");
     std::fs::create_dir_all(&cfg).unwrap();
     std::fs::write(cfg.join("config.toml"), "[network]\nmax_retires = 3\n").unwrap();
-    let out = glassbox(dir.path()).args(["sessions", "list"]).output().unwrap();
+    let out = glassbox(dir.path())
+        .args(["sessions", "list"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("config.toml:2") && err.contains("max_retires"), "{err}");
+    assert!(
+        err.contains("config.toml:2") && err.contains("max_retires"),
+        "{err}"
+    );
 }
 
 #[test]
 fn a_newer_store_refuses_to_open_with_a_message() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("glassbox.redb"), b"this is not a redb file at all").unwrap();
-    let out = glassbox(dir.path()).args(["sessions", "list"]).output().unwrap();
+    std::fs::write(
+        dir.path().join("glassbox.redb"),
+        b"this is not a redb file at all",
+    )
+    .unwrap();
+    let out = glassbox(dir.path())
+        .args(["sessions", "list"])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.starts_with("glassbox: error: cannot open store"), "{err}");
+    assert!(
+        err.starts_with("glassbox: error: cannot open store"),
+        "{err}"
+    );
     assert!(!err.contains("panicked"));
 }
 
@@ -131,13 +190,27 @@ fn parse_ask(out: &str) -> (String, String, serde_json::Value) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ask_against_each_protocol_and_continue_a_session() {
     let cases = [
-        ("anthropic", "anthropic_thinking.sse", "", "ANTHROPIC_API_KEY"),
-        ("openai", "openai_reasoning_content.sse", "/v1", "OPENAI_API_KEY"),
+        (
+            "anthropic",
+            "anthropic_thinking.sse",
+            "",
+            "ANTHROPIC_API_KEY",
+        ),
+        (
+            "openai",
+            "openai_reasoning_content.sse",
+            "/v1",
+            "OPENAI_API_KEY",
+        ),
         ("ollama", "ollama_thinking.ndjson", "", "NO_KEY_NEEDED"),
     ];
     for (provider, fixture, suffix, key_var) in cases {
         let body = support::fixture(fixture);
-        let step = if fixture.ends_with(".ndjson") { Step::ndjson(&body) } else { Step::sse(&body) };
+        let step = if fixture.ends_with(".ndjson") {
+            Step::ndjson(&body)
+        } else {
+            Step::sse(&body)
+        };
         let server = ScriptedServer::start(Script::forever(step.rechunk(ChunkBy::Lines))).await;
         let dir = tempfile::tempdir().unwrap();
         let url = format!("{}{suffix}", server.url());
@@ -145,7 +218,15 @@ async fn ask_against_each_protocol_and_continue_a_session() {
             let data = dir.path().to_path_buf();
             move || {
                 run(glassbox(&data)
-                    .args(["ask", "--json", "--provider", provider, "--base-url", &url, "How much?"])
+                    .args([
+                        "ask",
+                        "--json",
+                        "--provider",
+                        provider,
+                        "--base-url",
+                        &url,
+                        "How much?",
+                    ])
                     .env(key_var, KEY))
             }
         })
@@ -163,7 +244,17 @@ async fn ask_against_each_protocol_and_continue_a_session() {
             let session = session.clone();
             move || {
                 run(glassbox(&data)
-                    .args(["ask", "--json", "--provider", provider, "--base-url", &url, "--session", &session, "And then?"])
+                    .args([
+                        "ask",
+                        "--json",
+                        "--provider",
+                        provider,
+                        "--base-url",
+                        &url,
+                        "--session",
+                        &session,
+                        "And then?",
+                    ])
                     .env(key_var, KEY))
             }
         })
@@ -174,16 +265,33 @@ async fn ask_against_each_protocol_and_continue_a_session() {
         let requests = server.requests();
         assert_eq!(requests.len(), 2);
         let second = requests[1].json.to_string();
-        assert!(second.contains("How much?") && second.contains("And then?"), "{provider}: history not sent: {second}");
+        assert!(
+            second.contains("How much?") && second.contains("And then?"),
+            "{provider}: history not sent: {second}"
+        );
         let show: serde_json::Value = serde_json::from_slice(
             &run(glassbox(dir.path()).args(["sessions", "show", &session, "--json"])).stdout,
         )
         .unwrap();
-        let kinds: Vec<&str> = show["nodes"].as_array().unwrap().iter().map(|n| n["kind"].as_str().unwrap()).collect();
-        assert_eq!(kinds, ["query", "thinking", "response", "query", "thinking", "response"], "{provider}");
+        let kinds: Vec<&str> = show["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "query", "thinking", "response", "query", "thinking", "response"
+            ],
+            "{provider}"
+        );
         // The key never reaches the store file.
         let bytes = std::fs::read(dir.path().join("glassbox.redb")).unwrap();
-        assert!(!bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()), "{provider}: key found in the store");
+        assert!(
+            !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
+            "{provider}: key found in the store"
+        );
     }
 }
 
@@ -191,7 +299,10 @@ async fn ask_against_each_protocol_and_continue_a_session() {
 async fn a_stream_cut_midway_keeps_the_partial_answer_and_fails_clearly() {
     let body = anthropic_sse();
     let cut = body.len() * 3 / 4;
-    let step = Step::sse(&body).truncate(cut).rechunk(ChunkBy::Lines).end(support::End::Cut);
+    let step = Step::sse(&body)
+        .truncate(cut)
+        .rechunk(ChunkBy::Lines)
+        .end(support::End::Cut);
     let server = ScriptedServer::start(Script::forever(step)).await;
     let dir = tempfile::tempdir().unwrap();
     let url = server.url();
@@ -213,9 +324,15 @@ async fn a_stream_cut_midway_keeps_the_partial_answer_and_fails_clearly() {
     let store = glassbox::store::Store::open(&dir.path().join("glassbox.redb")).unwrap();
     let s = &store.sessions().unwrap()[0];
     let nodes = store.session_nodes(s.id).unwrap();
-    let thinking = nodes.iter().find(|n| n.kind == glassbox::store::NodeType::Thinking).unwrap();
+    let thinking = nodes
+        .iter()
+        .find(|n| n.kind == glassbox::store::NodeType::Thinking)
+        .unwrap();
     assert!(!thinking.text.is_empty(), "what arrived is kept");
-    assert!(matches!(thinking.status, glassbox::store::NodeStatus::Failed { .. }));
+    assert!(matches!(
+        thinking.status,
+        glassbox::store::NodeStatus::Failed { .. }
+    ));
 }
 
 #[test]
@@ -243,17 +360,25 @@ fn question_from_stdin_and_sessions_rm() {
     store.write(|w| w.put_session(&s)).unwrap();
     drop(store);
     // Without --yes and without a terminal, rm refuses.
-    let out = glassbox(dir.path()).args(["sessions", "rm", &s.id.to_string()]).output().unwrap();
+    let out = glassbox(dir.path())
+        .args(["sessions", "rm", &s.id.to_string()])
+        .output()
+        .unwrap();
     assert!(!out.status.success());
     run(glassbox(dir.path()).args(["sessions", "rm", &s.id.short(), "--yes"]));
-    let list = stdout(&run(glassbox(dir.path()).args(["sessions", "list", "--json"])));
+    let list = stdout(&run(
+        glassbox(dir.path()).args(["sessions", "list", "--json"])
+    ));
     assert_eq!(list.trim(), "[]");
 }
 
 #[test]
 fn an_unknown_flag_is_a_usage_error() {
     let dir = tempfile::tempdir().unwrap();
-    let out = glassbox(dir.path()).args(["ask", "--bogus", "q"]).output().unwrap();
+    let out = glassbox(dir.path())
+        .args(["ask", "--bogus", "q"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8(out.stderr).unwrap().contains("--bogus"));
 }
@@ -265,7 +390,15 @@ async fn the_question_can_come_from_stdin() {
     let (url, data) = (server.url(), dir.path().to_path_buf());
     let out = tokio::task::spawn_blocking(move || {
         let mut child = glassbox(&data)
-            .args(["ask", "--answer-only", "--provider", "anthropic", "--base-url", &url, "-"])
+            .args([
+                "ask",
+                "--answer-only",
+                "--provider",
+                "anthropic",
+                "--base-url",
+                &url,
+                "-",
+            ])
             .env("ANTHROPIC_API_KEY", KEY)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -273,14 +406,31 @@ async fn the_question_can_come_from_stdin() {
             .spawn()
             .unwrap();
         use std::io::Write;
-        child.stdin.take().unwrap().write_all(b"Question from a pipe\n").unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(b"Question from a pipe\n")
+            .unwrap();
         child.wait_with_output().unwrap()
     })
     .await
     .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("391"), "only the answer is printed: {text}");
-    assert!(!text.contains("17 × 20"), "thinking must not be printed with --answer-only: {text}");
-    assert!(server.requests()[0].json.to_string().contains("Question from a pipe"));
+    assert!(
+        !text.contains("17 × 20"),
+        "thinking must not be printed with --answer-only: {text}"
+    );
+    assert!(
+        server.requests()[0]
+            .json
+            .to_string()
+            .contains("Question from a pipe")
+    );
 }

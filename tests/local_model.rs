@@ -21,9 +21,15 @@ fn model_path() -> Option<PathBuf> {
         return Some(path);
     }
     if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("model file {} missing in CI: scripts/setup.sh must fetch it", path.display());
+        panic!(
+            "model file {} missing in CI: scripts/setup.sh must fetch it",
+            path.display()
+        );
     }
-    eprintln!("\n!!! SKIPPING: local model {} not found; run scripts/setup.sh !!!\n", path.display());
+    eprintln!(
+        "\n!!! SKIPPING: local model {} not found; run scripts/setup.sh !!!\n",
+        path.display()
+    );
     None
 }
 
@@ -40,11 +46,24 @@ fn glassbox(data: &std::path::Path) -> Command {
 /// Runs `glassbox ask --json` and returns (thinking, answer, done event).
 fn ask_json(data: &std::path::Path, question: &str) -> (String, String, serde_json::Value) {
     let out = glassbox(data)
-        .args(["ask", "--json", "--max-tokens", "48", "--temperature", "0", question])
+        .args([
+            "ask",
+            "--json",
+            "--max-tokens",
+            "48",
+            "--temperature",
+            "0",
+            question,
+        ])
         .output()
         .unwrap();
-    assert!(out.status.success(), "ask failed: {}", String::from_utf8_lossy(&out.stderr));
-    let (mut thinking, mut answer, mut done) = (String::new(), String::new(), serde_json::Value::Null);
+    assert!(
+        out.status.success(),
+        "ask failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (mut thinking, mut answer, mut done) =
+        (String::new(), String::new(), serde_json::Value::Null);
     for line in String::from_utf8(out.stdout).unwrap().lines() {
         let v: serde_json::Value = serde_json::from_str(line).unwrap();
         match v["type"].as_str().unwrap() {
@@ -76,20 +95,31 @@ fn greedy_ask_is_deterministic_and_persisted() {
     let sid = d1["session"].as_str().unwrap().parse().unwrap();
     let nodes = store.session_nodes(sid).unwrap();
     let kinds: Vec<NodeType> = nodes.iter().map(|n| n.kind).collect();
-    assert_eq!(kinds, vec![NodeType::Query, NodeType::Thinking, NodeType::Response]);
+    assert_eq!(
+        kinds,
+        vec![NodeType::Query, NodeType::Thinking, NodeType::Response]
+    );
     assert_eq!(nodes[0].text, q);
     assert_eq!(nodes[1].text, t1);
     assert_eq!(nodes[2].text, a1);
     assert!(nodes.iter().all(|n| n.status == NodeStatus::Complete));
-    let stream = nodes[2].raw_stream.expect("the response links its raw stream");
+    let stream = nodes[2]
+        .raw_stream
+        .expect("the response links its raw stream");
     assert_eq!(nodes[1].raw_stream, Some(stream));
     let header = store.raw_stream(stream).unwrap().unwrap();
     assert_eq!(header.provider, "local");
     assert!(header.chunk_count > 0);
-    assert_eq!(store.raw_chunks(stream).unwrap().len() as u32, header.chunk_count);
+    assert_eq!(
+        store.raw_chunks(stream).unwrap().len() as u32,
+        header.chunk_count
+    );
 
     // The listing shows both sessions.
-    let out = glassbox(dir.path()).args(["sessions", "list", "--json"]).output().unwrap();
+    let out = glassbox(dir.path())
+        .args(["sessions", "list", "--json"])
+        .output()
+        .unwrap();
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(list.as_array().unwrap().len(), 2);
     assert_eq!(list[0]["nodes"], 3);
@@ -136,11 +166,21 @@ async fn cancellation_stops_generation_early_and_keeps_the_partial_node() {
             }
         }
     }
-    let outcome = tokio::time::timeout(Duration::from_secs(120), run).await.unwrap().unwrap().unwrap();
+    let outcome = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     assert_eq!(outcome.stop, StopReason::Cancelled);
-    assert!(outcome.usage.output_tokens < 1500, "generation did not stop early");
+    assert!(
+        outcome.usage.output_tokens < 1500,
+        "generation did not stop early"
+    );
     let thinking = store.node(outcome.thinking.unwrap()).unwrap().unwrap();
     assert_eq!(thinking.status, NodeStatus::Interrupted);
     assert!(!thinking.text.is_empty());
-    assert!(outcome.response.is_none(), "the answer pass must not start after a cancel");
+    assert!(
+        outcome.response.is_none(),
+        "the answer pass must not start after a cancel"
+    );
 }

@@ -69,11 +69,17 @@ impl Env {
         let dir = tempfile::tempdir().unwrap();
         let data = dir.path().join("data");
         let config = dir.path().join("config");
-        Self { _dir: dir, data, config }
+        Self {
+            _dir: dir,
+            data,
+            config,
+        }
     }
 
     fn apply(&self, cmd: &mut Command) {
-        cmd.env("GLASSBOX_DATA_DIR", &self.data).env("GLASSBOX_CONFIG_DIR", &self.config).env("NO_COLOR", "1");
+        cmd.env("GLASSBOX_DATA_DIR", &self.data)
+            .env("GLASSBOX_CONFIG_DIR", &self.config)
+            .env("NO_COLOR", "1");
     }
 
     fn glassbox(&self, args: &[&str]) -> Output {
@@ -89,7 +95,11 @@ impl Env {
 
     fn token(&self) -> String {
         let out = self.glassbox(&["mcp", "--print-token"]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         String::from_utf8(out.stdout).unwrap().trim().to_string()
     }
 
@@ -119,9 +129,13 @@ impl Env {
 fn summary(out: &Output, args: &[&str]) -> Value {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "client {args:?} failed:\n{stderr}\n{stdout}");
+    assert!(
+        out.status.success(),
+        "client {args:?} failed:\n{stderr}\n{stdout}"
+    );
     let line = stdout.lines().last().unwrap_or_default();
-    serde_json::from_str(line).unwrap_or_else(|e| panic!("client {args:?} printed no summary ({e}):\n{stdout}\n{stderr}"))
+    serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("client {args:?} printed no summary ({e}):\n{stdout}\n{stderr}"))
 }
 
 enum Transport {
@@ -140,7 +154,10 @@ struct HttpServer {
 impl HttpServer {
     fn start(env: &Env, extra: &[&str]) -> Self {
         let mut cmd = Command::new(BIN);
-        cmd.args(["mcp", "--http", "127.0.0.1:0"]).args(extra).stdout(Stdio::null()).stderr(Stdio::piped());
+        cmd.args(["mcp", "--http", "127.0.0.1:0"])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
         env.apply(&mut cmd);
         let mut child = cmd.spawn().unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
@@ -163,17 +180,33 @@ impl HttpServer {
                 sink.lock().unwrap().push_str(&format!("{line}\n"));
             }
         });
-        let addr = url.trim_start_matches("http://").trim_end_matches("/mcp").parse().unwrap();
-        Self { child, url, addr, stderr }
+        let addr = url
+            .trim_start_matches("http://")
+            .trim_end_matches("/mcp")
+            .parse()
+            .unwrap();
+        Self {
+            child,
+            url,
+            addr,
+            stderr,
+        }
     }
 
     /// SIGINT, and the server must exit cleanly.
     fn stop(mut self) {
-        Command::new("kill").args(["-INT", &self.child.id().to_string()]).status().unwrap();
+        Command::new("kill")
+            .args(["-INT", &self.child.id().to_string()])
+            .status()
+            .unwrap();
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
-                assert!(status.success(), "server exited with {status}:\n{}", self.stderr.lock().unwrap());
+                assert!(
+                    status.success(),
+                    "server exited with {status}:\n{}",
+                    self.stderr.lock().unwrap()
+                );
                 return;
             }
             assert!(Instant::now() < deadline, "server did not stop on SIGINT");
@@ -195,7 +228,9 @@ fn http_status(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &st
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
     let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n");
-    req.push_str("Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n");
+    req.push_str(
+        "Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\n",
+    );
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -207,7 +242,12 @@ fn http_status(addr: SocketAddr, method: &str, path: &str, headers: &[(&str, &st
 }
 
 fn mcp_sessions(store: &Store) -> Vec<Session> {
-    let mut s: Vec<Session> = store.sessions().unwrap().into_iter().filter(|s| s.source == SessionSource::Mcp).collect();
+    let mut s: Vec<Session> = store
+        .sessions()
+        .unwrap()
+        .into_iter()
+        .filter(|s| s.source == SessionSource::Mcp)
+        .collect();
     s.sort_by_key(|s| s.id);
     s
 }
@@ -219,7 +259,10 @@ fn number(n: &Node) -> u64 {
 /// The 20-thought session of the `sequential` scenario, checked node by node and edge by edge.
 fn check_sequential_session(store: &Store, session: SessionId) {
     let nodes = store.session_nodes(session).unwrap();
-    let thoughts: Vec<&Node> = nodes.iter().filter(|n| n.kind == NodeType::LedgerThought).collect();
+    let thoughts: Vec<&Node> = nodes
+        .iter()
+        .filter(|n| n.kind == NodeType::LedgerThought)
+        .collect();
     assert_eq!(thoughts.len(), 20, "ledger thoughts in {session}");
     assert_eq!(nodes.len(), 20, "only ledger thoughts");
     let numbers: Vec<u64> = thoughts.iter().map(|n| number(n)).collect();
@@ -228,15 +271,36 @@ fn check_sequential_session(store: &Store, session: SessionId) {
     let of = |id: NodeId| number(thoughts.iter().find(|n| n.id == id).unwrap());
     for n in &thoughts {
         let i = number(n);
-        assert_eq!(n.text, format!("Step {i} — étape {i}: reasoning about the cache layout."));
+        assert_eq!(
+            n.text,
+            format!("Step {i} — étape {i}: reasoning about the cache layout.")
+        );
         let m = &n.meta;
         let total = if i <= 12 { 10 } else { 20 };
-        assert_eq!(m["totalThoughts"], json!(total.max(i)), "totalThoughts of {i}");
+        assert_eq!(
+            m["totalThoughts"],
+            json!(total.max(i)),
+            "totalThoughts of {i}"
+        );
         assert_eq!(m["nextThoughtNeeded"], json!(i < 20));
-        assert_eq!(m["isRevision"], json!(i == 6 || i == 15), "isRevision of {i}");
+        assert_eq!(
+            m["isRevision"],
+            json!(i == 6 || i == 15),
+            "isRevision of {i}"
+        );
         let branch = (9..=11).contains(&i);
-        assert_eq!(m["branchId"], if branch { json!("alt-approach") } else { Value::Null });
-        assert_eq!(m["branchFromThought"], if branch { json!(7) } else { Value::Null });
+        assert_eq!(
+            m["branchId"],
+            if branch {
+                json!("alt-approach")
+            } else {
+                Value::Null
+            }
+        );
+        assert_eq!(
+            m["branchFromThought"],
+            if branch { json!(7) } else { Value::Null }
+        );
         let revises = match i {
             6 => json!(3),
             15 => json!(12),
@@ -246,13 +310,23 @@ fn check_sequential_session(store: &Store, session: SessionId) {
     }
     let edges = store.session_edges(session).unwrap();
     let pairs = |kind: EdgeType| -> BTreeSet<(u64, u64)> {
-        edges.iter().filter(|e| e.kind == kind).map(|e| (of(e.src), of(e.dst))).collect()
+        edges
+            .iter()
+            .filter(|e| e.kind == kind)
+            .map(|e| (of(e.src), of(e.dst)))
+            .collect()
     };
     assert_eq!(pairs(EdgeType::Revises), BTreeSet::from([(6, 3), (15, 12)]));
-    assert_eq!(pairs(EdgeType::BranchesFrom), BTreeSet::from([(9, 7), (10, 7), (11, 7)]));
+    assert_eq!(
+        pairs(EdgeType::BranchesFrom),
+        BTreeSet::from([(9, 7), (10, 7), (11, 7)])
+    );
     assert_eq!(edges.len(), 5, "no other edges: {edges:?}");
     // Revisions point at the revised node itself.
-    let rev6 = edges.iter().find(|e| e.kind == EdgeType::Revises && e.src == by_number[&6]).unwrap();
+    let rev6 = edges
+        .iter()
+        .find(|e| e.kind == EdgeType::Revises && e.src == by_number[&6])
+        .unwrap();
     assert_eq!(rev6.dst, by_number[&3]);
     // The Ledger model shows the branch under thought 7 and both revisions.
     let model = LedgerModel::from_store(store, session).unwrap();
@@ -266,7 +340,11 @@ fn check_sequential_summary(summary: &Value) {
     assert_eq!(summary["tools"].as_array().unwrap().len(), 8);
     let outputs = summary["outputs"].as_array().unwrap();
     assert_eq!(outputs.len(), 20);
-    assert_eq!(outputs[10]["totalThoughts"], json!(11), "totalThoughts raised at 11");
+    assert_eq!(
+        outputs[10]["totalThoughts"],
+        json!(11),
+        "totalThoughts raised at 11"
+    );
     assert_eq!(outputs[19]["thoughtHistoryLength"], json!(20));
 }
 
@@ -277,8 +355,16 @@ fn sequential_thinking_over_stdio_matches_the_reference_and_persists() {
         let env = Env::new();
         let summary = env.client(&py, &Transport::Stdio, &["--mode", mode, "sequential"]);
         check_sequential_summary(&summary);
-        let want = if mode == "auto" { "2026-07-28" } else { "2025-11-25" };
-        assert_eq!(summary["protocol"], json!(want), "negotiated protocol in {mode} mode");
+        let want = if mode == "auto" {
+            "2026-07-28"
+        } else {
+            "2025-11-25"
+        };
+        assert_eq!(
+            summary["protocol"],
+            json!(want),
+            "negotiated protocol in {mode} mode"
+        );
         let store = env.store();
         let sessions = mcp_sessions(&store);
         assert_eq!(sessions.len(), 1, "one session for the one connection");
@@ -289,9 +375,19 @@ fn sequential_thinking_over_stdio_matches_the_reference_and_persists() {
         let out = env.glassbox(&["sessions", "show", &sessions[0].id.to_string(), "--json"]);
         assert!(out.status.success());
         let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
-        let kinds: Vec<&str> = shown["nodes"].as_array().unwrap().iter().map(|n| n["kind"].as_str().unwrap()).collect();
+        let kinds: Vec<&str> = shown["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n["kind"].as_str().unwrap())
+            .collect();
         assert_eq!(kinds, vec!["ledger_thought"; 20]);
-        let edges: Vec<&str> = shown["edges"].as_array().unwrap().iter().map(|e| e["kind"].as_str().unwrap()).collect();
+        let edges: Vec<&str> = shown["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["kind"].as_str().unwrap())
+            .collect();
         assert_eq!(edges.iter().filter(|k| **k == "revises").count(), 2);
         assert_eq!(edges.iter().filter(|k| **k == "branches_from").count(), 3);
     }
@@ -303,7 +399,10 @@ fn sequential_thinking_over_http_with_the_token() {
     let env = Env::new();
     let token = env.token();
     let server = HttpServer::start(&env, &[]);
-    let http = Transport::Http { url: server.url.clone(), token };
+    let http = Transport::Http {
+        url: server.url.clone(),
+        token,
+    };
     for mode in ["auto", "legacy"] {
         let summary = env.client(&py, &http, &["--mode", mode, "sequential"]);
         check_sequential_summary(&summary);
@@ -324,32 +423,73 @@ fn http_needs_the_bearer_token() {
     let token = env.token();
     let file = env.config.join("mcp-token");
     use std::os::unix::fs::PermissionsExt;
-    assert_eq!(std::fs::metadata(&file).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap().trim(), token);
     assert_eq!(env.token(), token, "the token is generated once");
     let server = HttpServer::start(&env, &[]);
     let a = server.addr;
     assert_eq!(http_status(a, "POST", "/mcp", &[]), 401);
-    assert_eq!(http_status(a, "POST", "/mcp", &[("Authorization", "Bearer wrong")]), 401);
+    assert_eq!(
+        http_status(a, "POST", "/mcp", &[("Authorization", "Bearer wrong")]),
+        401
+    );
     let almost = format!("Bearer {}", &token[..token.len() - 1]);
-    assert_eq!(http_status(a, "POST", "/mcp", &[("Authorization", &almost)]), 401);
-    assert_eq!(http_status(a, "POST", "/mcp", &[("Authorization", &format!("Basic {token}"))]), 401);
+    assert_eq!(
+        http_status(a, "POST", "/mcp", &[("Authorization", &almost)]),
+        401
+    );
+    assert_eq!(
+        http_status(
+            a,
+            "POST",
+            "/mcp",
+            &[("Authorization", &format!("Basic {token}"))]
+        ),
+        401
+    );
     assert_eq!(http_status(a, "GET", "/mcp", &[]), 401);
     assert_eq!(http_status(a, "DELETE", "/mcp", &[]), 401);
-    assert_eq!(http_status(a, "POST", "/elsewhere", &[]), 401, "every path needs the token");
+    assert_eq!(
+        http_status(a, "POST", "/elsewhere", &[]),
+        401,
+        "every path needs the token"
+    );
     let good = format!("bearer {token}");
-    assert_ne!(http_status(a, "POST", "/mcp", &[("Authorization", &good)]), 401, "the scheme is case-insensitive");
-    assert_eq!(http_status(a, "POST", "/elsewhere", &[("Authorization", &good)]), 404);
+    assert_ne!(
+        http_status(a, "POST", "/mcp", &[("Authorization", &good)]),
+        401,
+        "the scheme is case-insensitive"
+    );
+    assert_eq!(
+        http_status(a, "POST", "/elsewhere", &[("Authorization", &good)]),
+        404
+    );
     if let Some(py) = python() {
         // The real client, with a wrong token, cannot even connect (the SDK reports the 401
         // as an error response).
-        let wrong = Transport::Http { url: server.url.clone(), token: "0".repeat(64) };
-        let out = env.client_command(&py, &wrong, &["sequential"]).output().unwrap();
+        let wrong = Transport::Http {
+            url: server.url.clone(),
+            token: "0".repeat(64),
+        };
+        let out = env
+            .client_command(&py, &wrong, &["sequential"])
+            .output()
+            .unwrap();
         assert!(!out.status.success());
-        assert!(String::from_utf8_lossy(&out.stderr).contains("MCPError"), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("MCPError"),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     server.stop();
-    assert!(mcp_sessions(&env.store()).is_empty(), "nothing was written without the token");
+    assert!(
+        mcp_sessions(&env.store()).is_empty(),
+        "nothing was written without the token"
+    );
 }
 
 #[test]
@@ -361,7 +501,11 @@ fn binding_a_non_loopback_address_needs_allow_remote() {
     assert!(err.contains("--allow-remote"), "{err}");
     assert_eq!(err.lines().count(), 1, "one-line error: {err}");
     let server = HttpServer::start_remote(&env);
-    assert!(server.stderr.lock().unwrap().contains("warning"), "{}", server.stderr.lock().unwrap());
+    assert!(
+        server.stderr.lock().unwrap().contains("warning"),
+        "{}",
+        server.stderr.lock().unwrap()
+    );
     assert_eq!(http_status(server.addr, "POST", "/mcp", &[]), 401);
     server.stop();
     let bad = env.glassbox(&["mcp", "--http", "not-an-address"]);
@@ -372,7 +516,9 @@ fn binding_a_non_loopback_address_needs_allow_remote() {
 impl HttpServer {
     fn start_remote(env: &Env) -> Self {
         let mut cmd = Command::new(BIN);
-        cmd.args(["mcp", "--http", "0.0.0.0:0", "--allow-remote"]).stdout(Stdio::null()).stderr(Stdio::piped());
+        cmd.args(["mcp", "--http", "0.0.0.0:0", "--allow-remote"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
         env.apply(&mut cmd);
         let mut child = cmd.spawn().unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
@@ -387,7 +533,12 @@ impl HttpServer {
             }
         };
         let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-        Self { child, url: format!("http://{addr}/mcp"), addr, stderr: Arc::new(Mutex::new(seen)) }
+        Self {
+            child,
+            url: format!("http://{addr}/mcp"),
+            addr,
+            stderr: Arc::new(Mutex::new(seen)),
+        }
     }
 }
 
@@ -400,7 +551,10 @@ fn bad_arguments_get_error_results_and_the_server_keeps_serving() {
         assert_eq!(summary["errors"], json!(23));
     }
     let server = HttpServer::start(&env, &[]);
-    let http = Transport::Http { url: server.url.clone(), token: env.token() };
+    let http = Transport::Http {
+        url: server.url.clone(),
+        token: env.token(),
+    };
     let summary = env.client(&py, &http, &["bad"]);
     assert_eq!(summary["good"], json!(23));
     server.stop();
@@ -418,7 +572,10 @@ fn critique_through_sampling_is_stored_as_an_annotation() {
     let Some(py) = python() else { return };
     let env = Env::new();
     let server = HttpServer::start(&env, &[]);
-    let http = Transport::Http { url: server.url.clone(), token: env.token() };
+    let http = Transport::Http {
+        url: server.url.clone(),
+        token: env.token(),
+    };
     let runs = [
         (&Transport::Stdio, "auto", "2026-07-28"),
         (&Transport::Stdio, "legacy", "2025-11-25"),
@@ -430,7 +587,11 @@ fn critique_through_sampling_is_stored_as_an_annotation() {
         assert_eq!(summary["protocol"], json!(protocol));
         let store = env.store();
         let thought: NodeId = summary["thoughtId"].as_str().unwrap().parse().unwrap();
-        let critique: NodeId = summary["critique"]["annotationId"].as_str().unwrap().parse().unwrap();
+        let critique: NodeId = summary["critique"]["annotationId"]
+            .as_str()
+            .unwrap()
+            .parse()
+            .unwrap();
         let node = store.node(critique).unwrap().unwrap();
         assert_eq!(node.kind, NodeType::HumanAnnotation);
         assert_eq!(node.text, CRITIQUE_TEXT);
@@ -449,8 +610,16 @@ fn critique_through_sampling_is_stored_as_an_annotation() {
     server.stop();
     let store = env.store();
     let sid: SessionId = summary["sessionId"].as_str().unwrap().parse().unwrap();
-    let kinds: Vec<NodeType> = store.session_nodes(sid).unwrap().iter().map(|n| n.kind).collect();
-    assert_eq!(kinds, vec![NodeType::LedgerThought, NodeType::LedgerThought]);
+    let kinds: Vec<NodeType> = store
+        .session_nodes(sid)
+        .unwrap()
+        .iter()
+        .map(|n| n.kind)
+        .collect();
+    assert_eq!(
+        kinds,
+        vec![NodeType::LedgerThought, NodeType::LedgerThought]
+    );
 }
 
 #[test]
@@ -462,9 +631,19 @@ fn ledger_tools_start_checkpoint_search_export_and_import() {
     let sid: SessionId = summary["sessionId"].as_str().unwrap().parse().unwrap();
     let session = store.session(sid).unwrap().unwrap();
     assert_eq!(session.title, "Ledger tools walk-through");
-    let ids: Vec<NodeId> = summary["thoughtIds"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().parse().unwrap()).collect();
+    let ids: Vec<NodeId> = summary["thoughtIds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap().parse().unwrap())
+        .collect();
     let into = |id: NodeId| -> Vec<(EdgeType, Node)> {
-        store.edges_to(id, None).unwrap().into_iter().map(|e| (e.kind, store.node(e.src).unwrap().unwrap())).collect()
+        store
+            .edges_to(id, None)
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.kind, store.node(e.src).unwrap().unwrap()))
+            .collect()
     };
     let on_second = into(ids[1]);
     assert_eq!(on_second.len(), 1);
@@ -521,11 +700,27 @@ fn two_servers_and_a_follower_see_every_thought_once() {
     });
     // One server on stdio, one on HTTP, written to at the same time.
     let server = HttpServer::start(&env, &[]);
-    let http = Transport::Http { url: server.url.clone(), token: env.token() };
+    let http = Transport::Http {
+        url: server.url.clone(),
+        token: env.token(),
+    };
     let count = COUNT.to_string();
-    let mut a = env.client_command(&py, &Transport::Stdio, &["burst", "--count", &count, "--tag", "stdio"]);
+    let mut a = env.client_command(
+        &py,
+        &Transport::Stdio,
+        &["burst", "--count", &count, "--tag", "stdio"],
+    );
     let mut b = env.client_command(&py, &http, &["burst", "--count", &count, "--tag", "http"]);
-    let (a, b) = (a.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap(), b.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap());
+    let (a, b) = (
+        a.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+        b.stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
     summary(&a, &["burst stdio"]);
     summary(&b, &["burst http"]);
@@ -541,20 +736,86 @@ fn two_servers_and_a_follower_see_every_thought_once() {
     for s in &sessions {
         let thoughts = store.session_nodes(s.id).unwrap();
         assert_eq!(thoughts.len(), COUNT, "session {}", s.title);
-        let tag = if thoughts[0].text.starts_with("stdio") { "stdio" } else { "http" };
+        let tag = if thoughts[0].text.starts_with("stdio") {
+            "stdio"
+        } else {
+            "http"
+        };
         for (i, n) in thoughts.iter().enumerate() {
-            assert_eq!(n.text, format!("{tag} thought {}", i + 1), "in order, in its own session");
+            assert_eq!(
+                n.text,
+                format!("{tag} thought {}", i + 1),
+                "in order, in its own session"
+            );
             *texts.entry(n.text.clone()).or_default() += 1;
             ids.insert(n.id.0);
         }
     }
     assert_eq!(texts.len(), 2 * COUNT);
-    assert!(texts.values().all(|&c| c == 1), "every thought present once");
+    assert!(
+        texts.values().all(|&c| c == 1),
+        "every thought present once"
+    );
     for id in &ids {
         assert_eq!(seen.get(id), Some(&1), "the follower saw node {id} once");
     }
     let ledger_seen = seen.keys().filter(|id| ids.contains(id)).count();
     assert_eq!(ledger_seen, 2 * COUNT);
+}
+
+#[test]
+fn a_killed_server_loses_no_acknowledged_thought() {
+    let Some(py) = python() else { return };
+    let env = Env::new();
+    let server = HttpServer::start(&env, &[]);
+    let http = Transport::Http {
+        url: server.url.clone(),
+        token: env.token(),
+    };
+    let mut client = env
+        .client_command(
+            &py,
+            &http,
+            &["burst", "--count", "100000", "--tag", "durable"],
+        )
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut acked = Vec::new();
+    let mut lines = BufReader::new(client.stdout.take().unwrap()).lines();
+    while acked.len() < 40 {
+        let line = lines.next().expect("the client stopped early").unwrap();
+        if let Some(text) = line.strip_prefix("ack ") {
+            acked.push(text.to_string());
+        }
+    }
+    drop(server); // SIGKILL, mid-burst
+    // Whatever else the client saw acknowledged before the connection broke counts too.
+    acked.extend(
+        lines
+            .map_while(Result::ok)
+            .filter_map(|l| l.strip_prefix("ack ").map(str::to_string)),
+    );
+    assert!(
+        !client.wait().unwrap().success(),
+        "the client noticed the server die"
+    );
+    let store = env.store();
+    let sessions = mcp_sessions(&store);
+    assert_eq!(sessions.len(), 1);
+    let stored: HashSet<String> = store
+        .session_nodes(sessions[0].id)
+        .unwrap()
+        .into_iter()
+        .map(|n| n.text)
+        .collect();
+    for text in &acked {
+        assert!(
+            stored.contains(text),
+            "acknowledged thought '{text}' was lost"
+        );
+    }
 }
 
 /// Main 1–4, branch "cold-cache" (5, 6) from 2 with a nested branch from 5, revision 7 of 3,
@@ -581,20 +842,72 @@ fn snapshot_ledger() -> (Session, Vec<Node>, Vec<Edge>) {
         }
         m
     };
-    let n1 = node(NodeType::LedgerThought, "Lookups take 40 ms at p99; the index should answer in under 1 ms.", t(1, 5, json!({"thoughtType": "analysis"})));
-    let n2 = node(NodeType::LedgerThought, "Hypothesis: the hash map is rebuilt on every request.", t(2, 5, json!({"thoughtType": "hypothesis"})));
-    let n3 = node(NodeType::LedgerThought, "The profile shows 90% of the time in rehashing.", t(3, 5, json!({})));
-    let b5 = node(NodeType::LedgerThought, "Alternatively the cache is cold after each deploy.", t(4, 6, json!({"branchId": "cold-cache", "branchFromThought": 2})));
-    let b6 = node(NodeType::LedgerThought, "Deploys happen twice a day; that cannot explain every request.", t(5, 6, json!({"branchId": "cold-cache", "branchFromThought": 2, "thoughtType": "evaluation"})));
-    let c7 = node(NodeType::LedgerThought, "Unless the cache is per worker.", t(6, 6, json!({"branchId": "per-worker", "branchFromThought": 4})));
-    let r7 = node(NodeType::LedgerThought, "Correction: rehashing is 60%, allocation the other 30%.", t(7, 8, json!({"isRevision": true, "revisesThought": 3})));
-    let n8 = node(NodeType::LedgerThought, "Keep the map across requests and reserve capacity up front.", {
-        let mut m = t(8, 8, json!({"thoughtType": "conclusion"}));
-        m["nextThoughtNeeded"] = json!(false);
-        m
-    });
-    let crit = node(NodeType::HumanAnnotation, "Check whether the map is shared between threads before keeping it.", json!({"source": "sampling"}));
-    let check = node(NodeType::HumanAnnotation, "checkpoint: verified", json!({"verdict": "verified", "source": "checkpoint"}));
+    let n1 = node(
+        NodeType::LedgerThought,
+        "Lookups take 40 ms at p99; the index should answer in under 1 ms.",
+        t(1, 5, json!({"thoughtType": "analysis"})),
+    );
+    let n2 = node(
+        NodeType::LedgerThought,
+        "Hypothesis: the hash map is rebuilt on every request.",
+        t(2, 5, json!({"thoughtType": "hypothesis"})),
+    );
+    let n3 = node(
+        NodeType::LedgerThought,
+        "The profile shows 90% of the time in rehashing.",
+        t(3, 5, json!({})),
+    );
+    let b5 = node(
+        NodeType::LedgerThought,
+        "Alternatively the cache is cold after each deploy.",
+        t(
+            4,
+            6,
+            json!({"branchId": "cold-cache", "branchFromThought": 2}),
+        ),
+    );
+    let b6 = node(
+        NodeType::LedgerThought,
+        "Deploys happen twice a day; that cannot explain every request.",
+        t(
+            5,
+            6,
+            json!({"branchId": "cold-cache", "branchFromThought": 2, "thoughtType": "evaluation"}),
+        ),
+    );
+    let c7 = node(
+        NodeType::LedgerThought,
+        "Unless the cache is per worker.",
+        t(
+            6,
+            6,
+            json!({"branchId": "per-worker", "branchFromThought": 4}),
+        ),
+    );
+    let r7 = node(
+        NodeType::LedgerThought,
+        "Correction: rehashing is 60%, allocation the other 30%.",
+        t(7, 8, json!({"isRevision": true, "revisesThought": 3})),
+    );
+    let n8 = node(
+        NodeType::LedgerThought,
+        "Keep the map across requests and reserve capacity up front.",
+        {
+            let mut m = t(8, 8, json!({"thoughtType": "conclusion"}));
+            m["nextThoughtNeeded"] = json!(false);
+            m
+        },
+    );
+    let crit = node(
+        NodeType::HumanAnnotation,
+        "Check whether the map is shared between threads before keeping it.",
+        json!({"source": "sampling"}),
+    );
+    let check = node(
+        NodeType::HumanAnnotation,
+        "checkpoint: verified",
+        json!({"verdict": "verified", "source": "checkpoint"}),
+    );
     let edges = vec![
         Edge::new(b5.id, EdgeType::BranchesFrom, n2.id),
         Edge::new(b6.id, EdgeType::BranchesFrom, n2.id),
@@ -609,7 +922,8 @@ fn snapshot_ledger() -> (Session, Vec<Node>, Vec<Edge>) {
 fn draw_ledger(model: &LedgerModel, w: u16, h: u16) -> Terminal<TestBackend> {
     let theme = Theme::builtin("dark", ColorDepth::TrueColor).unwrap();
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| glassbox::views::ledger::render(f, f.area(), model, &theme, true)).unwrap();
+    term.draw(|f| glassbox::views::ledger::render(f, f.area(), model, &theme, true))
+        .unwrap();
     term
 }
 
@@ -619,10 +933,16 @@ fn ledger_view_with_branches_and_revisions() {
     let mut model = LedgerModel::from_parts(Some(&s), &nodes, &edges);
     // Select the revision: the detail pane shows it in full.
     assert!(model.select_node(nodes[6].id));
-    insta::assert_snapshot!("ledger_80x24_revision_selected", draw_ledger(&model, 80, 24).backend());
+    insta::assert_snapshot!(
+        "ledger_80x24_revision_selected",
+        draw_ledger(&model, 80, 24).backend()
+    );
     // Small terminals drop the detail pane; the nested branch's thought is selectable.
     assert!(model.select_node(nodes[5].id));
-    insta::assert_snapshot!("ledger_60x10_nested_branch", draw_ledger(&model, 60, 10).backend());
+    insta::assert_snapshot!(
+        "ledger_60x10_nested_branch",
+        draw_ledger(&model, 60, 10).backend()
+    );
     let empty = LedgerModel::default();
     let text = format!("{}", draw_ledger(&empty, 60, 5).backend());
     assert!(text.contains("no ledger thoughts yet"), "{text}");

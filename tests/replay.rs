@@ -48,7 +48,12 @@ async fn turn(store: &Store, provider: Arc<dyn Provider>, q: &str) -> (TurnOutco
 }
 
 fn raw_bytes(store: &Store, outcome: &TurnOutcome) -> Vec<u8> {
-    store.raw_chunks(outcome.stream).unwrap().into_iter().flat_map(|c| c.bytes).collect()
+    store
+        .raw_chunks(outcome.stream)
+        .unwrap()
+        .into_iter()
+        .flat_map(|c| c.bytes)
+        .collect()
 }
 
 /// Records `provider`'s answer, replays it at full speed, and checks events, node texts and
@@ -74,8 +79,14 @@ async fn local_model_recording_replays_identically() {
     let dir = glassbox::paths::default_models_dir().unwrap();
     let path = glassbox::models::smollm2_path(&dir);
     if !path.is_file() {
-        assert!(std::env::var("CI").is_err(), "model file missing in CI: run scripts/setup.sh");
-        eprintln!("\n!!! SKIPPING: local model {} not found; run scripts/setup.sh !!!\n", path.display());
+        assert!(
+            std::env::var("CI").is_err(),
+            "model file missing in CI: run scripts/setup.sh"
+        );
+        eprintln!(
+            "\n!!! SKIPPING: local model {} not found; run scripts/setup.sh !!!\n",
+            path.display()
+        );
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
@@ -108,10 +119,18 @@ async fn http_recordings_replay_identically() {
     ];
     for (kind, fixture) in cases {
         let body = support::fixture(fixture);
-        let step = if fixture.ends_with(".ndjson") { Step::ndjson(&body) } else { Step::sse(&body) };
+        let step = if fixture.ends_with(".ndjson") {
+            Step::ndjson(&body)
+        } else {
+            Step::sse(&body)
+        };
         let server = ScriptedServer::start(Script::forever(step.rechunk(ChunkBy::Bytes(37)))).await;
         let settings = HttpSettings {
-            base_url: if kind == "openai" { format!("{}/v1", server.url()) } else { server.url() },
+            base_url: if kind == "openai" {
+                format!("{}/v1", server.url())
+            } else {
+                server.url()
+            },
             keys: vec![ApiKey::new("k")],
             ..Default::default()
         };
@@ -128,9 +147,9 @@ async fn http_recordings_replay_identically() {
 
 #[tokio::test(start_paused = true)]
 async fn replay_keeps_the_recorded_pace() {
+    use futures::StreamExt;
     use glassbox::engines::llm::{CallCtx, ChatRequest};
     use glassbox::store::{RawStream, SessionId, StoredChunk, StreamId};
-    use futures::StreamExt;
     let lines = [
         ("{\"p\":\"a\",\"s\":\"x\"}\n", 0u64),
         ("{\"p\":\"a\",\"s\":\"y\"}\n", 200_000),
@@ -147,8 +166,13 @@ async fn replay_keeps_the_recorded_pace() {
         chunk_count: 3,
         total_bytes: 0,
     };
-    let chunks: Vec<StoredChunk> =
-        lines.iter().map(|(l, t)| StoredChunk { offset_us: *t, bytes: l.as_bytes().to_vec() }).collect();
+    let chunks: Vec<StoredChunk> = lines
+        .iter()
+        .map(|(l, t)| StoredChunk {
+            offset_us: *t,
+            bytes: l.as_bytes().to_vec(),
+        })
+        .collect();
     // Paused time: the replay's sleeps advance the clock exactly, so the pace is checked
     // without measuring wall-clock time.
     let start = tokio::time::Instant::now();

@@ -8,7 +8,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use glassbox::store::{ChangeKind, Node, NodeId, NodeType, Session, SessionId, SessionSource, Store};
+use glassbox::store::{
+    ChangeKind, Node, NodeId, NodeType, Session, SessionId, SessionSource, Store,
+};
 
 const MODE: &str = "GLASSBOX_TEST_CHILD";
 const STORE: &str = "GLASSBOX_TEST_STORE";
@@ -36,7 +38,9 @@ fn spawn_child(mode: &str, store: &Path, count: usize, batch: usize, session: Se
 /// prints "seen <n>".
 #[test]
 fn child_entry() {
-    let Ok(mode) = std::env::var(MODE) else { return };
+    let Ok(mode) = std::env::var(MODE) else {
+        return;
+    };
     let store = Store::open(Path::new(&std::env::var(STORE).unwrap())).unwrap();
     let count: usize = std::env::var(COUNT).unwrap().parse().unwrap();
     let batch: usize = std::env::var(BATCH).unwrap().parse().unwrap();
@@ -45,8 +49,9 @@ fn child_entry() {
         "write" => {
             let mut written = 0;
             while count == 0 || written < count {
-                let nodes: Vec<Node> =
-                    (0..batch).map(|i| Node::new(session, NodeType::Thinking, format!("n{}", written + i))).collect();
+                let nodes: Vec<Node> = (0..batch)
+                    .map(|i| Node::new(session, NodeType::Thinking, format!("n{}", written + i)))
+                    .collect();
                 store
                     .write(|w| {
                         for n in &nodes {
@@ -121,13 +126,27 @@ fn killed_writer_loses_nothing_committed() {
         child.kill().unwrap();
         child.wait().unwrap();
         let printed = reader.join().unwrap();
-        assert!(!printed.is_empty() || round > 0, "the writer printed nothing");
+        assert!(
+            !printed.is_empty() || round > 0,
+            "the writer printed nothing"
+        );
         let mut store = Store::open(&path).unwrap();
-        let present: HashSet<NodeId> = store.session_nodes(session).unwrap().iter().map(|n| n.id).collect();
+        let present: HashSet<NodeId> = store
+            .session_nodes(session)
+            .unwrap()
+            .iter()
+            .map(|n| n.id)
+            .collect();
         for id in &printed {
-            assert!(present.contains(id), "round {round}: committed node {id} missing after kill -9");
+            assert!(
+                present.contains(id),
+                "round {round}: committed node {id} missing after kill -9"
+            );
         }
-        assert!(store.check_integrity().unwrap(), "round {round}: integrity check failed");
+        assert!(
+            store.check_integrity().unwrap(),
+            "round {round}: integrity check failed"
+        );
     }
 }
 

@@ -18,7 +18,8 @@ use glassbox::engines::llm::anthropic::AnthropicProvider;
 use glassbox::engines::llm::http::{ApiKey, HttpSettings};
 use glassbox::engines::orchestrator::Orchestrator;
 use glassbox::store::{
-    Alternative, DecisionId, DecisionPoint, Edge, EdgeType, Node, NodeStatus, NodeType, Session, SessionSource, Store,
+    Alternative, DecisionId, DecisionPoint, Edge, EdgeType, Node, NodeStatus, NodeType, Session,
+    SessionSource, Store,
 };
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -38,7 +39,11 @@ fn seeded_store(dir: &std::path::Path) -> Store {
     let mut older = Session::new("Why is the sky blue?", SessionSource::Glassbox);
     older.created_at = at(1, 0);
     older.updated_at = at(1, 0);
-    let mut q = Node::new(s.id, NodeType::Query, "Should the index be a hash map or a sorted vector?");
+    let mut q = Node::new(
+        s.id,
+        NodeType::Query,
+        "Should the index be a hash map or a sorted vector?",
+    );
     q.created_at = at(3, 4);
     let mut t = Node::new(
         s.id,
@@ -59,14 +64,20 @@ fn seeded_store(dir: &std::path::Path) -> Store {
         NodeType::Response,
         "Use a **hash map**:\n\n- O(1) lookups\n- no ordering needed\n\n```rust\nlet mut m = HashMap::new();\n```\n",
     );
-    r.meta.insert("usage".into(), serde_json::json!({"input_tokens": 20, "output_tokens": 42}));
+    r.meta.insert(
+        "usage".into(),
+        serde_json::json!({"input_tokens": 20, "output_tokens": 42}),
+    );
     let d = DecisionPoint {
         id: DecisionId::new(),
         node: t.id,
         step_number: 1,
         description: "I could either use a hash map or a sorted vector".into(),
         chosen_path: "the hash map".into(),
-        alternatives: vec![Alternative { path: "a sorted vector".into(), reason_rejected: None }],
+        alternatives: vec![Alternative {
+            path: "a sorted vector".into(),
+            reason_rejected: None,
+        }],
         confidence: 0.65,
         created_at: at(3, 4),
     };
@@ -100,7 +111,14 @@ fn app(store: Store, url: &str, theme: &str) -> App {
     let cfg = Config::builtin().unwrap();
     let orch = Orchestrator::new(store.clone(), provider(url), "claude-test");
     let theme = Theme::builtin(theme, ColorDepth::TrueColor).unwrap();
-    App::new(store, cfg, Keymap::builtin(), theme, Ok((orch, ProviderKind::Anthropic)), "claude-test".into())
+    App::new(
+        store,
+        cfg,
+        Keymap::builtin(),
+        theme,
+        Ok((orch, ProviderKind::Anthropic)),
+        "claude-test".into(),
+    )
 }
 
 /// Handles engine messages until `done` holds (or fails after a generous wait).
@@ -112,7 +130,10 @@ async fn pump_until(app: &mut App, mut done: impl FnMut(&App) -> bool) {
         let _ = tokio::time::timeout(Duration::from_millis(50), app.next()).await;
         app.drain();
     }
-    panic!("condition not reached; state: phase {:?}, notice {:?}", app.state.phase, app.state.notice);
+    panic!(
+        "condition not reached; state: phase {:?}, notice {:?}",
+        app.state.phase, app.state.notice
+    );
 }
 
 fn press(app: &mut App, code: KeyCode) {
@@ -136,13 +157,21 @@ async fn loaded_app(dir: &std::path::Path, theme: &str) -> App {
     let store = seeded_store(dir);
     let mut app = app(store, "http://127.0.0.1:9", theme);
     app.start();
-    pump_until(&mut app, |a| a.state.loaded.session.is_some() && !a.state.sessions.is_empty()).await;
+    pump_until(&mut app, |a| {
+        a.state.loaded.session.is_some() && !a.state.sessions.is_empty()
+    })
+    .await;
     app
 }
 
 #[tokio::test]
 async fn think_workspace_snapshots() {
-    for (theme, w, h) in [("dark", 80, 24), ("dark", 160, 45), ("light", 80, 24), ("light", 160, 45)] {
+    for (theme, w, h) in [
+        ("dark", 80, 24),
+        ("dark", 160, 45),
+        ("light", 80, 24),
+        ("light", 160, 45),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let mut app = loaded_app(dir.path(), theme).await;
         let term = draw(&mut app, w, h);
@@ -159,7 +188,11 @@ async fn light_and_dark_differ_only_in_colour() {
     let a = draw(&mut dark, 80, 24);
     let b = draw(&mut light, 80, 24);
     assert_eq!(a.backend().to_string(), b.backend().to_string());
-    assert_ne!(a.backend().buffer(), b.backend().buffer(), "themes must change colours");
+    assert_ne!(
+        a.backend().buffer(),
+        b.backend().buffer(),
+        "themes must change colours"
+    );
 }
 
 #[tokio::test]
@@ -189,7 +222,10 @@ async fn graph_navigation_and_decision_jumps() {
     // The selection starts on the newest node; the decision point is above it.
     press(&mut app, KeyCode::Char(']'));
     press(&mut app, KeyCode::Char('d'));
-    assert_ne!(app.state.graph.rows()[app.state.graph.selected].kind, RowKind::Decision);
+    assert_ne!(
+        app.state.graph.rows()[app.state.graph.selected].kind,
+        RowKind::Decision
+    );
     press(&mut app, KeyCode::Char('['));
     press(&mut app, KeyCode::Char('d'));
     let row = &app.state.graph.rows()[app.state.graph.selected];
@@ -198,7 +234,11 @@ async fn graph_navigation_and_decision_jumps() {
     // Enter shows the node's detail.
     press(&mut app, KeyCode::Enter);
     let term = draw(&mut app, 120, 40);
-    assert!(term.backend().to_string().contains("I could either use a hash map"));
+    assert!(
+        term.backend()
+            .to_string()
+            .contains("I could either use a hash map")
+    );
 }
 
 /// An Anthropic SSE stream: message_start, one thinking block split into `parts`, a
@@ -208,17 +248,44 @@ fn anthropic_stream(parts: &[&str], answer: &str) -> String {
     let mut frame = |event: &str, data: serde_json::Value| {
         s.push_str(&format!("event: {event}\ndata: {data}\n\n"));
     };
-    frame("message_start", serde_json::json!({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"usage":{"input_tokens":12,"output_tokens":1}}}));
-    frame("content_block_start", serde_json::json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}));
+    frame(
+        "message_start",
+        serde_json::json!({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"usage":{"input_tokens":12,"output_tokens":1}}}),
+    );
+    frame(
+        "content_block_start",
+        serde_json::json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}),
+    );
     for p in parts {
-        frame("content_block_delta", serde_json::json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":p}}));
+        frame(
+            "content_block_delta",
+            serde_json::json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":p}}),
+        );
     }
-    frame("content_block_delta", serde_json::json!({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig"}}));
-    frame("content_block_stop", serde_json::json!({"type":"content_block_stop","index":0}));
-    frame("content_block_start", serde_json::json!({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}));
-    frame("content_block_delta", serde_json::json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":answer}}));
-    frame("content_block_stop", serde_json::json!({"type":"content_block_stop","index":1}));
-    frame("message_delta", serde_json::json!({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":30}}));
+    frame(
+        "content_block_delta",
+        serde_json::json!({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig"}}),
+    );
+    frame(
+        "content_block_stop",
+        serde_json::json!({"type":"content_block_stop","index":0}),
+    );
+    frame(
+        "content_block_start",
+        serde_json::json!({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}),
+    );
+    frame(
+        "content_block_delta",
+        serde_json::json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":answer}}),
+    );
+    frame(
+        "content_block_stop",
+        serde_json::json!({"type":"content_block_stop","index":1}),
+    );
+    frame(
+        "message_delta",
+        serde_json::json!({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":30}}),
+    );
     frame("message_stop", serde_json::json!({"type":"message_stop"}));
     s
 }
@@ -236,7 +303,9 @@ const THINKING: [&str; 6] = [
 async fn a_question_streams_and_the_graph_grows_before_the_end() {
     let body = anthropic_stream(&THINKING, "Use a hash map.");
     // Frames arrive 150 ms apart, so the run is visibly in progress while they do.
-    let step = Step::sse(&body).rechunk(ChunkBy::Frames).delay_each(Duration::from_millis(150));
+    let step = Step::sse(&body)
+        .rechunk(ChunkBy::Frames)
+        .delay_each(Duration::from_millis(150));
     let server = ScriptedServer::start(Script::forever(step)).await;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
@@ -247,13 +316,30 @@ async fn a_question_streams_and_the_graph_grows_before_the_end() {
     assert!(app.running());
     // Steps and a decision point appear while the stream is still going.
     pump_until(&mut app, |a| {
-        a.running() && a.state.graph.rows().iter().any(|r| r.kind == RowKind::Decision)
+        a.running()
+            && a.state
+                .graph
+                .rows()
+                .iter()
+                .any(|r| r.kind == RowKind::Decision)
     })
     .await;
-    assert!(app.state.graph.rows().iter().any(|r| matches!(r.kind, RowKind::Step(_))));
+    assert!(
+        app.state
+            .graph
+            .rows()
+            .iter()
+            .any(|r| matches!(r.kind, RowKind::Step(_)))
+    );
     let live = draw(&mut app, 160, 45).backend().to_string();
-    assert!(live.contains("I could either use a hash map"), "thinking pane shows the stream");
-    pump_until(&mut app, |a| !a.running() && a.state.loaded.session.is_some()).await;
+    assert!(
+        live.contains("I could either use a hash map"),
+        "thinking pane shows the stream"
+    );
+    pump_until(&mut app, |a| {
+        !a.running() && a.state.loaded.session.is_some()
+    })
+    .await;
     let text = draw(&mut app, 160, 45).backend().to_string();
     assert!(text.contains("Use a hash map."), "{text}");
     assert!(text.contains("done"));
@@ -261,7 +347,10 @@ async fn a_question_streams_and_the_graph_grows_before_the_end() {
     let sid = app.state.loaded.id().unwrap();
     let nodes = store.session_nodes(sid).unwrap();
     let kinds: Vec<_> = nodes.iter().map(|n| n.kind).collect();
-    assert_eq!(kinds, vec![NodeType::Query, NodeType::Thinking, NodeType::Response]);
+    assert_eq!(
+        kinds,
+        vec![NodeType::Query, NodeType::Thinking, NodeType::Response]
+    );
     assert_eq!(nodes[1].text, THINKING.concat());
     assert!(!store.decision_points(nodes[1].id).unwrap().is_empty());
     assert!(nodes[1].meta["steps"].as_array().unwrap().len() >= 3);
@@ -272,7 +361,9 @@ async fn a_question_streams_and_the_graph_grows_before_the_end() {
 #[tokio::test]
 async fn esc_cancels_and_keeps_the_partial_node_marked() {
     let body = anthropic_stream(&THINKING, "never reached");
-    let step = Step::sse(&body).rechunk(ChunkBy::Frames).delay_each(Duration::from_millis(400));
+    let step = Step::sse(&body)
+        .rechunk(ChunkBy::Frames)
+        .delay_each(Duration::from_millis(400));
     let server = ScriptedServer::start(Script::forever(step)).await;
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
@@ -280,7 +371,10 @@ async fn esc_cancels_and_keeps_the_partial_node_marked() {
     app.start();
     type_text(&mut app, "Hash map?");
     press(&mut app, KeyCode::Enter);
-    pump_until(&mut app, |a| a.state.run.as_ref().is_some_and(|r| r.thinking.len() > 10)).await;
+    pump_until(&mut app, |a| {
+        a.state.run.as_ref().is_some_and(|r| r.thinking.len() > 10)
+    })
+    .await;
     press(&mut app, KeyCode::Esc);
     pump_until(&mut app, |a| !a.running()).await;
     assert_eq!(app.state.phase, glassbox::app::state::RunPhase::Interrupted);
@@ -290,7 +384,11 @@ async fn esc_cancels_and_keeps_the_partial_node_marked() {
     assert_eq!(thinking.status, NodeStatus::Interrupted);
     assert!(thinking.text.starts_with("The question is"));
     assert!(thinking.text.len() < THINKING.concat().len());
-    assert!(nodes.iter().all(|n| n.kind != NodeType::Response || n.text.is_empty()));
+    assert!(
+        nodes
+            .iter()
+            .all(|n| n.kind != NodeType::Response || n.text.is_empty())
+    );
 }
 
 #[tokio::test]
@@ -300,25 +398,41 @@ async fn sessions_rename_switch_new_and_delete_from_the_keyboard() {
     let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
     press(&mut app, KeyCode::Esc);
     // Rename the open session.
-    app.handle_event(Event::Key(KeyEvent::new(KeyCode::Char('R'), KeyModifiers::SHIFT)));
+    app.handle_event(Event::Key(KeyEvent::new(
+        KeyCode::Char('R'),
+        KeyModifiers::SHIFT,
+    )));
     for _ in 0..40 {
         press(&mut app, KeyCode::Backspace);
     }
     type_text(&mut app, "Index choice");
     press(&mut app, KeyCode::Enter);
     let id = app.state.loaded.id().unwrap();
-    pump_until(&mut app, |a| a.state.sessions.iter().any(|s| s.title == "Index choice")).await;
+    pump_until(&mut app, |a| {
+        a.state.sessions.iter().any(|s| s.title == "Index choice")
+    })
+    .await;
     assert_eq!(store.session(id).unwrap().unwrap().title, "Index choice");
     // Switch to the other session through the session search.
     press(&mut app, KeyCode::Char('/'));
     type_text(&mut app, "sky");
     press(&mut app, KeyCode::Enter);
-    pump_until(&mut app, |a| a.state.loaded.session.as_ref().is_some_and(|s| s.title == "Why is the sky blue?")).await;
+    pump_until(&mut app, |a| {
+        a.state
+            .loaded
+            .session
+            .as_ref()
+            .is_some_and(|s| s.title == "Why is the sky blue?")
+    })
+    .await;
     // Delete it: d d asks, y confirms.
     let sky = app.state.loaded.id().unwrap();
     press(&mut app, KeyCode::Char('d'));
     press(&mut app, KeyCode::Char('d'));
-    assert!(matches!(app.state.overlay, Some(glassbox::app::state::Overlay::ConfirmDelete { .. })));
+    assert!(matches!(
+        app.state.overlay,
+        Some(glassbox::app::state::Overlay::ConfirmDelete { .. })
+    ));
     press(&mut app, KeyCode::Char('y'));
     pump_until(&mut app, |a| a.state.sessions.len() == 1).await;
     assert!(store.session(sky).unwrap().is_none());

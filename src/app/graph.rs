@@ -90,7 +90,11 @@ pub struct GraphModel {
 
 /// One line of text, cut to `max` characters.
 pub fn excerpt(text: &str, max: usize) -> String {
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
     if line.chars().count() > max {
         let mut s: String = line.chars().take(max.saturating_sub(1)).collect();
         s.push('…');
@@ -109,7 +113,11 @@ fn steps_from_meta(node: &Node) -> Vec<StepEntry> {
         .enumerate()
         .map(|(i, s)| StepEntry {
             index: s.get("index").and_then(|v| v.as_u64()).unwrap_or(i as u64) as u32,
-            kind: s.get("kind").and_then(|v| v.as_str()).unwrap_or("step").to_string(),
+            kind: s
+                .get("kind")
+                .and_then(|v| v.as_str())
+                .unwrap_or("step")
+                .to_string(),
             excerpt: excerpt(s.get("text").and_then(|v| v.as_str()).unwrap_or(""), 120),
             confidence: s.get("confidence").and_then(|v| v.as_f64()),
             decisions: Vec::new(),
@@ -164,9 +172,19 @@ impl GraphModel {
         self.turns.clear();
         self.loose.clear();
         for n in nodes {
-            let entry = NodeEntry::from_node(n, &if n.kind == NodeType::Thinking { decisions(n.id) } else { Vec::new() });
+            let entry = NodeEntry::from_node(
+                n,
+                &if n.kind == NodeType::Thinking {
+                    decisions(n.id)
+                } else {
+                    Vec::new()
+                },
+            );
             if n.kind == NodeType::Query {
-                self.turns.push(Turn { query: entry, children: Vec::new() });
+                self.turns.push(Turn {
+                    query: entry,
+                    children: Vec::new(),
+                });
             } else if let Some(t) = self.turns.last_mut() {
                 t.children.push(entry);
             } else {
@@ -194,7 +212,10 @@ impl GraphModel {
     pub fn upsert_live(&mut self, entry: NodeEntry) {
         if entry.kind == NodeType::Query {
             self.expanded.insert(RowKey::Node(entry.id));
-            self.turns.push(Turn { query: entry, children: Vec::new() });
+            self.turns.push(Turn {
+                query: entry,
+                children: Vec::new(),
+            });
         } else if let Some(t) = self.turns.last_mut() {
             if entry.kind == NodeType::Thinking {
                 self.expanded.insert(RowKey::Node(entry.id));
@@ -240,7 +261,13 @@ impl GraphModel {
     }
 
     /// Updates a node's status, text excerpt and confidence.
-    pub fn update_node(&mut self, id: NodeId, status: NodeStatus, text: &str, confidence: Option<f64>) {
+    pub fn update_node(
+        &mut self,
+        id: NodeId,
+        status: NodeStatus,
+        text: &str,
+        confidence: Option<f64>,
+    ) {
         if let Some(n) = self.find_mut(id) {
             n.status = status;
             n.excerpt = excerpt(text, 120);
@@ -263,7 +290,11 @@ impl GraphModel {
     }
 
     pub fn node_count(&self) -> usize {
-        self.turns.iter().map(|t| 1 + t.children.len()).sum::<usize>() + self.loose.len()
+        self.turns
+            .iter()
+            .map(|t| 1 + t.children.len())
+            .sum::<usize>()
+            + self.loose.len()
     }
 
     pub fn selected_key(&self) -> Option<RowKey> {
@@ -407,7 +438,9 @@ impl GraphModel {
 
     /// Expands the selected row; on an expanded or leaf row moves to its first child.
     pub fn expand(&mut self) {
-        let Some(row) = self.rows.get(self.selected).cloned() else { return };
+        let Some(row) = self.rows.get(self.selected).cloned() else {
+            return;
+        };
         if row.expandable && !row.expanded {
             self.set_open(row.key, true);
             self.rebuild_keep();
@@ -418,11 +451,16 @@ impl GraphModel {
 
     /// Collapses the selected row, or moves to its parent.
     pub fn collapse(&mut self) {
-        let Some(row) = self.rows.get(self.selected).cloned() else { return };
+        let Some(row) = self.rows.get(self.selected).cloned() else {
+            return;
+        };
         if row.expandable && row.expanded {
             self.set_open(row.key, false);
             self.rebuild_keep();
-        } else if let Some(parent) = self.rows[..self.selected].iter().rposition(|r| r.depth < row.depth) {
+        } else if let Some(parent) = self.rows[..self.selected]
+            .iter()
+            .rposition(|r| r.depth < row.depth)
+        {
             self.selected = parent;
         }
     }
@@ -448,7 +486,9 @@ impl GraphModel {
     /// when there is none in that direction.
     pub fn jump_decision(&mut self, forward: bool) -> bool {
         // Every row key in tree order, as if everything were open, with what hides it.
-        let mut order: Vec<(RowKey, Option<(NodeId, NodeId, u32)>)> = Vec::new();
+        // For a decision: (its turn's query, its node, its step), the rows to open.
+        type Opens = Option<(NodeId, NodeId, u32)>;
+        let mut order: Vec<(RowKey, Opens)> = Vec::new();
         for t in &self.turns {
             order.push((RowKey::Node(t.query.id), None));
             for c in std::iter::once(&t.query).chain(t.children.iter()) {
@@ -458,7 +498,10 @@ impl GraphModel {
                 for s in &c.steps {
                     order.push((RowKey::Step(c.id, s.index), None));
                     for d in &s.decisions {
-                        order.push((RowKey::Decision(c.id, d.index), Some((t.query.id, c.id, s.index))));
+                        order.push((
+                            RowKey::Decision(c.id, d.index),
+                            Some((t.query.id, c.id, s.index)),
+                        ));
                     }
                 }
             }
@@ -472,7 +515,9 @@ impl GraphModel {
             (false, None) => None,
             (false, Some(c)) => order[..c].iter().rev().find(|(_, d)| d.is_some()),
         };
-        let Some(&(key, Some((turn, node, step)))) = target else { return false };
+        let Some(&(key, Some((turn, node, step)))) = target else {
+            return false;
+        };
         self.expanded.insert(RowKey::Node(turn));
         self.expanded.insert(RowKey::Node(node));
         self.collapsed_steps.remove(&RowKey::Step(node, step));
@@ -524,7 +569,10 @@ mod tests {
             step_number: 1,
             description: "d".into(),
             chosen_path: "go left".into(),
-            alternatives: vec![Alternative { path: "right".into(), reason_rejected: None }],
+            alternatives: vec![Alternative {
+                path: "right".into(),
+                reason_rejected: None,
+            }],
             confidence: 0.7,
             created_at: chrono::Utc::now(),
         };
@@ -537,7 +585,11 @@ mod tests {
         let tid = nodes[1].id;
         let mut g = GraphModel::default();
         g.load(&nodes, |id| if id == tid { ds.clone() } else { vec![] });
-        let labels: Vec<_> = g.rows().iter().map(|r| (r.depth, r.label.clone())).collect();
+        let labels: Vec<_> = g
+            .rows()
+            .iter()
+            .map(|r| (r.depth, r.label.clone()))
+            .collect();
         assert_eq!(
             labels,
             vec![
@@ -576,8 +628,26 @@ mod tests {
         g.load(std::slice::from_ref(&q), |_| vec![]);
         let t = Node::new(s, NodeType::Thinking, "");
         g.upsert_live(NodeEntry::from_node(&t, &[]));
-        g.push_step(t.id, StepEntry { index: 0, kind: "analysis".into(), excerpt: "x".into(), confidence: None, decisions: vec![] });
-        g.push_decision(t.id, 0, DecisionEntry { index: 0, chosen: "c".into(), alternatives: 0, confidence: 0.5 });
+        g.push_step(
+            t.id,
+            StepEntry {
+                index: 0,
+                kind: "analysis".into(),
+                excerpt: "x".into(),
+                confidence: None,
+                decisions: vec![],
+            },
+        );
+        g.push_decision(
+            t.id,
+            0,
+            DecisionEntry {
+                index: 0,
+                chosen: "c".into(),
+                alternatives: 0,
+                confidence: 0.5,
+            },
+        );
         let kinds: Vec<_> = g.rows().iter().map(|r| r.kind.clone()).collect();
         assert_eq!(
             kinds,

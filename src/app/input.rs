@@ -47,11 +47,17 @@ impl InputBox {
     }
 
     fn prev_boundary(&self) -> Option<usize> {
-        self.text[..self.cursor].char_indices().next_back().map(|(i, _)| i)
+        self.text[..self.cursor]
+            .char_indices()
+            .next_back()
+            .map(|(i, _)| i)
     }
 
     fn next_boundary(&self) -> Option<usize> {
-        self.text[self.cursor..].chars().next().map(|c| self.cursor + c.len_utf8())
+        self.text[self.cursor..]
+            .chars()
+            .next()
+            .map(|c| self.cursor + c.len_utf8())
     }
 
     pub fn backspace(&mut self) {
@@ -80,11 +86,17 @@ impl InputBox {
     }
 
     fn line_start(&self) -> usize {
-        self.text[..self.cursor].rfind('\n').map(|i| i + 1).unwrap_or(0)
+        self.text[..self.cursor]
+            .rfind('\n')
+            .map(|i| i + 1)
+            .unwrap_or(0)
     }
 
     fn line_end(&self) -> usize {
-        self.text[self.cursor..].find('\n').map(|i| self.cursor + i).unwrap_or(self.text.len())
+        self.text[self.cursor..]
+            .find('\n')
+            .map(|i| self.cursor + i)
+            .unwrap_or(self.text.len())
     }
 
     pub fn home(&mut self) {
@@ -123,7 +135,10 @@ impl InputBox {
             return false;
         }
         let col = self.text[start..self.cursor].chars().count();
-        let prev_start = self.text[..start - 1].rfind('\n').map(|i| i + 1).unwrap_or(0);
+        let prev_start = self.text[..start - 1]
+            .rfind('\n')
+            .map(|i| i + 1)
+            .unwrap_or(0);
         self.cursor = advance(&self.text, prev_start, col, start - 1);
         true
     }
@@ -136,7 +151,10 @@ impl InputBox {
         }
         let col = self.text[self.line_start()..self.cursor].chars().count();
         let next_start = end + 1;
-        let next_end = self.text[next_start..].find('\n').map(|i| next_start + i).unwrap_or(self.text.len());
+        let next_end = self.text[next_start..]
+            .find('\n')
+            .map(|i| next_start + i)
+            .unwrap_or(self.text.len());
         self.cursor = advance(&self.text, next_start, col, next_end);
         true
     }
@@ -194,14 +212,22 @@ impl InputBox {
     pub fn cursor_position(&self) -> (usize, usize) {
         let before = &self.text[..self.cursor];
         let line = before.matches('\n').count();
-        let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0);
+        let col = before
+            .rsplit('\n')
+            .next()
+            .map(|l| l.chars().count())
+            .unwrap_or(0);
         (line, col)
     }
 }
 
 /// The byte offset `cols` characters after `start`, but not past `limit`.
 fn advance(text: &str, start: usize, cols: usize, limit: usize) -> usize {
-    text[start..limit].char_indices().nth(cols).map(|(i, _)| start + i).unwrap_or(limit)
+    text[start..limit]
+        .char_indices()
+        .nth(cols)
+        .map(|(i, _)| start + i)
+        .unwrap_or(limit)
 }
 
 #[cfg(test)]

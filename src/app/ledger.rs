@@ -131,7 +131,10 @@ pub fn excerpt(text: &str, max: usize) -> String {
 }
 
 fn meta_u32(n: &Node, key: &str) -> Option<u32> {
-    n.meta.get(key).and_then(|v| v.as_u64()).and_then(|v| u32::try_from(v).ok())
+    n.meta
+        .get(key)
+        .and_then(|v| v.as_u64())
+        .and_then(|v| u32::try_from(v).ok())
 }
 
 fn meta_str(n: &Node, key: &str) -> Option<String> {
@@ -145,10 +148,18 @@ impl ThoughtEntry {
             id: n.id,
             number,
             total: meta_u32(n, "totalThoughts").unwrap_or(number),
-            next_needed: n.meta.get("nextThoughtNeeded").and_then(|v| v.as_bool()).unwrap_or(true),
+            next_needed: n
+                .meta
+                .get("nextThoughtNeeded")
+                .and_then(|v| v.as_bool())
+                .unwrap_or(true),
             branch_id: meta_str(n, "branchId"),
             branch_from: meta_u32(n, "branchFromThought"),
-            is_revision: n.meta.get("isRevision").and_then(|v| v.as_bool()).unwrap_or(false),
+            is_revision: n
+                .meta
+                .get("isRevision")
+                .and_then(|v| v.as_bool())
+                .unwrap_or(false),
             revises_number: meta_u32(n, "revisesThought"),
             revises: None,
             revised_by: Vec::new(),
@@ -198,8 +209,17 @@ impl LedgerModel {
     }
 
     fn build(&mut self, nodes: &[Node], edges: &[Edge]) {
-        self.thoughts = nodes.iter().filter(|n| n.kind == NodeType::LedgerThought).map(ThoughtEntry::from_node).collect();
-        self.by_id = self.thoughts.iter().enumerate().map(|(i, t)| (t.id, i)).collect();
+        self.thoughts = nodes
+            .iter()
+            .filter(|n| n.kind == NodeType::LedgerThought)
+            .map(ThoughtEntry::from_node)
+            .collect();
+        self.by_id = self
+            .thoughts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id, i))
+            .collect();
         let kinds: HashMap<NodeId, &Node> = nodes.iter().map(|n| (n.id, n)).collect();
         self.annotations.clear();
         for e in edges {
@@ -207,18 +227,23 @@ impl LedgerModel {
                 if let (Some(a), true) = (kinds.get(&e.src), self.by_id.contains_key(&e.dst))
                     && a.kind == NodeType::HumanAnnotation
                 {
-                    let verdict = meta_str(a, "verdict").unwrap_or_else(|| match meta_str(a, "source").as_deref() {
-                        Some("sampling") => "critique".to_string(),
-                        _ => "note".to_string(),
+                    let verdict = meta_str(a, "verdict").unwrap_or_else(|| {
+                        match meta_str(a, "source").as_deref() {
+                            Some("sampling") => "critique".to_string(),
+                            _ => "note".to_string(),
+                        }
                     });
-                    self.annotations.entry(e.dst).or_default().push(AnnotationEntry {
-                        id: a.id,
-                        target: e.dst,
-                        verdict,
-                        edge: e.kind,
-                        text: a.text.clone(),
-                        model: a.model.clone(),
-                    });
+                    self.annotations
+                        .entry(e.dst)
+                        .or_default()
+                        .push(AnnotationEntry {
+                            id: a.id,
+                            target: e.dst,
+                            verdict,
+                            edge: e.kind,
+                            text: a.text.clone(),
+                            model: a.model.clone(),
+                        });
                 }
                 continue;
             };
@@ -243,7 +268,12 @@ impl LedgerModel {
         for i in 0..self.thoughts.len() {
             let (branch, rev, from) = {
                 let t = &self.thoughts[i];
-                (t.branch_id.clone(), t.revises_number.filter(|_| t.is_revision && t.revises.is_none()), t.branch_from.filter(|_| t.origin.is_none()))
+                (
+                    t.branch_id.clone(),
+                    t.revises_number
+                        .filter(|_| t.is_revision && t.revises.is_none()),
+                    t.branch_from.filter(|_| t.origin.is_none()),
+                )
             };
             let (rev_target, origin) = {
                 let earlier = &self.thoughts[..i];
@@ -252,10 +282,18 @@ impl LedgerModel {
                         .iter()
                         .rev()
                         .find(|t| t.number == n && (t.branch_id == branch) == same_branch)
-                        .or_else(|| earlier.iter().rev().find(|t| t.number == n && t.branch_id.is_none()))
+                        .or_else(|| {
+                            earlier
+                                .iter()
+                                .rev()
+                                .find(|t| t.number == n && t.branch_id.is_none())
+                        })
                         .map(|t| t.id)
                 };
-                (rev.and_then(|n| find(n, true)), from.and_then(|n| find(n, false)))
+                (
+                    rev.and_then(|n| find(n, true)),
+                    from.and_then(|n| find(n, false)),
+                )
             };
             if let Some(target) = rev_target {
                 self.thoughts[i].revises = Some(target);
@@ -277,11 +315,21 @@ impl LedgerModel {
         for (i, t) in self.thoughts.iter().enumerate() {
             let b = match (&t.branch_id, t.origin) {
                 (Some(name), _) => *named.entry(name.clone()).or_insert_with(|| {
-                    self.branches.push(BranchEntry { first: t.id, name: name.clone(), origin: None, members: Vec::new() });
+                    self.branches.push(BranchEntry {
+                        first: t.id,
+                        name: name.clone(),
+                        origin: None,
+                        members: Vec::new(),
+                    });
                     self.branches.len() - 1
                 }),
                 (None, Some(_)) => {
-                    self.branches.push(BranchEntry { first: t.id, name: "(unnamed)".into(), origin: None, members: Vec::new() });
+                    self.branches.push(BranchEntry {
+                        first: t.id,
+                        name: "(unnamed)".into(),
+                        origin: None,
+                        members: Vec::new(),
+                    });
                     self.branches.len() - 1
                 }
                 (None, None) => continue,
@@ -295,7 +343,9 @@ impl LedgerModel {
         }
         // A branch whose origin lies inside itself hangs at the top level.
         for b in &mut self.branches {
-            if b.origin.is_some_and(|o| b.members.iter().any(|&i| self.thoughts[i].id == o)) {
+            if b.origin
+                .is_some_and(|o| b.members.iter().any(|&i| self.thoughts[i].id == o))
+            {
                 b.origin = None;
             }
         }
@@ -318,7 +368,10 @@ impl LedgerModel {
             kind: RowKind::Thought {
                 number: t.number,
                 total: t.total,
-                revises: t.revises.and_then(|r| self.number_of(r)).or(t.revises_number.filter(|_| t.is_revision)),
+                revises: t
+                    .revises
+                    .and_then(|r| self.number_of(r))
+                    .or(t.revises_number.filter(|_| t.is_revision)),
                 revised: !t.revised_by.is_empty(),
                 thought_type: t.thought_type.clone(),
                 last: !t.next_needed,
@@ -343,7 +396,10 @@ impl LedgerModel {
                 depth: depth.saturating_add(1),
                 expandable: false,
                 expanded: false,
-                kind: RowKind::Annotation { verdict: a.verdict.clone(), edge: a.edge },
+                kind: RowKind::Annotation {
+                    verdict: a.verdict.clone(),
+                    edge: a.edge,
+                },
                 label: excerpt(&a.text, 200),
             });
         }
@@ -401,7 +457,9 @@ impl LedgerModel {
                 None => self.push_thought(&mut rows, i, 0, &mut done),
                 // A branch with no origin in the tree sits where its first thought came.
                 Some(&b) => {
-                    let orphan = self.branches[b].origin.is_none_or(|o| !self.by_id.contains_key(&o));
+                    let orphan = self.branches[b]
+                        .origin
+                        .is_none_or(|o| !self.by_id.contains_key(&o));
                     if orphan && self.branches[b].first == t.id && !done.contains(&b) {
                         self.push_branch(&mut rows, b, 0, &mut done);
                     }
@@ -453,7 +511,10 @@ impl LedgerModel {
     }
 
     pub fn revision_count(&self) -> usize {
-        self.thoughts.iter().filter(|t| t.revises.is_some() || (t.is_revision && t.revises_number.is_some())).count()
+        self.thoughts
+            .iter()
+            .filter(|t| t.revises.is_some() || (t.is_revision && t.revises_number.is_some()))
+            .count()
     }
 
     /// The number of a thought, for "revises #3" style labels.
@@ -514,7 +575,9 @@ impl LedgerModel {
 
     /// Opens the selected row; on an open row moves to its first child.
     pub fn expand(&mut self) {
-        let Some(row) = self.rows.get(self.selected).cloned() else { return };
+        let Some(row) = self.rows.get(self.selected).cloned() else {
+            return;
+        };
         if row.expandable && !row.expanded {
             self.collapsed.remove(&row.key);
             self.rebuild_keep();
@@ -525,11 +588,16 @@ impl LedgerModel {
 
     /// Closes the selected row, or moves to its parent.
     pub fn collapse(&mut self) {
-        let Some(row) = self.rows.get(self.selected).cloned() else { return };
+        let Some(row) = self.rows.get(self.selected).cloned() else {
+            return;
+        };
         if row.expandable && row.expanded {
             self.collapsed.insert(row.key);
             self.rebuild_keep();
-        } else if let Some(parent) = self.rows[..self.selected].iter().rposition(|r| r.depth < row.depth) {
+        } else if let Some(parent) = self.rows[..self.selected]
+            .iter()
+            .rposition(|r| r.depth < row.depth)
+        {
             self.selected = parent;
         }
     }
@@ -552,7 +620,9 @@ impl LedgerModel {
             if guard > self.branches.len() + 1 {
                 break;
             }
-            let Some(&b) = self.branch_of.get(&id) else { break };
+            let Some(&b) = self.branch_of.get(&id) else {
+                break;
+            };
             let branch = &self.branches[b];
             self.collapsed.remove(&RowKey::Branch(branch.first));
             if let Some(o) = branch.origin {
@@ -598,7 +668,10 @@ impl LedgerModel {
             Some(RowKey::Branch(first)) | Some(RowKey::Thought(first)) => first,
             _ => return false,
         };
-        let origin = self.branch_of.get(&first).and_then(|&b| self.branches[b].origin);
+        let origin = self
+            .branch_of
+            .get(&first)
+            .and_then(|&b| self.branches[b].origin);
         match origin {
             Some(o) => self.select_node(o),
             None => false,
@@ -661,10 +734,23 @@ mod tests {
             .iter()
             .map(|r| {
                 let what = match &r.kind {
-                    RowKind::Thought { number, revises, revised, .. } => {
-                        format!("#{number}{}{}", revises.map_or(String::new(), |n| format!(" revises #{n}")), if *revised { " (revised)" } else { "" })
+                    RowKind::Thought {
+                        number,
+                        revises,
+                        revised,
+                        ..
+                    } => {
+                        format!(
+                            "#{number}{}{}",
+                            revises.map_or(String::new(), |n| format!(" revises #{n}")),
+                            if *revised { " (revised)" } else { "" }
+                        )
                     }
-                    RowKind::Branch { name, from, thoughts } => format!("branch {name} from #{} ({thoughts})", from.unwrap_or(0)),
+                    RowKind::Branch {
+                        name,
+                        from,
+                        thoughts,
+                    } => format!("branch {name} from #{} ({thoughts})", from.unwrap_or(0)),
                     RowKind::Annotation { verdict, .. } => verdict.clone(),
                 };
                 (r.depth, what)

@@ -6,9 +6,18 @@ use std::path::Path;
 
 /// Every prompt glassbox ships, by name (its path under configs/prompts without `.md`).
 const DEFAULTS: &[(&str, &str)] = &[
-    ("local/thinking", include_str!("../../configs/prompts/local/thinking.md")),
-    ("local/answer", include_str!("../../configs/prompts/local/answer.md")),
-    ("orchestrator/compaction", include_str!("../../configs/prompts/orchestrator/compaction.md")),
+    (
+        "local/thinking",
+        include_str!("../../configs/prompts/local/thinking.md"),
+    ),
+    (
+        "local/answer",
+        include_str!("../../configs/prompts/local/answer.md"),
+    ),
+    (
+        "orchestrator/compaction",
+        include_str!("../../configs/prompts/orchestrator/compaction.md"),
+    ),
 ];
 
 /// The loaded prompt set.
@@ -51,9 +60,15 @@ mod tests {
         let d = Prompts::load(dir.path());
         assert!(d.get("local/thinking").starts_with("Think step by step"));
         std::fs::create_dir_all(dir.path().join("prompts/local")).unwrap_or_else(|e| panic!("{e}"));
-        std::fs::write(dir.path().join("prompts/local/thinking.md"), "Reason briefly.\n")
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(Prompts::load(dir.path()).get("local/thinking"), "Reason briefly.");
+        std::fs::write(
+            dir.path().join("prompts/local/thinking.md"),
+            "Reason briefly.\n",
+        )
+        .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            Prompts::load(dir.path()).get("local/thinking"),
+            "Reason briefly."
+        );
         assert_eq!(d.get("nope"), "");
     }
 }

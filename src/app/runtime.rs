@@ -60,7 +60,14 @@ fn session_row(s: &crate::store::Session) -> SessionRow {
 
 impl App {
     /// A new app over `store`. Must be called inside a tokio runtime.
-    pub fn new(store: Store, cfg: Config, keymap: Keymap, theme: Theme, engine: Engine, model: String) -> Self {
+    pub fn new(
+        store: Store,
+        cfg: Config,
+        keymap: Keymap,
+        theme: Theme,
+        engine: Engine,
+        model: String,
+    ) -> Self {
         let provider = match &engine {
             Ok((_, kind)) => kind.as_str().to_string(),
             Err(_) => "none".to_string(),
@@ -98,12 +105,17 @@ impl App {
         match self.store.sessions() {
             Ok(sessions) => {
                 let first = sessions.first().map(|s| s.id);
-                self.dispatch(Msg::SessionsLoaded(sessions.iter().map(session_row).collect()));
+                self.dispatch(Msg::SessionsLoaded(
+                    sessions.iter().map(session_row).collect(),
+                ));
                 if let Some(id) = first {
                     self.run_effect(Effect::LoadSession(id));
                 }
             }
-            Err(e) => self.dispatch(Msg::Notice(format!("cannot read sessions: {e}"), Level::Error)),
+            Err(e) => self.dispatch(Msg::Notice(
+                format!("cannot read sessions: {e}"),
+                Level::Error,
+            )),
         }
     }
 
@@ -135,7 +147,9 @@ impl App {
                     self.resolver.reset();
                     return self.dispatch(Msg::Key(k));
                 }
-                let mode = if self.state.focus == Focus::Input && self.state.workspace == Workspace::Think {
+                let mode = if self.state.focus == Focus::Input
+                    && self.state.workspace == Workspace::Think
+                {
                     Mode::Input
                 } else {
                     Mode::Normal
@@ -190,16 +204,23 @@ impl App {
 
     /// Reloads what other processes changed since the last look.
     pub fn poll_store(&mut self) {
-        let Ok(changes) = self.store.follow(self.last_seq, 10_000) else { return };
-        let Some((seq, _)) = changes.last() else { return };
+        let Ok(changes) = self.store.follow(self.last_seq, 10_000) else {
+            return;
+        };
+        let Some((seq, _)) = changes.last() else {
+            return;
+        };
         self.last_seq = *seq;
         let current = self.state.loaded.id();
-        let touches_current = changes.iter().any(|(_, c)| c.session.is_some() && c.session == current);
+        let touches_current = changes
+            .iter()
+            .any(|(_, c)| c.session.is_some() && c.session == current);
         self.run_effect(Effect::LoadSessions);
-        if touches_current && self.state.run.is_none() {
-            if let Some(id) = current {
-                self.run_effect(Effect::LoadSession(id));
-            }
+        if touches_current
+            && self.state.run.is_none()
+            && let Some(id) = current
+        {
+            self.run_effect(Effect::LoadSession(id));
         }
     }
 
@@ -215,7 +236,11 @@ impl App {
             return;
         }
         self.highlighted_source = key;
-        let rendered = views::markdown::render(&self.state.shown.response, &Default::default(), &self.highlights);
+        let rendered = views::markdown::render(
+            &self.state.shown.response,
+            &Default::default(),
+            &self.highlights,
+        );
         for block in &rendered.code_blocks {
             if self.highlights.get(block.key).is_none() {
                 self.highlighter.request(block);
@@ -246,7 +271,9 @@ impl App {
             }
             Effect::RenameSession(id, title) => {
                 let result = self.store.write(|w| {
-                    let Some(mut s) = w.session(id)? else { return Ok(false) };
+                    let Some(mut s) = w.session(id)? else {
+                        return Ok(false);
+                    };
                     s.title = title.clone();
                     s.updated_at = chrono::Utc::now();
                     w.put_session(&s)?;
@@ -259,17 +286,27 @@ impl App {
                         }
                         self.run_effect(Effect::LoadSessions);
                     }
-                    Err(e) => self.dispatch(Msg::Notice(format!("rename failed: {e}"), Level::Error)),
+                    Err(e) => {
+                        self.dispatch(Msg::Notice(format!("rename failed: {e}"), Level::Error))
+                    }
                 }
             }
             Effect::DeleteSession(id) => {
                 match self.store.write(|w| w.delete_session(id)) {
                     Ok(_) => self.dispatch(Msg::Notice("session deleted".into(), Level::Info)),
-                    Err(e) => self.dispatch(Msg::Notice(format!("delete failed: {e}"), Level::Error)),
+                    Err(e) => {
+                        self.dispatch(Msg::Notice(format!("delete failed: {e}"), Level::Error))
+                    }
                 }
                 self.run_effect(Effect::LoadSessions);
             }
-            Effect::StartTurn { run, session, question, effort, route } => self.start_turn(run, session, question, effort, route),
+            Effect::StartTurn {
+                run,
+                session,
+                question,
+                effort,
+                route,
+            } => self.start_turn(run, session, question, effort, route),
         }
     }
 
@@ -281,8 +318,18 @@ impl App {
         effort: crate::engines::llm::Effort,
         route: crate::engines::orchestrator::Route,
     ) {
-        let Ok((orch, kind)) = &self.engine else { return };
-        let Some(cancel) = self.state.run.as_ref().filter(|r| r.id == run).map(|r| r.cancel.clone()) else { return };
+        let Ok((orch, kind)) = &self.engine else {
+            return;
+        };
+        let Some(cancel) = self
+            .state
+            .run
+            .as_ref()
+            .filter(|r| r.id == run)
+            .map(|r| r.cancel.clone())
+        else {
+            return;
+        };
         let plan = factory::plan_turn(&self.cfg, *kind, Some(effort), None);
         let req = TurnRequest {
             session,
@@ -295,7 +342,12 @@ impl App {
             top_p: Some(self.cfg.generation.top_p as f32),
             seed: Some(self.cfg.generation.seed),
         };
-        tracing::info!(run, route = route.as_str(), effort = effort.as_str(), "starting a turn");
+        tracing::info!(
+            run,
+            route = route.as_str(),
+            effort = effort.as_str(),
+            "starting a turn"
+        );
         let orch = orch.clone();
         let tx = self.tx.clone();
         let handle = tokio::spawn(async move {
@@ -308,7 +360,10 @@ impl App {
                     }
                 })
             };
-            let outcome = orch.run_turn(req, ev_tx, cancel).await.map_err(|e| format!("{e:#}"));
+            let outcome = orch
+                .run_turn(req, ev_tx, cancel)
+                .await
+                .map_err(|e| format!("{e:#}"));
             let _ = forward.await;
             let _ = tx.send(Msg::TurnFinished { run, outcome });
         });
@@ -351,7 +406,10 @@ impl App {
 pub fn load_session(store: &Store, id: crate::store::SessionId) -> Msg {
     let result = (|| -> Result<Msg, crate::store::StoreError> {
         let Some(session) = store.session(id)? else {
-            return Ok(Msg::Notice(format!("session {id} no longer exists"), Level::Warn));
+            return Ok(Msg::Notice(
+                format!("session {id} no longer exists"),
+                Level::Warn,
+            ));
         };
         let nodes = store.session_nodes(id)?;
         let mut decisions = HashMap::new();
@@ -362,7 +420,11 @@ pub fn load_session(store: &Store, id: crate::store::SessionId) -> Msg {
             }
         }
         let tokens = session_output_tokens(&nodes);
-        Ok(Msg::SessionLoaded { loaded: LoadedSession::new(session, nodes), decisions, tokens })
+        Ok(Msg::SessionLoaded {
+            loaded: LoadedSession::new(session, nodes),
+            decisions,
+            tokens,
+        })
     })();
     result.unwrap_or_else(|e| Msg::Notice(format!("cannot load session: {e}"), Level::Error))
 }

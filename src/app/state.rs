@@ -92,7 +92,10 @@ impl RunPhase {
     }
 
     pub fn is_running(&self) -> bool {
-        matches!(self, RunPhase::Starting | RunPhase::Thinking | RunPhase::Answering)
+        matches!(
+            self,
+            RunPhase::Starting | RunPhase::Thinking | RunPhase::Answering
+        )
     }
 }
 
@@ -131,7 +134,11 @@ pub struct LoadedSession {
 impl LoadedSession {
     pub fn new(session: Session, nodes: Vec<Node>) -> Self {
         let index = nodes.iter().enumerate().map(|(i, n)| (n.id, i)).collect();
-        Self { session: Some(session), nodes, index }
+        Self {
+            session: Some(session),
+            nodes,
+            index,
+        }
     }
 
     pub fn node(&self, id: NodeId) -> Option<&Node> {
@@ -238,7 +245,9 @@ impl State {
 
     /// The session row selected in the sidebar.
     pub fn selected_session(&self) -> Option<&SessionRow> {
-        self.filtered.get(self.sidebar_selected).and_then(|i| self.sessions.get(*i))
+        self.filtered
+            .get(self.sidebar_selected)
+            .and_then(|i| self.sessions.get(*i))
     }
 
     /// Whether the sidebar fits and is switched on.
@@ -272,7 +281,10 @@ impl State {
             .and_then(|id| self.loaded.index.get(&id).copied())
             .unwrap_or(nodes.len() - 1)
             .min(nodes.len() - 1);
-        let start = nodes[..=anchor].iter().rposition(|n| n.kind == NodeType::Query).unwrap_or(0);
+        let start = nodes[..=anchor]
+            .iter()
+            .rposition(|n| n.kind == NodeType::Query)
+            .unwrap_or(0);
         let end = nodes[start + 1..]
             .iter()
             .position(|n| n.kind == NodeType::Query)
@@ -288,7 +300,11 @@ impl State {
                     }
                     shown.thinking.push_str(&n.text);
                     shown.thinking_status = Some(n.status.clone());
-                    shown.steps += n.meta.get("steps").and_then(|s| s.as_array()).map_or(0, Vec::len);
+                    shown.steps += n
+                        .meta
+                        .get("steps")
+                        .and_then(|s| s.as_array())
+                        .map_or(0, Vec::len);
                 }
                 NodeType::Response => {
                     shown.response.push_str(&n.text);

@@ -27,12 +27,19 @@ pub fn build_app(ctx: &Ctx) -> Result<App> {
     let store = ctx.open_store()?;
     let cfg = ctx.loaded.config.clone();
     let keymap = Keymap::load(&ctx.paths.config_dir)?;
-    let theme = Theme::load(&cfg.general.theme, &ctx.paths.config_dir, ColorDepth::detect())?;
+    let theme = Theme::load(
+        &cfg.general.theme,
+        &ctx.paths.config_dir,
+        ColorDepth::detect(),
+    )?;
     let (engine, model) = match factory::build(ctx) {
         Ok(built) => {
             let model = built.model.clone();
             let kind = built.kind;
-            (Ok((factory::orchestrator(ctx, &built, store.clone()), kind)), model)
+            (
+                Ok((factory::orchestrator(ctx, &built, store.clone()), kind)),
+                model,
+            )
         }
         Err(e) => (Err(format!("no model available: {e}")), String::from("-")),
     };
@@ -72,12 +79,18 @@ async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> R
         if app.dirty && Instant::now() >= due {
             let mut out = std::io::stdout();
             let _ = crossterm::queue!(out, BeginSynchronizedUpdate);
-            terminal.draw(|f| app.draw(f)).context("drawing the terminal")?;
+            terminal
+                .draw(|f| app.draw(f))
+                .context("drawing the terminal")?;
             let _ = crossterm::queue!(out, EndSynchronizedUpdate);
             let _ = out.flush();
             last_frame = Instant::now();
         }
-        let wake = if app.dirty { Some(tokio::time::Instant::from_std(last_frame + FRAME)) } else { None };
+        let wake = if app.dirty {
+            Some(tokio::time::Instant::from_std(last_frame + FRAME))
+        } else {
+            None
+        };
         tokio::select! {
             ev = events.next() => match ev {
                 Some(Ok(ev)) => app.handle_event(ev),

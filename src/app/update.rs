@@ -11,7 +11,8 @@ use super::action::Action;
 use super::graph::{DecisionEntry, NodeEntry, StepEntry};
 use super::keymap::Keymap;
 use super::state::{
-    Focus, Level, LoadedSession, Overlay, RunPhase, RunView, SessionRow, State, ThinkingView, Workspace,
+    Focus, Level, LoadedSession, Overlay, RunPhase, RunView, SessionRow, State, ThinkingView,
+    Workspace,
 };
 use crate::engines::llm::{Effort, StopReason};
 use crate::engines::orchestrator::{Route, Router, TurnEvent, TurnOutcome};
@@ -26,17 +27,33 @@ pub enum Msg {
     Key(KeyEvent),
     Paste(String),
     Resize(u16, u16),
-    Turn { run: u64, event: TurnEvent },
-    TurnFinished { run: u64, outcome: Result<TurnOutcome, String> },
+    Turn {
+        run: u64,
+        event: TurnEvent,
+    },
+    TurnFinished {
+        run: u64,
+        outcome: Result<TurnOutcome, String>,
+    },
     SessionsLoaded(Vec<SessionRow>),
-    SessionLoaded { loaded: LoadedSession, decisions: HashMap<NodeId, Vec<DecisionPoint>>, tokens: u64 },
+    SessionLoaded {
+        loaded: LoadedSession,
+        decisions: HashMap<NodeId, Vec<DecisionPoint>>,
+        tokens: u64,
+    },
     Notice(String, Level),
 }
 
 /// Work for the runtime.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
-    StartTurn { run: u64, session: Option<SessionId>, question: String, effort: Effort, route: Route },
+    StartTurn {
+        run: u64,
+        session: Option<SessionId>,
+        question: String,
+        effort: Effort,
+        route: Route,
+    },
     LoadSessions,
     LoadSession(SessionId),
     RenameSession(SessionId, String),
@@ -91,7 +108,8 @@ pub fn update(state: &mut State, msg: Msg, settings: &Settings<'_>) -> Vec<Effec
                             _ => RunPhase::Done,
                         };
                         if let Some(e) = &o.error {
-                            state.notice = Some((format!("{e} — what arrived was kept"), Level::Error));
+                            state.notice =
+                                Some((format!("{e} — what arrived was kept"), Level::Error));
                         }
                         fx.push(Effect::LoadSession(o.session));
                     }
@@ -110,17 +128,26 @@ pub fn update(state: &mut State, msg: Msg, settings: &Settings<'_>) -> Vec<Effec
             let keep = state.selected_session().map(|r| r.id);
             state.sessions = rows;
             apply_filter(state);
-            if let Some(id) = keep.or(state.loaded.id()) {
-                if let Some(pos) = state.filtered.iter().position(|i| state.sessions[*i].id == id) {
-                    state.sidebar_selected = pos;
-                }
+            if let Some(id) = keep.or(state.loaded.id())
+                && let Some(pos) = state
+                    .filtered
+                    .iter()
+                    .position(|i| state.sessions[*i].id == id)
+            {
+                state.sidebar_selected = pos;
             }
         }
-        Msg::SessionLoaded { loaded, decisions, tokens } => {
+        Msg::SessionLoaded {
+            loaded,
+            decisions,
+            tokens,
+        } => {
             // A run in progress owns the panes; its session reloads when it ends.
             if state.run.is_none() {
                 let same = state.loaded.id() == loaded.id();
-                state.graph.load(&loaded.nodes, |id| decisions.get(&id).cloned().unwrap_or_default());
+                state.graph.load(&loaded.nodes, |id| {
+                    decisions.get(&id).cloned().unwrap_or_default()
+                });
                 if !same {
                     state.graph.select_last();
                     state.thinking_scroll = 0;
@@ -144,7 +171,9 @@ fn live_entry(id: NodeId, kind: NodeType, text: &str) -> NodeEntry {
 }
 
 fn turn_event(state: &mut State, run: u64, event: TurnEvent) {
-    let Some(r) = state.run.as_mut().filter(|r| r.id == run) else { return };
+    let Some(r) = state.run.as_mut().filter(|r| r.id == run) else {
+        return;
+    };
     match event {
         TurnEvent::Started { session, query } => {
             r.session = Some(session);
@@ -200,10 +229,16 @@ fn turn_event(state: &mut State, run: u64, event: TurnEvent) {
         }
         TurnEvent::Usage(u) => r.usage = u,
         TurnEvent::BudgetWarning { used, limit } => {
-            state.notice = Some((format!("this session has used {used} of {limit} output tokens"), Level::Warn));
+            state.notice = Some((
+                format!("this session has used {used} of {limit} output tokens"),
+                Level::Warn,
+            ));
         }
         TurnEvent::Compacted { superseded, .. } => {
-            state.notice = Some((format!("older turns ({superseded} nodes) were summarised to fit the context"), Level::Info));
+            state.notice = Some((
+                format!("older turns ({superseded} nodes) were summarised to fit the context"),
+                Level::Info,
+            ));
         }
         TurnEvent::Signature(_) | TurnEvent::Redacted | TurnEvent::ToolUse { .. } => {}
     }
@@ -225,7 +260,9 @@ fn apply_filter(state: &mut State) {
         scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         state.filtered = scored.into_iter().map(|(_, i)| i).collect();
     }
-    state.sidebar_selected = state.sidebar_selected.min(state.filtered.len().saturating_sub(1));
+    state.sidebar_selected = state
+        .sidebar_selected
+        .min(state.filtered.len().saturating_sub(1));
 }
 
 /// Subsequence match: every query character in order; contiguous runs and word starts
@@ -267,7 +304,11 @@ fn cycle<T: PartialEq + Copy>(items: &[T], current: T, forward: bool) -> T {
     if n == 0 {
         return current;
     }
-    items[if forward { (pos + 1) % n } else { (pos + n - 1) % n }]
+    items[if forward {
+        (pos + 1) % n
+    } else {
+        (pos + n - 1) % n
+    }]
 }
 
 fn scroll(value: &mut u16, delta: i32) {
@@ -277,12 +318,16 @@ fn scroll(value: &mut u16, delta: i32) {
 /// The session a session action applies to: the sidebar's selection when it has focus,
 /// else the open one.
 fn target_session(state: &State) -> Option<(SessionId, String)> {
-    if state.focus == Focus::Sidebar || state.workspace == Workspace::Sessions {
-        if let Some(r) = state.selected_session() {
-            return Some((r.id, r.title.clone()));
-        }
+    if (state.focus == Focus::Sidebar || state.workspace == Workspace::Sessions)
+        && let Some(r) = state.selected_session()
+    {
+        return Some((r.id, r.title.clone()));
     }
-    state.loaded.session.as_ref().map(|s| (s.id, s.title.clone()))
+    state
+        .loaded
+        .session
+        .as_ref()
+        .map(|s| (s.id, s.title.clone()))
 }
 
 fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Effect>) {
@@ -365,8 +410,11 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
                 state.refresh_shown();
             }
             Focus::Sidebar => {
-                state.sidebar_selected =
-                    if a == Action::Top { 0 } else { state.filtered.len().saturating_sub(1) };
+                state.sidebar_selected = if a == Action::Top {
+                    0
+                } else {
+                    state.filtered.len().saturating_sub(1)
+                };
             }
             Focus::Thinking => state.thinking_scroll = if a == Action::Top { u16::MAX } else { 0 },
             Focus::Response | Focus::Input => {
@@ -436,7 +484,10 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
                 state.phase = RunPhase::Idle;
                 state.workspace = Workspace::Think;
                 state.focus = Focus::Input;
-                state.notice = Some(("new session: the next question starts it".into(), Level::Info));
+                state.notice = Some((
+                    "new session: the next question starts it".into(),
+                    Level::Info,
+                ));
             }
         }
         Action::RenameSession => {
@@ -472,7 +523,8 @@ fn move_in_focus(state: &mut State, step: i32) {
         Focus::Sidebar => {
             let n = state.filtered.len() as i32;
             if n > 0 {
-                state.sidebar_selected = (state.sidebar_selected as i32 + step).clamp(0, n - 1) as usize;
+                state.sidebar_selected =
+                    (state.sidebar_selected as i32 + step).clamp(0, n - 1) as usize;
             }
         }
         // Scroll offsets count lines up from the bottom.
@@ -498,7 +550,11 @@ fn submit(state: &mut State, settings: &Settings<'_>, fx: &mut Vec<Effect>) {
     let route = state.route_override.unwrap_or(route);
     let effort = state
         .effort_override
-        .or_else(|| state.route_override.map(|r| r.effort(settings.router.config())))
+        .or_else(|| {
+            state
+                .route_override
+                .map(|r| r.effort(settings.router.config()))
+        })
         .unwrap_or(routed_effort);
     let run = next_run_id();
     state.run = Some(RunView {
@@ -517,7 +573,13 @@ fn submit(state: &mut State, settings: &Settings<'_>, fx: &mut Vec<Effect>) {
     state.thinking_scroll = 0;
     state.response_scroll = 0;
     state.notice = None;
-    fx.push(Effect::StartTurn { run, session: state.loaded.id(), question, effort, route });
+    fx.push(Effect::StartTurn {
+        run,
+        session: state.loaded.id(),
+        question,
+        effort,
+        route,
+    });
 }
 
 fn key(state: &mut State, k: KeyEvent, settings: &Settings<'_>, fx: &mut Vec<Effect>) {
@@ -526,7 +588,9 @@ fn key(state: &mut State, k: KeyEvent, settings: &Settings<'_>, fx: &mut Vec<Eff
     if let Some(overlay) = state.overlay.as_mut() {
         match overlay {
             Overlay::Help { scroll: s } | Overlay::NodeDetail { scroll: s, .. } => match k.code {
-                KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter | KeyCode::Char('?') => state.overlay = None,
+                KeyCode::Esc | KeyCode::Char('q') | KeyCode::Enter | KeyCode::Char('?') => {
+                    state.overlay = None
+                }
                 KeyCode::Down | KeyCode::Char('j') => scroll(s, 1),
                 KeyCode::Up | KeyCode::Char('k') => scroll(s, -1),
                 KeyCode::PageDown => scroll(s, 10),
@@ -567,7 +631,9 @@ fn key(state: &mut State, k: KeyEvent, settings: &Settings<'_>, fx: &mut Vec<Eff
                             action(state, a, settings, fx);
                         }
                     }
-                    KeyCode::Down => p.selected = (p.selected + 1).min(items.len().saturating_sub(1)),
+                    KeyCode::Down => {
+                        p.selected = (p.selected + 1).min(items.len().saturating_sub(1))
+                    }
                     KeyCode::Up => p.selected = p.selected.saturating_sub(1),
                     KeyCode::Backspace => {
                         p.query.pop();

@@ -57,7 +57,11 @@ struct Printer {
 impl Printer {
     fn write(&self, s: &str) {
         let mut out = std::io::stdout().lock();
-        if out.write_all(s.as_bytes()).and_then(|_| out.flush()).is_err() {
+        if out
+            .write_all(s.as_bytes())
+            .and_then(|_| out.flush())
+            .is_err()
+        {
             self.cancel.cancel();
         }
     }
@@ -74,7 +78,11 @@ impl Printer {
             return;
         }
         if self.section != 1 {
-            self.write(if self.styled { "\x1b[2;3m── thinking ──\x1b[0m\n" } else { "[thinking]\n" });
+            self.write(if self.styled {
+                "\x1b[2;3m── thinking ──\x1b[0m\n"
+            } else {
+                "[thinking]\n"
+            });
             self.section = 1;
         }
         if self.styled {
@@ -89,7 +97,11 @@ impl Printer {
             return self.line(json!({"type": "text", "text": text}));
         }
         if self.section != 2 && !self.answer_only {
-            self.write(if self.styled { "\n\n\x1b[1m── answer ──\x1b[0m\n" } else { "\n\n[answer]\n" });
+            self.write(if self.styled {
+                "\n\n\x1b[1m── answer ──\x1b[0m\n"
+            } else {
+                "\n\n[answer]\n"
+            });
         }
         self.section = 2;
         self.write(text);
@@ -99,7 +111,9 @@ impl Printer {
 pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
     let question = if args.question == "-" {
         let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).context("cannot read the question from stdin")?;
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .context("cannot read the question from stdin")?;
         s
     } else {
         args.question.clone()
@@ -109,7 +123,11 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
     }
     let cfg = &ctx.loaded.config;
     let store = ctx.open_store()?;
-    let session = args.session.as_deref().map(|s| store.resolve_session(s)).transpose()?;
+    let session = args
+        .session
+        .as_deref()
+        .map(|s| store.resolve_session(s))
+        .transpose()?;
     let built = factory::build(ctx)?;
     let route = classify(&question, &cfg.routing);
     let effort = match args.effort {
@@ -117,7 +135,12 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
         None if cfg.routing.enabled => route.effort(&cfg.routing),
         None => cfg.effort.default,
     };
-    let plan = factory::plan_turn(cfg, built.kind, (!args.no_thinking).then_some(effort), args.max_tokens);
+    let plan = factory::plan_turn(
+        cfg,
+        built.kind,
+        (!args.no_thinking).then_some(effort),
+        args.max_tokens,
+    );
     let orch = factory::orchestrator(ctx, &built, store);
     let req = TurnRequest {
         session,
@@ -126,7 +149,10 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
         thinking: plan.thinking,
         effort: plan.effort,
         max_tokens: plan.max_tokens,
-        temperature: Some(args.temperature.unwrap_or(cfg.generation.temperature as f32)),
+        temperature: Some(
+            args.temperature
+                .unwrap_or(cfg.generation.temperature as f32),
+        ),
         top_p: Some(cfg.generation.top_p as f32),
         seed: Some(args.seed.unwrap_or(cfg.generation.seed)),
     };
@@ -165,7 +191,9 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
                 if args.json {
                     p.line(json!({"type": "budget_warning", "used": used, "limit": limit}));
                 } else {
-                    eprintln!("glassbox: warning: this session has used {used} of {limit} output tokens");
+                    eprintln!(
+                        "glassbox: warning: this session has used {used} of {limit} output tokens"
+                    );
                 }
             }
             TurnEvent::Compacted { node, superseded } if args.json => {
@@ -175,7 +203,10 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
         }
     }
     let outcome = turn.await.context("the turn task failed")??;
-    let node = outcome.response.or(outcome.thinking).unwrap_or(outcome.query);
+    let node = outcome
+        .response
+        .or(outcome.thinking)
+        .unwrap_or(outcome.query);
     if args.json {
         if let Some(e) = &outcome.error {
             p.line(json!({"type": "error", "message": e.to_string()}));
@@ -198,13 +229,20 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
             outcome.session,
             u.input_tokens,
             u.output_tokens,
-            if outcome.stop == StopReason::Cancelled { "  ·  interrupted" } else { "" },
+            if outcome.stop == StopReason::Cancelled {
+                "  ·  interrupted"
+            } else {
+                ""
+            },
             if styled { "\x1b[0m" } else { "" },
         );
     }
     if let Some(e) = outcome.error {
         if !args.json {
-            eprintln!("glassbox: error: {e} (what arrived was kept in session {})", outcome.session);
+            eprintln!(
+                "glassbox: error: {e} (what arrived was kept in session {})",
+                outcome.session
+            );
         }
         return Ok(ExitCode::from(1));
     }

@@ -19,7 +19,11 @@ fn human_size(bytes: u64) -> String {
         v /= 1024.0;
         u += 1;
     }
-    if u == 0 { format!("{bytes} B") } else { format!("{v:.1} {}", UNITS[u]) }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
 }
 
 fn colour_support() -> &'static str {
@@ -58,18 +62,23 @@ fn gather(ctx: &Ctx) -> Value {
         json!({"path": store_path, "exists": false})
     };
     let selected = factory::resolve_kind(ctx);
-    let providers: Vec<Value> = [ProviderKind::Anthropic, ProviderKind::OpenAi, ProviderKind::Ollama, ProviderKind::Local]
-        .into_iter()
-        .map(|k| {
-            json!({
-                "name": k.as_str(),
-                "selected": k == selected,
-                "key_configured": factory::key_configured(ctx, k),
-                "model": factory::model_name(ctx, k),
-                "base_url": factory::base_url(cfg, k),
-            })
+    let providers: Vec<Value> = [
+        ProviderKind::Anthropic,
+        ProviderKind::OpenAi,
+        ProviderKind::Ollama,
+        ProviderKind::Local,
+    ]
+    .into_iter()
+    .map(|k| {
+        json!({
+            "name": k.as_str(),
+            "selected": k == selected,
+            "key_configured": factory::key_configured(ctx, k),
+            "model": factory::model_name(ctx, k),
+            "base_url": factory::base_url(cfg, k),
         })
-        .collect();
+    })
+    .collect();
     let models: Vec<Value> = crate::models::check(&ctx.paths.models_dir, true)
         .into_iter()
         .map(|m| {
@@ -83,7 +92,10 @@ fn gather(ctx: &Ctx) -> Value {
             })
         })
         .collect();
-    let local_model = cfg.providers.local.resolved_model_path(&ctx.paths.models_dir);
+    let local_model = cfg
+        .providers
+        .local
+        .resolved_model_path(&ctx.paths.models_dir);
     let (cols, rows) = crossterm::terminal::size().unwrap_or((0, 0));
     json!({
         "version": env!("CARGO_PKG_VERSION"),
@@ -121,10 +133,30 @@ pub fn run(ctx: &Ctx, json_out: bool) -> Result<ExitCode> {
         other => other.to_string(),
     };
     println!("glassbox {}", s(&v["version"]));
-    println!("data dir     {}{}", s(&v["data_dir"]["path"]), if v["data_dir"]["exists"] == true { "" } else { " (not created yet)" });
+    println!(
+        "data dir     {}{}",
+        s(&v["data_dir"]["path"]),
+        if v["data_dir"]["exists"] == true {
+            ""
+        } else {
+            " (not created yet)"
+        }
+    );
     println!("config dir   {}", s(&v["config_dir"]));
-    let files: Vec<String> = v["config_files"].as_array().into_iter().flatten().map(s).collect();
-    println!("config files {}", if files.is_empty() { "defaults only".into() } else { files.join(", ") });
+    let files: Vec<String> = v["config_files"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(s)
+        .collect();
+    println!(
+        "config files {}",
+        if files.is_empty() {
+            "defaults only".into()
+        } else {
+            files.join(", ")
+        }
+    );
     let st = &v["store"];
     if let Some(err) = st.get("error") {
         println!("store        {}  ERROR: {}", s(&st["path"]), s(err));
@@ -179,7 +211,11 @@ pub fn run(ctx: &Ctx, json_out: bool) -> Result<ExitCode> {
         s(&t["rows"]),
         s(&t["colours"]),
         s(&t["term"]),
-        if t["stdout_is_tty"] == true { "" } else { "  (stdout is not a terminal)" }
+        if t["stdout_is_tty"] == true {
+            ""
+        } else {
+            "  (stdout is not a terminal)"
+        }
     );
     Ok(ExitCode::SUCCESS)
 }

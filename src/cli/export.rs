@@ -23,7 +23,9 @@ pub enum ExportFormat {
 }
 
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  glassbox export 3f2a --format json -o session.json\n  glassbox export 3f2a --format dot | dot -Tsvg > graph.svg")]
+#[command(
+    after_help = "Examples:\n  glassbox export 3f2a --format json -o session.json\n  glassbox export 3f2a --format dot | dot -Tsvg > graph.svg"
+)]
 pub struct ExportArgs {
     /// Session id, or a unique prefix or suffix of at least 4 hex digits.
     pub session: String,
@@ -47,8 +49,14 @@ pub fn run(ctx: &Ctx, args: ExportArgs) -> Result<ExitCode> {
     };
     match &args.output {
         Some(path) => {
-            std::fs::write(path, text.as_bytes()).with_context(|| format!("cannot write {}", path.display()))?;
-            eprintln!("wrote {} ({} nodes, {} edges)", path.display(), data.nodes.len(), data.edges.len());
+            std::fs::write(path, text.as_bytes())
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            eprintln!(
+                "wrote {} ({} nodes, {} edges)",
+                path.display(),
+                data.nodes.len(),
+                data.edges.len()
+            );
         }
         None => {
             use std::io::Write;

@@ -57,12 +57,17 @@ pub struct ClaudeCodeArgs {
 pub async fn run(ctx: &Ctx, cmd: ImportCmd) -> Result<ExitCode> {
     match cmd {
         ImportCmd::ClaudeCode(args) => claude_code(ctx, args).await,
-        ImportCmd::Json { file, replace, json } => import_json(ctx, &file, replace, json),
+        ImportCmd::Json {
+            file,
+            replace,
+            json,
+        } => import_json(ctx, &file, replace, json),
     }
 }
 
 fn import_json(ctx: &Ctx, file: &std::path::Path, replace: bool, json: bool) -> Result<ExitCode> {
-    let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
     let parsed = export::parse_json(&text, &file.display().to_string())?;
     let store = ctx.open_store()?;
     export::import(&store, &parsed, replace)?;
@@ -91,7 +96,11 @@ fn import_json(ctx: &Ctx, file: &std::path::Path, replace: bool, json: bool) -> 
 }
 
 async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
-    let since = args.since.as_deref().map(transcript::parse_since).transpose()?;
+    let since = args
+        .since
+        .as_deref()
+        .map(transcript::parse_since)
+        .transpose()?;
     if args.watch && since.is_some() {
         bail!("--since cannot be combined with --watch");
     }
@@ -99,10 +108,14 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
         bail!("--reconcile-secs must be a number of seconds greater than 0");
     }
     let paths = if args.paths.is_empty() {
-        let root = transcript::default_root()
-            .context("cannot find the Claude Code folder: set CLAUDE_CONFIG_DIR or HOME, or pass a path")?;
+        let root = transcript::default_root().context(
+            "cannot find the Claude Code folder: set CLAUDE_CONFIG_DIR or HOME, or pass a path",
+        )?;
         if !root.exists() {
-            bail!("no Claude Code transcripts at {} (set CLAUDE_CONFIG_DIR or pass a path)", root.display());
+            bail!(
+                "no Claude Code transcripts at {} (set CLAUDE_CONFIG_DIR or pass a path)",
+                root.display()
+            );
         }
         vec![root]
     } else {
@@ -122,7 +135,9 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
                 }
             }
         });
-        let opts = watch::WatchOptions { reconcile_every: Duration::from_secs_f64(args.reconcile_secs) };
+        let opts = watch::WatchOptions {
+            reconcile_every: Duration::from_secs_f64(args.reconcile_secs),
+        };
         if !json {
             let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
             eprintln!("watching {} (Ctrl-C to stop)", shown.join(", "));
@@ -181,7 +196,9 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
 
 fn progress_bar(files: u64) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new(files);
-    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {pos}/{len} files [{bar:30}] {msg}") {
+    if let Ok(style) =
+        indicatif::ProgressStyle::with_template("{spinner} {pos}/{len} files [{bar:30}] {msg}")
+    {
         bar.set_style(style.progress_chars("=> "));
     }
     bar.enable_steady_tick(Duration::from_millis(120));
@@ -197,7 +214,11 @@ fn nodes_text(s: &ImportSummary) -> String {
     if s.nodes_by_type.is_empty() {
         return "0 new nodes".into();
     }
-    let parts: Vec<String> = s.nodes_by_type.iter().map(|(k, v)| format!("{v} {k}")).collect();
+    let parts: Vec<String> = s
+        .nodes_by_type
+        .iter()
+        .map(|(k, v)| format!("{v} {k}"))
+        .collect();
     format!("{} new nodes ({})", s.new_nodes(), parts.join(", "))
 }
 
@@ -207,7 +228,10 @@ fn print_errors(s: &ImportSummary) {
         eprintln!("warning: {e}");
     }
     if s.errors.len() > SHOWN {
-        eprintln!("… and {} more (use --json for the full list)", s.errors.len() - SHOWN);
+        eprintln!(
+            "… and {} more (use --json for the full list)",
+            s.errors.len() - SHOWN
+        );
     }
 }
 
@@ -226,14 +250,24 @@ fn print_summary(s: &ImportSummary) {
         s.decision_points
     );
     if !s.skipped_by_reason.is_empty() {
-        let parts: Vec<String> = s.skipped_by_reason.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let parts: Vec<String> = s
+            .skipped_by_reason
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
         println!("skipped: {}", parts.join(", "));
     }
     if s.dangling_parents > 0 {
-        println!("{} references to lines not in their file (kept as they are)", s.dangling_parents);
+        println!(
+            "{} references to lines not in their file (kept as they are)",
+            s.dangling_parents
+        );
     }
     if s.partial_lines > 0 {
-        println!("{} files end in an incomplete line (read once it is finished)", s.partial_lines);
+        println!(
+            "{} files end in an incomplete line (read once it is finished)",
+            s.partial_lines
+        );
     }
     print_errors(s);
 }

@@ -15,7 +15,9 @@ use crate::engines::mcp::{LedgerServer, LedgerSettings, http, serve_stdio, token
 const CRITIQUE_PROMPT_FILE: &str = "prompts/mcp/critique.md";
 
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  claude mcp add glassbox -- glassbox mcp\n  glassbox mcp --http\n  glassbox mcp --http 127.0.0.1:8931\n  glassbox mcp --print-token")]
+#[command(
+    after_help = "Examples:\n  claude mcp add glassbox -- glassbox mcp\n  glassbox mcp --http\n  glassbox mcp --http 127.0.0.1:8931\n  glassbox mcp --print-token"
+)]
 pub struct McpArgs {
     /// Serve MCP streamable HTTP at http://ADDR/mcp instead of stdio (ADDR: PORT or HOST:PORT;
     /// default 127.0.0.1:7341). Every request needs the bearer token.
@@ -36,7 +38,10 @@ fn settings(ctx: &Ctx) -> LedgerSettings {
         .map(|t| t.trim().to_string())
         .filter(|t| !t.is_empty())
         .unwrap_or_else(|| DEFAULT_CRITIQUE_PROMPT.to_string());
-    LedgerSettings { critique_prompt: prompt, ..LedgerSettings::default() }
+    LedgerSettings {
+        critique_prompt: prompt,
+        ..LedgerSettings::default()
+    }
 }
 
 /// Runs `glassbox mcp`. Nothing but MCP messages ever goes to stdout in stdio mode.
@@ -52,7 +57,12 @@ pub async fn run(ctx: &Ctx, args: McpArgs) -> Result<ExitCode> {
     let store = ctx.open_store()?;
     let Some(addr_text) = args.http else {
         tracing::info!(store = %store.path().display(), "mcp: serving stdio");
-        serve_stdio(LedgerServer::new(store, settings(ctx), TransportKind::Stdio)).await?;
+        serve_stdio(LedgerServer::new(
+            store,
+            settings(ctx),
+            TransportKind::Stdio,
+        ))
+        .await?;
         return Ok(ExitCode::SUCCESS);
     };
     let addr = http::parse_addr(&addr_text)?;
@@ -63,14 +73,22 @@ pub async fn run(ctx: &Ctx, args: McpArgs) -> Result<ExitCode> {
     }
     let bearer = token::load_or_create(&ctx.paths.config_dir)?;
     let listener = http::bind(addr).await?;
-    let bound = listener.local_addr().context("cannot read the bound address")?;
+    let bound = listener
+        .local_addr()
+        .context("cannot read the bound address")?;
     if !addr.ip().is_loopback() {
         eprintln!(
             "glassbox: warning: listening on {bound}, reachable from other machines; anyone with the token can read and write the ledger. Put TLS in front of it for untrusted networks."
         );
     }
-    eprintln!("glassbox: MCP ledger listening on http://{bound}{}", http::ENDPOINT);
-    eprintln!("glassbox: send `Authorization: Bearer <token>`; the token is in {} (glassbox mcp --print-token)", bearer.path.display());
+    eprintln!(
+        "glassbox: MCP ledger listening on http://{bound}{}",
+        http::ENDPOINT
+    );
+    eprintln!(
+        "glassbox: send `Authorization: Bearer <token>`; the token is in {} (glassbox mcp --print-token)",
+        bearer.path.display()
+    );
     tracing::info!(%bound, "mcp: serving http");
 
     let shutdown = CancellationToken::new();

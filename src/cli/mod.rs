@@ -115,7 +115,11 @@ pub enum ConfigCmd {
 fn flag_overrides(g: &GlobalArgs) -> Vec<FlagOverride> {
     let mut flags = Vec::new();
     if let Some(p) = g.provider {
-        flags.push(FlagOverride::new("general.provider", p.as_str(), "--provider"));
+        flags.push(FlagOverride::new(
+            "general.provider",
+            p.as_str(),
+            "--provider",
+        ));
     }
     if let Some(m) = &g.model {
         flags.push(FlagOverride::new(config::MODEL_KEY, m.as_str(), "--model"));
@@ -124,7 +128,11 @@ fn flag_overrides(g: &GlobalArgs) -> Vec<FlagOverride> {
         flags.push(FlagOverride::new("general.theme", t.as_str(), "--theme"));
     }
     if let Some(u) = &g.base_url {
-        flags.push(FlagOverride::new(config::BASE_URL_KEY, u.as_str(), "--base-url"));
+        flags.push(FlagOverride::new(
+            config::BASE_URL_KEY,
+            u.as_str(),
+            "--base-url",
+        ));
     }
     flags
 }
@@ -139,7 +147,11 @@ pub fn load_ctx(g: &GlobalArgs) -> Result<Ctx> {
         g.profile.clone(),
     );
     let loaded = config::load(&sources)?;
-    Ok(Ctx { paths, loaded, env: sources.env })
+    Ok(Ctx {
+        paths,
+        loaded,
+        env: sources.env,
+    })
 }
 
 fn init_logging(ctx: &Ctx, verbose: u8) {
@@ -151,7 +163,10 @@ fn init_logging(ctx: &Ctx, verbose: u8) {
     if ctx.paths.ensure_data_dir().is_err() {
         return;
     }
-    let Ok(file) = std::fs::OpenOptions::new().create(true).append(true).open(ctx.paths.log_file())
+    let Ok(file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(ctx.paths.log_file())
     else {
         return;
     };
@@ -167,7 +182,12 @@ fn init_logging(ctx: &Ctx, verbose: u8) {
 /// Runs the parsed command line.
 pub fn run(cli: Cli) -> Result<ExitCode> {
     if let Some(Command::Completions { shell }) = &cli.command {
-        clap_complete::generate(*shell, &mut Cli::command(), "glassbox", &mut std::io::stdout());
+        clap_complete::generate(
+            *shell,
+            &mut Cli::command(),
+            "glassbox",
+            &mut std::io::stdout(),
+        );
         return Ok(ExitCode::SUCCESS);
     }
     let ctx = load_ctx(&cli.global)?;

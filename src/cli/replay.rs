@@ -17,7 +17,9 @@ use crate::engines::llm::{CallCtx, ChatRequest, Provider, StreamEvent};
 use crate::store::{Node, NodeType, StreamId};
 
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  glassbox replay 3f2a --print\n  glassbox replay 3f2a --print --speed 4\n  glassbox replay 3f2a --print --speed 0   # no pauses")]
+#[command(
+    after_help = "Examples:\n  glassbox replay 3f2a --print\n  glassbox replay 3f2a --print --speed 4\n  glassbox replay 3f2a --print --speed 0   # no pauses"
+)]
 pub struct ReplayArgs {
     /// Session id, or a unique prefix or suffix of at least 4 hex digits.
     pub session: String,
@@ -43,7 +45,11 @@ struct Out {
 impl Out {
     fn write(&self, s: &str) {
         let mut out = std::io::stdout().lock();
-        if out.write_all(s.as_bytes()).and_then(|_| out.flush()).is_err() {
+        if out
+            .write_all(s.as_bytes())
+            .and_then(|_| out.flush())
+            .is_err()
+        {
             self.cancel.cancel();
         }
     }
@@ -69,7 +75,11 @@ fn node_heading(n: &Node) -> String {
     let when = n.created_at.format("%H:%M:%S");
     match n.kind {
         NodeType::ToolCall => {
-            let tool = n.meta.get("tool").and_then(|v| v.as_str()).unwrap_or("tool");
+            let tool = n
+                .meta
+                .get("tool")
+                .and_then(|v| v.as_str())
+                .unwrap_or("tool");
             format!("{when} tool call: {tool}")
         }
         NodeType::Query => format!("{when} user"),
@@ -97,14 +107,22 @@ pub async fn run(ctx: &Ctx, args: ReplayArgs) -> Result<ExitCode> {
         );
     }
     if !(args.speed.is_finite() && args.speed >= 0.0) {
-        bail!("--speed must be a number ≥ 0 (0 plays without pauses), got {}", args.speed);
+        bail!(
+            "--speed must be a number ≥ 0 (0 plays without pauses), got {}",
+            args.speed
+        );
     }
     if !(args.max_gap.is_finite() && args.max_gap >= 0.0) {
-        bail!("--max-gap must be a number of seconds ≥ 0, got {}", args.max_gap);
+        bail!(
+            "--max-gap must be a number of seconds ≥ 0, got {}",
+            args.max_gap
+        );
     }
     let store = ctx.open_store()?;
     let sid = store.resolve_session(&args.session)?;
-    let Some(session) = store.session(sid)? else { bail!("session '{}' not found", args.session) };
+    let Some(session) = store.session(sid)? else {
+        bail!("session '{}' not found", args.session)
+    };
     let mut nodes = store.session_nodes(sid)?;
     nodes.sort_by_key(|n| (n.created_at, n.id));
     if let Some(from) = &args.from {
@@ -114,7 +132,11 @@ pub async fn run(ctx: &Ctx, args: ReplayArgs) -> Result<ExitCode> {
         };
         nodes.drain(..pos);
     }
-    let recorded: HashSet<StreamId> = store.session_streams(sid)?.into_iter().map(|s| s.id).collect();
+    let recorded: HashSet<StreamId> = store
+        .session_streams(sid)?
+        .into_iter()
+        .map(|s| s.id)
+        .collect();
 
     let cancel = CancellationToken::new();
     tokio::spawn({
@@ -125,7 +147,10 @@ pub async fn run(ctx: &Ctx, args: ReplayArgs) -> Result<ExitCode> {
             }
         }
     });
-    let out = Out { styled: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(), cancel: cancel.clone() };
+    let out = Out {
+        styled: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+        cancel: cancel.clone(),
+    };
     out.write(&format!("{}  {}\n", session.id, session.title));
     let max_gap = Duration::from_secs_f64(args.max_gap);
     let mut played: HashSet<StreamId> = HashSet::new();
@@ -140,9 +165,18 @@ pub async fn run(ctx: &Ctx, args: ReplayArgs) -> Result<ExitCode> {
                 continue;
             }
             let provider = ReplayProvider::from_store(&store, stream, args.speed)?;
-            out.header(&format!("{} replay of a {} stream", n.created_at.format("%H:%M:%S"), provider.recorded_provider()));
-            let mut events =
-                provider.stream(ChatRequest::new("", Vec::new()), CallCtx { cancel: cancel.clone(), raw: None });
+            out.header(&format!(
+                "{} replay of a {} stream",
+                n.created_at.format("%H:%M:%S"),
+                provider.recorded_provider()
+            ));
+            let mut events = provider.stream(
+                ChatRequest::new("", Vec::new()),
+                CallCtx {
+                    cancel: cancel.clone(),
+                    raw: None,
+                },
+            );
             let mut section = 0u8;
             while let Some(ev) = events.next().await {
                 match ev {
@@ -155,7 +189,11 @@ pub async fn run(ctx: &Ctx, args: ReplayArgs) -> Result<ExitCode> {
                     }
                     StreamEvent::TextDelta { text } => {
                         if section != 2 {
-                            out.write(if section == 0 { "[answer]\n" } else { "\n[answer]\n" });
+                            out.write(if section == 0 {
+                                "[answer]\n"
+                            } else {
+                                "\n[answer]\n"
+                            });
                             section = 2;
                         }
                         out.write(&text);
@@ -174,7 +212,10 @@ pub async fn run(ctx: &Ctx, args: ReplayArgs) -> Result<ExitCode> {
         if let Some(prev) = last_time
             && args.speed > 0.0
         {
-            let gap = (n.created_at - prev).to_std().unwrap_or_default().min(max_gap);
+            let gap = (n.created_at - prev)
+                .to_std()
+                .unwrap_or_default()
+                .min(max_gap);
             if !pause(gap.div_f64(args.speed), &cancel).await {
                 break;
             }

@@ -12,7 +12,9 @@ use super::{Ctx, print_json};
 use crate::store::{SearchHit, SessionId};
 
 #[derive(Debug, Args)]
-#[command(after_help = "A node matches when it holds any of the words; more and rarer words rank higher.\nExit status is 1 when nothing matches.\n\nExamples:\n  glassbox search \"race condition\"\n  glassbox search tokenizer --session 3f2a --json")]
+#[command(
+    after_help = "A node matches when it holds any of the words; more and rarer words rank higher.\nExit status is 1 when nothing matches.\n\nExamples:\n  glassbox search \"race condition\"\n  glassbox search tokenizer --session 3f2a --json"
+)]
 pub struct SearchArgs {
     /// Words to look for (case-insensitive; words shorter than 2 characters are ignored).
     #[arg(required = true, num_args = 1..)]
@@ -35,7 +37,11 @@ fn highlighted(hit: &SearchHit, styled: bool) -> String {
     let mut out = String::with_capacity(hit.snippet.len() + 16);
     let mut at = 0;
     for &(s, e) in &hit.highlights {
-        if s < at || e > hit.snippet.len() || !hit.snippet.is_char_boundary(s) || !hit.snippet.is_char_boundary(e) {
+        if s < at
+            || e > hit.snippet.len()
+            || !hit.snippet.is_char_boundary(s)
+            || !hit.snippet.is_char_boundary(e)
+        {
             continue;
         }
         out.push_str(&hit.snippet[at..s]);
@@ -51,15 +57,24 @@ fn highlighted(hit: &SearchHit, styled: bool) -> String {
 pub fn run(ctx: &Ctx, args: SearchArgs) -> Result<ExitCode> {
     let query = args.query.join(" ");
     if crate::store::search::tokenize(&query).next().is_none() {
-        bail!("the query '{query}' has no searchable word (words need at least 2 letters or digits)");
+        bail!(
+            "the query '{query}' has no searchable word (words need at least 2 letters or digits)"
+        );
     }
     let store = ctx.open_store()?;
-    let session = args.session.as_deref().map(|s| store.resolve_session(s)).transpose()?;
+    let session = args
+        .session
+        .as_deref()
+        .map(|s| store.resolve_session(s))
+        .transpose()?;
     let hits = store.search(&query, session, args.limit)?;
     let mut titles: HashMap<SessionId, String> = HashMap::new();
     for h in &hits {
         if !titles.contains_key(&h.session) {
-            let title = store.session(h.session)?.map(|s| s.title).unwrap_or_default();
+            let title = store
+                .session(h.session)?
+                .map(|s| s.title)
+                .unwrap_or_default();
             titles.insert(h.session, title);
         }
     }
@@ -84,10 +99,24 @@ pub fn run(ctx: &Ctx, args: SearchArgs) -> Result<ExitCode> {
     } else {
         let styled = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
         for h in &hits {
-            let title = titles.get(&h.session).map(|t| super::sessions::excerpt(t, 50)).unwrap_or_default();
-            println!("{:>6.2}  {:<10} node {}  session {}  {}", h.score, h.kind.as_str(), h.node, h.session.short(), title);
+            let title = titles
+                .get(&h.session)
+                .map(|t| super::sessions::excerpt(t, 50))
+                .unwrap_or_default();
+            println!(
+                "{:>6.2}  {:<10} node {}  session {}  {}",
+                h.score,
+                h.kind.as_str(),
+                h.node,
+                h.session.short(),
+                title
+            );
             println!("        {}", highlighted(h, styled));
         }
     }
-    Ok(if hits.is_empty() { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if hits.is_empty() {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

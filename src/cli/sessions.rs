@@ -54,7 +54,11 @@ fn session_json(s: &Session, node_count: u64) -> serde_json::Value {
 
 /// The first line of `text`, cut to `max` characters.
 pub(crate) fn excerpt(text: &str, max: usize) -> String {
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
     if line.chars().count() > max {
         let cut: String = line.chars().take(max.saturating_sub(1)).collect();
         format!("{cut}…")
@@ -87,7 +91,10 @@ pub fn run(ctx: &Ctx, cmd: SessionsCmd) -> Result<ExitCode> {
             } else if rows.is_empty() {
                 println!("no sessions yet — try: glassbox ask \"Why is the sky blue?\"");
             } else {
-                println!("{:<36}  {:<16}  {:>5}  {:<11}  TITLE", "ID", "CREATED", "NODES", "SOURCE");
+                println!(
+                    "{:<36}  {:<16}  {:>5}  {:<11}  TITLE",
+                    "ID", "CREATED", "NODES", "SOURCE"
+                );
                 for (s, n) in rows {
                     println!(
                         "{}  {}  {:>5}  {:<11}  {}",
@@ -102,7 +109,9 @@ pub fn run(ctx: &Ctx, cmd: SessionsCmd) -> Result<ExitCode> {
         }
         SessionsCmd::Show { id, json } => {
             let sid = store.resolve_session(&id)?;
-            let Some(s) = store.session(sid)? else { bail!("session '{id}' not found") };
+            let Some(s) = store.session(sid)? else {
+                bail!("session '{id}' not found")
+            };
             let nodes = store.session_nodes(sid)?;
             let edges = store.session_edges(sid)?;
             if json {
@@ -132,18 +141,31 @@ pub fn run(ctx: &Ctx, cmd: SessionsCmd) -> Result<ExitCode> {
                     );
                 }
                 for e in &edges {
-                    println!("  {} -{}-> {}", e.src.short(), e.kind.as_str(), e.dst.short());
+                    println!(
+                        "  {} -{}-> {}",
+                        e.src.short(),
+                        e.kind.as_str(),
+                        e.dst.short()
+                    );
                 }
             }
         }
         SessionsCmd::Rm { id, yes, json } => {
             let sid = store.resolve_session(&id)?;
-            let Some(s) = store.session(sid)? else { bail!("session '{id}' not found") };
+            let Some(s) = store.session(sid)? else {
+                bail!("session '{id}' not found")
+            };
             if !yes {
                 if !std::io::stdin().is_terminal() {
-                    bail!("refusing to delete session {sid} without --yes (stdin is not a terminal)");
+                    bail!(
+                        "refusing to delete session {sid} without --yes (stdin is not a terminal)"
+                    );
                 }
-                eprint!("delete session {} \"{}\" and all its nodes? [y/N] ", s.id, excerpt(&s.title, 40));
+                eprint!(
+                    "delete session {} \"{}\" and all its nodes? [y/N] ",
+                    s.id,
+                    excerpt(&s.title, 40)
+                );
                 std::io::stderr().flush()?;
                 let mut answer = String::new();
                 std::io::stdin().lock().read_line(&mut answer)?;

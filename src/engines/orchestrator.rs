@@ -27,23 +27,44 @@ const FLUSH_EVERY: Duration = Duration::from_millis(150);
 /// What a turn reports while it runs.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TurnEvent {
-    Started { session: SessionId, query: NodeId },
+    Started {
+        session: SessionId,
+        query: NodeId,
+    },
     /// A thinking or response node was created (it streams from now on).
-    NodeCreated { id: NodeId, kind: NodeType },
+    NodeCreated {
+        id: NodeId,
+        kind: NodeType,
+    },
     /// ThinkGraph finished a step of the thinking node while it streams.
-    Step { node: NodeId, step: crate::engines::thinkgraph::Step },
+    Step {
+        node: NodeId,
+        step: crate::engines::thinkgraph::Step,
+    },
     /// ThinkGraph found a decision point in the thinking node.
-    Decision { node: NodeId, decision: crate::engines::thinkgraph::Decision },
+    Decision {
+        node: NodeId,
+        decision: crate::engines::thinkgraph::Decision,
+    },
     Thinking(String),
     Text(String),
     Signature(String),
     Redacted,
-    ToolUse { name: String, input: serde_json::Value },
+    ToolUse {
+        name: String,
+        input: serde_json::Value,
+    },
     Usage(Usage),
     /// The session has used `used` of its `limit` output tokens (past the warning share).
-    BudgetWarning { used: u64, limit: u64 },
+    BudgetWarning {
+        used: u64,
+        limit: u64,
+    },
     /// Older turns were summarised into a compaction node before this turn.
-    Compacted { node: NodeId, superseded: usize },
+    Compacted {
+        node: NodeId,
+        superseded: usize,
+    },
 }
 
 /// How demanding a question is; decides the effort when the user did not.
@@ -89,18 +110,28 @@ impl Router {
             patterns
                 .iter()
                 .filter_map(|p| {
-                    regex::RegexBuilder::new(p).case_insensitive(true).size_limit(1 << 20).build().ok()
+                    regex::RegexBuilder::new(p)
+                        .case_insensitive(true)
+                        .size_limit(1 << 20)
+                        .build()
+                        .ok()
                 })
                 .collect()
         };
-        Self { cfg: cfg.clone(), simple: compile(&cfg.simple_patterns), complex: compile(&cfg.complex_patterns) }
+        Self {
+            cfg: cfg.clone(),
+            simple: compile(&cfg.simple_patterns),
+            complex: compile(&cfg.complex_patterns),
+        }
     }
 
     pub fn classify(&self, question: &str) -> Route {
         let len = question.trim().chars().count();
         if self.complex.iter().any(|re| re.is_match(question)) {
             Route::Complex
-        } else if self.simple.iter().any(|re| re.is_match(question)) || len < self.cfg.simple_max_chars {
+        } else if self.simple.iter().any(|re| re.is_match(question))
+            || len < self.cfg.simple_max_chars
+        {
             Route::Simple
         } else if len > self.cfg.complex_min_chars {
             Route::Complex
@@ -116,7 +147,14 @@ impl Router {
     /// The effort for `question`: routed when routing is on, else the configured default.
     pub fn effort(&self, question: &str, default: Effort) -> (Route, Effort) {
         let route = self.classify(question);
-        (route, if self.cfg.enabled { route.effort(&self.cfg) } else { default })
+        (
+            route,
+            if self.cfg.enabled {
+                route.effort(&self.cfg)
+            } else {
+                default
+            },
+        )
     }
 }
 
@@ -177,11 +215,23 @@ pub struct Orchestrator {
 
 /// The conversation so far: the latest compaction summary (if any), then each query with the
 /// response that answered it, skipping nodes a compaction superseded.
-pub fn session_history(nodes: &[Node], superseded: &std::collections::HashSet<NodeId>) -> Vec<Message> {
+pub fn session_history(
+    nodes: &[Node],
+    superseded: &std::collections::HashSet<NodeId>,
+) -> Vec<Message> {
     let mut out = Vec::new();
-    if let Some(c) = nodes.iter().rev().find(|n| n.kind == NodeType::Compaction && !superseded.contains(&n.id)) {
-        out.push(Message::user(format!("Summary of our conversation so far:\n{}", c.text)));
-        out.push(Message::assistant("Understood; I will continue from that summary."));
+    if let Some(c) = nodes
+        .iter()
+        .rev()
+        .find(|n| n.kind == NodeType::Compaction && !superseded.contains(&n.id))
+    {
+        out.push(Message::user(format!(
+            "Summary of our conversation so far:\n{}",
+            c.text
+        )));
+        out.push(Message::assistant(
+            "Understood; I will continue from that summary.",
+        ));
     }
     for n in nodes.iter().filter(|n| !superseded.contains(&n.id)) {
         match n.kind {
@@ -197,7 +247,10 @@ pub fn session_history(nodes: &[Node], superseded: &std::collections::HashSet<No
         }
         // A query not followed by an answer is dropped when the next query comes.
         let len = out.len();
-        if len >= 2 && out[len - 1].role == super::llm::Role::User && out[len - 2].role == super::llm::Role::User {
+        if len >= 2
+            && out[len - 1].role == super::llm::Role::User
+            && out[len - 2].role == super::llm::Role::User
+        {
             out.remove(len - 2);
         }
     }
@@ -208,7 +261,10 @@ pub fn session_history(nodes: &[Node], superseded: &std::collections::HashSet<No
 }
 
 /// Nodes of the session that a compaction node supersedes.
-fn superseded_nodes(store: &Store, nodes: &[Node]) -> Result<std::collections::HashSet<NodeId>, StoreError> {
+fn superseded_nodes(
+    store: &Store,
+    nodes: &[Node],
+) -> Result<std::collections::HashSet<NodeId>, StoreError> {
     let mut out = std::collections::HashSet::new();
     for n in nodes.iter().filter(|n| n.kind == NodeType::Compaction) {
         for e in store.edges_from(n.id, Some(EdgeType::Supersedes))? {
@@ -230,7 +286,10 @@ pub fn session_output_tokens(nodes: &[Node]) -> u64 {
 
 /// A rough token count (four characters a token), enough to decide when to compact.
 fn estimate_tokens(messages: &[Message]) -> u64 {
-    messages.iter().map(|m| m.content.chars().count() as u64 / 4 + 4).sum()
+    messages
+        .iter()
+        .map(|m| m.content.chars().count() as u64 / 4 + 4)
+        .sum()
 }
 
 /// Nodes being streamed into, and what is still to be committed.
@@ -254,7 +313,11 @@ struct Live {
 
 impl Live {
     fn node(&mut self, kind: NodeType) -> &mut Node {
-        let slot = if kind == NodeType::Thinking { &mut self.thinking } else { &mut self.response };
+        let slot = if kind == NodeType::Thinking {
+            &mut self.thinking
+        } else {
+            &mut self.response
+        };
         let created = &mut self.created;
         slot.get_or_insert_with(|| {
             let mut n = Node::new(self.session, kind, "");
@@ -335,7 +398,12 @@ impl Live {
         self.next_chunk += chunks.len() as u32;
         header.chunk_count = self.next_chunk;
         header.total_bytes = self.total_bytes;
-        header.nodes = self.thinking.iter().chain(self.response.iter()).map(|n| n.id).collect();
+        header.nodes = self
+            .thinking
+            .iter()
+            .chain(self.response.iter())
+            .map(|n| n.id)
+            .collect();
         let (thinking, response) = (self.thinking.as_ref(), self.response.as_ref());
         store.write(|w| {
             for (i, c) in chunks.iter().enumerate() {
@@ -393,15 +461,23 @@ impl Orchestrator {
         let store = &self.store;
         let superseded = superseded_nodes(store, nodes)?;
         let history = session_history(nodes, &superseded);
-        let limit = u64::from(self.context_tokens) * u64::from(self.budget.compact_at_percent) / 100;
+        let limit =
+            u64::from(self.context_tokens) * u64::from(self.budget.compact_at_percent) / 100;
         let needed = estimate_tokens(&history) + question.chars().count() as u64 / 4;
         if limit == 0 || needed <= limit {
             return Ok(history);
         }
         // Keep the newest turns verbatim; everything older (and any earlier summary) goes.
-        let live: Vec<&Node> = nodes.iter().filter(|n| !superseded.contains(&n.id)).collect();
-        let query_positions: Vec<usize> =
-            live.iter().enumerate().filter(|(_, n)| n.kind == NodeType::Query).map(|(i, _)| i).collect();
+        let live: Vec<&Node> = nodes
+            .iter()
+            .filter(|n| !superseded.contains(&n.id))
+            .collect();
+        let query_positions: Vec<usize> = live
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| n.kind == NodeType::Query)
+            .map(|(i, _)| i)
+            .collect();
         let keep_from = query_positions
             .len()
             .checked_sub(self.budget.keep_recent_turns)
@@ -414,16 +490,29 @@ impl Orchestrator {
         let old_nodes: Vec<Node> = old.iter().map(|n| (*n).clone()).collect();
         let mut transcript = String::new();
         for m in session_history(&old_nodes, &std::collections::HashSet::new()) {
-            let who = if m.role == super::llm::Role::User { "User" } else { "Assistant" };
+            let who = if m.role == super::llm::Role::User {
+                "User"
+            } else {
+                "Assistant"
+            };
             transcript.push_str(&format!("{who}: {}\n\n", m.content));
         }
         let mut req = ChatRequest::new(
             self.model.clone(),
-            vec![Message::user(format!("{}\n\n{transcript}", self.compaction_prompt))],
+            vec![Message::user(format!(
+                "{}\n\n{transcript}",
+                self.compaction_prompt
+            ))],
         );
         req.max_tokens = 512;
         req.temperature = Some(0.0);
-        let mut stream = self.provider.stream(req, CallCtx { cancel: cancel.clone(), raw: None });
+        let mut stream = self.provider.stream(
+            req,
+            CallCtx {
+                cancel: cancel.clone(),
+                raw: None,
+            },
+        );
         let mut summary = String::new();
         let mut usage = Usage::default();
         while let Some(ev) = stream.next().await {
@@ -450,7 +539,10 @@ impl Orchestrator {
             }
             Ok(())
         })?;
-        let _ = events.send(TurnEvent::Compacted { node: node.id, superseded: old.len() });
+        let _ = events.send(TurnEvent::Compacted {
+            node: node.id,
+            superseded: old.len(),
+        });
         let mut all = nodes.to_vec();
         all.push(node);
         let superseded = superseded_nodes(store, &all)?;
@@ -482,8 +574,14 @@ impl Orchestrator {
                 if limit > 0 && used * 100 >= limit * u64::from(self.budget.warn_percent) {
                     let _ = events.send(TurnEvent::BudgetWarning { used, limit });
                 }
-                let prev = nodes.iter().rev().find(|n| n.kind == NodeType::Response).map(|n| n.id);
-                let history = self.compact_if_needed(&s, &nodes, &req.question, &events, &cancel).await?;
+                let prev = nodes
+                    .iter()
+                    .rev()
+                    .find(|n| n.kind == NodeType::Response)
+                    .map(|n| n.id);
+                let history = self
+                    .compact_if_needed(&s, &nodes, &req.question, &events, &cancel)
+                    .await?;
                 (s, history, prev)
             }
             None => {
@@ -497,7 +595,11 @@ impl Orchestrator {
         let query = Node::new(session.id, NodeType::Query, req.question.clone());
         let mut messages = history;
         messages.push(Message::user(req.question.clone()));
-        let system = match self.knowledge.as_ref().and_then(|k| k.context_for(&req.question)) {
+        let system = match self
+            .knowledge
+            .as_ref()
+            .and_then(|k| k.context_for(&req.question))
+        {
             Some(context) => Some(match &req.system {
                 Some(sys) => format!("{sys}\n\nRelevant knowledge:\n{context}"),
                 None => format!("Relevant knowledge:\n{context}"),
@@ -537,11 +639,19 @@ impl Orchestrator {
             }
             w.put_raw_stream(&header)
         })?;
-        let _ = events.send(TurnEvent::Started { session: session.id, query: query.id });
+        let _ = events.send(TurnEvent::Started {
+            session: session.id,
+            query: query.id,
+        });
 
         let (raw_tx, mut raw_rx) = mpsc::unbounded_channel();
-        let mut stream =
-            self.provider.stream(chat, CallCtx { cancel: cancel.clone(), raw: Some(raw_tx) });
+        let mut stream = self.provider.stream(
+            chat,
+            CallCtx {
+                cancel: cancel.clone(),
+                raw: Some(raw_tx),
+            },
+        );
         let mut live = Live {
             session: session.id,
             stream: header.id,
@@ -633,7 +743,9 @@ impl Orchestrator {
         };
         let final_status = match (&error, &stop) {
             (Some(LlmError::Cancelled), _) | (_, StopReason::Cancelled) => NodeStatus::Interrupted,
-            (Some(e), _) => NodeStatus::Failed { error: e.to_string() },
+            (Some(e), _) => NodeStatus::Failed {
+                error: e.to_string(),
+            },
             _ => NodeStatus::Complete,
         };
         if error.is_some() && live.response.is_none() && live.thinking.is_none() {
@@ -655,7 +767,10 @@ impl Orchestrator {
         }
         live.dirty = true;
         live.flush(store, &mut header)?;
-        let (t, r) = (live.thinking.as_ref().map(|n| n.id), live.response.as_ref().map(|n| n.id));
+        let (t, r) = (
+            live.thinking.as_ref().map(|n| n.id),
+            live.response.as_ref().map(|n| n.id),
+        );
         store.write(|w| {
             match (t, r) {
                 (Some(t), Some(r)) => {
@@ -687,7 +802,11 @@ impl Orchestrator {
 
 /// A session title from the first line of the question.
 pub fn title_from(question: &str) -> String {
-    let line = question.lines().find(|l| !l.trim().is_empty()).unwrap_or("untitled").trim();
+    let line = question
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("untitled")
+        .trim();
     let mut t: String = line.chars().take(80).collect();
     if line.chars().count() > 80 {
         t.push('…');
@@ -748,21 +867,54 @@ mod tests {
     fn routes_by_pattern_and_length() {
         let r = routing();
         assert_eq!(classify("hi there", &r), Route::Simple);
-        assert_eq!(classify("What is a monad, in the sense functional programmers use it?", &r), Route::Simple);
+        assert_eq!(
+            classify(
+                "What is a monad, in the sense functional programmers use it?",
+                &r
+            ),
+            Route::Simple
+        );
         assert_eq!(classify("Please debug this", &r), Route::Complex);
-        assert_eq!(classify(&"How do tides work across the different oceans of the world? ".repeat(2), &r), Route::Standard);
-        assert_eq!(classify(&"Tell me about tides and the moon and the sun. ".repeat(20), &r), Route::Complex);
-        assert_eq!(classify("Walk me through it step by step, please, with care and rigour", &r), Route::Complex);
+        assert_eq!(
+            classify(
+                &"How do tides work across the different oceans of the world? ".repeat(2),
+                &r
+            ),
+            Route::Standard
+        );
+        assert_eq!(
+            classify(
+                &"Tell me about tides and the moon and the sun. ".repeat(20),
+                &r
+            ),
+            Route::Complex
+        );
+        assert_eq!(
+            classify(
+                "Walk me through it step by step, please, with care and rigour",
+                &r
+            ),
+            Route::Complex
+        );
     }
 
     #[test]
     fn output_tokens_add_up_over_responses() {
         let s = SessionId::new();
         let mut a = Node::new(s, NodeType::Response, "a");
-        a.meta.insert("usage".into(), json!({"input_tokens": 5, "output_tokens": 7}));
+        a.meta.insert(
+            "usage".into(),
+            json!({"input_tokens": 5, "output_tokens": 7}),
+        );
         let mut b = Node::new(s, NodeType::Response, "b");
-        b.meta.insert("usage".into(), json!({"input_tokens": 5, "output_tokens": 3}));
-        assert_eq!(session_output_tokens(&[a, Node::new(s, NodeType::Query, "q"), b]), 10);
+        b.meta.insert(
+            "usage".into(),
+            json!({"input_tokens": 5, "output_tokens": 3}),
+        );
+        assert_eq!(
+            session_output_tokens(&[a, Node::new(s, NodeType::Query, "q"), b]),
+            10
+        );
     }
 
     #[test]

@@ -19,9 +19,9 @@ pub fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T, Store
     match bytes.split_first() {
         Some((&FORMAT_JSON, body)) => serde_json::from_slice(body)
             .map_err(|e| StoreError::Corrupt(format!("{table}: undecodable value: {e}"))),
-        Some((other, _)) => {
-            Err(StoreError::Corrupt(format!("{table}: unknown value format byte {other}")))
-        }
+        Some((other, _)) => Err(StoreError::Corrupt(format!(
+            "{table}: unknown value format byte {other}"
+        ))),
         None => Err(StoreError::Corrupt(format!("{table}: empty value"))),
     }
 }

@@ -23,7 +23,9 @@ pub(super) fn read_version(r: &ReadTransaction) -> Result<u32, StoreError> {
         Err(redb::TableError::TableDoesNotExist(_)) => return Ok(0),
         Err(e) => return Err(e.into()),
     };
-    let Some(v) = t.get(VERSION_KEY)? else { return Ok(0) };
+    let Some(v) = t.get(VERSION_KEY)? else {
+        return Ok(0);
+    };
     let bytes: [u8; 4] = v
         .value()
         .try_into()
@@ -55,7 +57,11 @@ pub(super) fn ensure_schema(store: &Store) -> Result<(), StoreError> {
         }
     };
     if found > SCHEMA_VERSION {
-        return Err(StoreError::TooNew { path: store.path.clone(), found, supported: SCHEMA_VERSION });
+        return Err(StoreError::TooNew {
+            path: store.path.clone(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
     }
     create_tables(&txn)?;
     let is_new = found == 0 && !has_legacy_data(&txn)?;
@@ -65,18 +71,26 @@ pub(super) fn ensure_schema(store: &Store) -> Result<(), StoreError> {
             match v {
                 1 => migrate_v1_to_v2(&txn)?,
                 2 => migrate_v2_to_v3(&txn)?,
-                other => return Err(StoreError::Corrupt(format!("no migration from schema {other}"))),
+                other => {
+                    return Err(StoreError::Corrupt(format!(
+                        "no migration from schema {other}"
+                    )));
+                }
             }
             v += 1;
         }
     }
-    txn.open_table(META)?.insert(VERSION_KEY, SCHEMA_VERSION.to_le_bytes().as_slice())?;
+    txn.open_table(META)?
+        .insert(VERSION_KEY, SCHEMA_VERSION.to_le_bytes().as_slice())?;
     txn.commit()?;
     Ok(())
 }
 
 fn has_legacy_data(txn: &WriteTransaction) -> Result<bool, StoreError> {
-    Ok(txn.list_tables()?.any(|t| t.name() == "nodes") && txn.open_table(NODES)?.first()?.is_some())
+    Ok(
+        txn.list_tables()?.any(|t| t.name() == "nodes")
+            && txn.open_table(NODES)?.first()?.is_some(),
+    )
 }
 
 fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {

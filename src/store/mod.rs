@@ -12,8 +12,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use chrono::Utc;
-use redb::{ConcurrencyMode, Database, ReadTransaction, ReadableDatabase, ReadableTable,
-    ReadableTableMetadata, WriteTransaction};
+use redb::{
+    ConcurrencyMode, Database, ReadTransaction, ReadableDatabase, ReadableTable,
+    ReadableTableMetadata, WriteTransaction,
+};
 
 pub use migrate::SCHEMA_VERSION;
 pub use search::SearchHit;
@@ -28,7 +30,11 @@ pub enum StoreError {
     #[error(
         "store {path} has schema version {found}, newer than this glassbox understands ({supported}); upgrade glassbox"
     )]
-    TooNew { path: PathBuf, found: u32, supported: u32 },
+    TooNew {
+        path: PathBuf,
+        found: u32,
+        supported: u32,
+    },
     #[error("store is corrupt: {0}")]
     Corrupt(String),
     #[error("cannot encode value: {0}")]
@@ -103,7 +109,10 @@ impl Store {
     /// Opens (creating if missing) the store at `path`, migrating an older schema.
     /// A new file gets mode 0600.
     pub fn open(path: &Path) -> Result<Self> {
-        let open_err = |reason: String| StoreError::Open { path: path.to_path_buf(), reason };
+        let open_err = |reason: String| StoreError::Open {
+            path: path.to_path_buf(),
+            reason,
+        };
         if !path.exists() {
             use std::os::unix::fs::OpenOptionsExt;
             std::fs::OpenOptions::new()
@@ -121,8 +130,13 @@ impl Store {
                 })
                 .map_err(|e| open_err(e.to_string()))?;
         }
-        let db = builder().create(path).map_err(|e| open_err(describe_open_error(e)))?;
-        let store = Self { db: Arc::new(db), path: path.to_path_buf() };
+        let db = builder()
+            .create(path)
+            .map_err(|e| open_err(describe_open_error(e)))?;
+        let store = Self {
+            db: Arc::new(db),
+            path: path.to_path_buf(),
+        };
         migrate::ensure_schema(&store)?;
         Ok(store)
     }
@@ -135,7 +149,8 @@ impl Store {
     pub fn check_integrity(&mut self) -> Result<bool> {
         let db = Arc::get_mut(&mut self.db)
             .ok_or_else(|| StoreError::Io("integrity check needs exclusive access".into()))?;
-        db.check_integrity().map_err(|e| StoreError::Corrupt(e.to_string()))
+        db.check_integrity()
+            .map_err(|e| StoreError::Corrupt(e.to_string()))
     }
 
     /// Runs `f` in one write transaction and commits it; every change `f` makes is
@@ -146,7 +161,10 @@ impl Store {
             let journal = txn.open_table(JOURNAL)?;
             journal.last()?.map(|(k, _)| k.value() + 1).unwrap_or(1)
         };
-        let mut w = Writer { txn: &txn, next_seq };
+        let mut w = Writer {
+            txn: &txn,
+            next_seq,
+        };
         let out = f(&mut w)?;
         txn.commit()?;
         Ok(out)
@@ -174,7 +192,7 @@ impl Store {
             let (_, v) = row?;
             out.push(codec::decode::<Session>("sessions", v.value())?);
         }
-        out.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+        out.sort_by_key(|s| std::cmp::Reverse(s.updated_at));
         Ok(out)
     }
 
@@ -187,8 +205,13 @@ impl Store {
         let want = normalise_prefix(text);
         let r = self.read()?;
         let t = r.open_table(SESSIONS)?;
-        resolve_prefix(t.iter()?.map(|row| row.map(|(k, _)| k.value())), &want, text, "session")
-            .map(SessionId::from_bytes)
+        resolve_prefix(
+            t.iter()?.map(|row| row.map(|(k, _)| k.value())),
+            &want,
+            text,
+            "session",
+        )
+        .map(SessionId::from_bytes)
     }
 
     /// Resolves a full node id, or a unique prefix or suffix of its hex form.
@@ -199,8 +222,13 @@ impl Store {
         let want = normalise_prefix(text);
         let r = self.read()?;
         let t = r.open_table(NODES)?;
-        resolve_prefix(t.iter()?.map(|row| row.map(|(k, _)| k.value())), &want, text, "node")
-            .map(NodeId::from_bytes)
+        resolve_prefix(
+            t.iter()?.map(|row| row.map(|(k, _)| k.value())),
+            &want,
+            text,
+            "node",
+        )
+        .map(NodeId::from_bytes)
     }
 
     pub fn node(&self, id: NodeId) -> Result<Option<Node>> {
@@ -239,8 +267,10 @@ impl Store {
         let r = self.read()?;
         let t = r.open_table(EDGES_OUT)?;
         let range = match kind {
-            Some(k) => key33(node.to_bytes(), k.code(), [0; 16])
-                ..=key33(node.to_bytes(), k.code(), [0xff; 16]),
+            Some(k) => {
+                key33(node.to_bytes(), k.code(), [0; 16])
+                    ..=key33(node.to_bytes(), k.code(), [0xff; 16])
+            }
             None => prefix33(node.to_bytes()),
         };
         let mut out = Vec::new();
@@ -257,8 +287,10 @@ impl Store {
         let idx = r.open_table(EDGES_IN)?;
         let out_t = r.open_table(EDGES_OUT)?;
         let range = match kind {
-            Some(k) => key33(node.to_bytes(), k.code(), [0; 16])
-                ..=key33(node.to_bytes(), k.code(), [0xff; 16]),
+            Some(k) => {
+                key33(node.to_bytes(), k.code(), [0; 16])
+                    ..=key33(node.to_bytes(), k.code(), [0xff; 16])
+            }
             None => prefix33(node.to_bytes()),
         };
         let mut out = Vec::new();
@@ -364,7 +396,9 @@ impl Store {
     pub fn core_memory(&self, label: &str) -> Result<Option<MemoryEntry>> {
         let r = self.read()?;
         let t = r.open_table(MEMORY_CORE)?;
-        t.get(label)?.map(|v| codec::decode("memory_core", v.value())).transpose()
+        t.get(label)?
+            .map(|v| codec::decode("memory_core", v.value()))
+            .transpose()
     }
 
     pub fn memory(&self, tier: MemoryTier, id: MemoryId) -> Result<Option<MemoryEntry>> {
@@ -374,7 +408,9 @@ impl Store {
             MemoryTier::Recall => MEMORY_RECALL,
             MemoryTier::Archival => MEMORY_ARCHIVAL,
             MemoryTier::Core => {
-                return Err(StoreError::NotFound("core memory is addressed by label".into()));
+                return Err(StoreError::NotFound(
+                    "core memory is addressed by label".into(),
+                ));
             }
         };
         get16(&r, def, "memory", id.to_bytes())
@@ -396,7 +432,9 @@ impl Store {
         let r = self.read()?;
         let p = r.open_table(PROJECTIONS)?;
         let c = r.open_table(PROJECTION_CHECKPOINTS)?;
-        let Some(state) = p.get(name)? else { return Ok(None) };
+        let Some(state) = p.get(name)? else {
+            return Ok(None);
+        };
         let checkpoint = c.get(name)?.map(|v| v.value()).unwrap_or(0);
         Ok(Some((state.value().to_vec(), checkpoint)))
     }
@@ -404,7 +442,9 @@ impl Store {
     pub fn transcript_cursor(&self, path: &str) -> Result<Option<TranscriptCursor>> {
         let r = self.read()?;
         let t = r.open_table(TRANSCRIPT_CURSORS)?;
-        t.get(path)?.map(|v| codec::decode("transcript_cursors", v.value())).transpose()
+        t.get(path)?
+            .map(|v| codec::decode("transcript_cursors", v.value()))
+            .transpose()
     }
 
     /// The newest journal sequence number (0 when empty).
@@ -457,8 +497,18 @@ pub struct Writer<'t> {
 }
 
 impl Writer<'_> {
-    fn journal(&mut self, kind: ChangeKind, session: Option<SessionId>, id: Option<uuid::Uuid>) -> Result<()> {
-        let change = Change { kind, session, id, at: Utc::now() };
+    fn journal(
+        &mut self,
+        kind: ChangeKind,
+        session: Option<SessionId>,
+        id: Option<uuid::Uuid>,
+    ) -> Result<()> {
+        let change = Change {
+            kind,
+            session,
+            id,
+            at: Utc::now(),
+        };
         let mut t = self.txn.open_table(JOURNAL)?;
         t.insert(self.next_seq, codec::encode(&change)?.as_slice())?;
         self.next_seq += 1;
@@ -467,14 +517,18 @@ impl Writer<'_> {
 
     /// Inserts or replaces a session.
     pub fn put_session(&mut self, s: &Session) -> Result<()> {
-        self.txn.open_table(SESSIONS)?.insert(s.id.to_bytes(), codec::encode(s)?.as_slice())?;
+        self.txn
+            .open_table(SESSIONS)?
+            .insert(s.id.to_bytes(), codec::encode(s)?.as_slice())?;
         self.journal(ChangeKind::SessionPut, Some(s.id), Some(s.id.0))
     }
 
     /// Inserts or replaces a node, indexes it under its session and, unless it is still
     /// streaming, brings its full-text index entries up to date.
     pub fn put_node(&mut self, n: &Node) -> Result<()> {
-        self.txn.open_table(NODES)?.insert(n.id.to_bytes(), codec::encode(n)?.as_slice())?;
+        self.txn
+            .open_table(NODES)?
+            .insert(n.id.to_bytes(), codec::encode(n)?.as_slice())?;
         self.txn
             .open_table(SESSION_NODES)?
             .insert(key32(n.session.to_bytes(), n.id.to_bytes()), ())?;
@@ -484,38 +538,48 @@ impl Writer<'_> {
 
     pub fn node(&self, id: NodeId) -> Result<Option<Node>> {
         let t = self.txn.open_table(NODES)?;
-        t.get(id.to_bytes())?.map(|v| codec::decode("nodes", v.value())).transpose()
+        t.get(id.to_bytes())?
+            .map(|v| codec::decode("nodes", v.value()))
+            .transpose()
     }
 
     pub fn session(&self, id: SessionId) -> Result<Option<Session>> {
         let t = self.txn.open_table(SESSIONS)?;
-        t.get(id.to_bytes())?.map(|v| codec::decode("sessions", v.value())).transpose()
+        t.get(id.to_bytes())?
+            .map(|v| codec::decode("sessions", v.value()))
+            .transpose()
     }
 
     /// Inserts or replaces an edge in both directions' indexes.
     pub fn put_edge(&mut self, e: &Edge) -> Result<()> {
         let (s, d, c) = (e.src.to_bytes(), e.dst.to_bytes(), e.kind.code());
-        self.txn.open_table(EDGES_OUT)?.insert(key33(s, c, d), codec::encode(e)?.as_slice())?;
+        self.txn
+            .open_table(EDGES_OUT)?
+            .insert(key33(s, c, d), codec::encode(e)?.as_slice())?;
         self.txn.open_table(EDGES_IN)?.insert(key33(d, c, s), ())?;
         self.journal(ChangeKind::EdgePut, None, Some(e.src.0))
     }
 
     pub fn put_decision_point(&mut self, d: &DecisionPoint) -> Result<()> {
-        self.txn
-            .open_table(DECISION_POINTS)?
-            .insert(key32(d.node.to_bytes(), d.id.to_bytes()), codec::encode(d)?.as_slice())?;
+        self.txn.open_table(DECISION_POINTS)?.insert(
+            key32(d.node.to_bytes(), d.id.to_bytes()),
+            codec::encode(d)?.as_slice(),
+        )?;
         self.journal(ChangeKind::DecisionPut, None, Some(d.id.0))
     }
 
     pub fn put_insight(&mut self, i: &Insight) -> Result<()> {
-        self.txn
-            .open_table(INSIGHTS)?
-            .insert(key32(i.session.to_bytes(), i.id.to_bytes()), codec::encode(i)?.as_slice())?;
+        self.txn.open_table(INSIGHTS)?.insert(
+            key32(i.session.to_bytes(), i.id.to_bytes()),
+            codec::encode(i)?.as_slice(),
+        )?;
         self.journal(ChangeKind::InsightPut, Some(i.session), Some(i.id.0))
     }
 
     pub fn put_run(&mut self, run: &Run) -> Result<()> {
-        self.txn.open_table(RUNS)?.insert(run.id.to_bytes(), codec::encode(run)?.as_slice())?;
+        self.txn
+            .open_table(RUNS)?
+            .insert(run.id.to_bytes(), codec::encode(run)?.as_slice())?;
         self.txn
             .open_table(SESSION_RUNS)?
             .insert(key32(run.session.to_bytes(), run.id.to_bytes()), ())?;
@@ -524,7 +588,9 @@ impl Writer<'_> {
 
     /// Inserts or replaces a raw stream header.
     pub fn put_raw_stream(&mut self, s: &RawStream) -> Result<()> {
-        self.txn.open_table(RAW_STREAMS)?.insert(s.id.to_bytes(), codec::encode(s)?.as_slice())?;
+        self.txn
+            .open_table(RAW_STREAMS)?
+            .insert(s.id.to_bytes(), codec::encode(s)?.as_slice())?;
         self.txn
             .open_table(SESSION_STREAMS)?
             .insert(key32(s.session.to_bytes(), s.id.to_bytes()), ())?;
@@ -532,11 +598,18 @@ impl Writer<'_> {
     }
 
     /// Stores chunk `index` of a raw stream.
-    pub fn put_raw_chunk(&mut self, stream: StreamId, index: u32, chunk: &StoredChunk) -> Result<()> {
+    pub fn put_raw_chunk(
+        &mut self,
+        stream: StreamId,
+        index: u32,
+        chunk: &StoredChunk,
+    ) -> Result<()> {
         let mut v = Vec::with_capacity(8 + chunk.bytes.len());
         v.extend_from_slice(&chunk.offset_us.to_be_bytes());
         v.extend_from_slice(&chunk.bytes);
-        self.txn.open_table(RAW_CHUNKS)?.insert(chunk_key(stream.to_bytes(), index), v.as_slice())?;
+        self.txn
+            .open_table(RAW_CHUNKS)?
+            .insert(chunk_key(stream.to_bytes(), index), v.as_slice())?;
         Ok(())
     }
 
@@ -544,19 +617,28 @@ impl Writer<'_> {
         let bytes = codec::encode(m)?;
         match m.tier {
             MemoryTier::Core => {
-                let label = m.label.as_deref().ok_or_else(|| {
-                    StoreError::Encode("core memory entries need a label".into())
-                })?;
-                self.txn.open_table(MEMORY_CORE)?.insert(label, bytes.as_slice())?;
+                let label = m
+                    .label
+                    .as_deref()
+                    .ok_or_else(|| StoreError::Encode("core memory entries need a label".into()))?;
+                self.txn
+                    .open_table(MEMORY_CORE)?
+                    .insert(label, bytes.as_slice())?;
             }
             MemoryTier::Working => {
-                self.txn.open_table(MEMORY_WORKING)?.insert(m.id.to_bytes(), bytes.as_slice())?;
+                self.txn
+                    .open_table(MEMORY_WORKING)?
+                    .insert(m.id.to_bytes(), bytes.as_slice())?;
             }
             MemoryTier::Recall => {
-                self.txn.open_table(MEMORY_RECALL)?.insert(m.id.to_bytes(), bytes.as_slice())?;
+                self.txn
+                    .open_table(MEMORY_RECALL)?
+                    .insert(m.id.to_bytes(), bytes.as_slice())?;
             }
             MemoryTier::Archival => {
-                self.txn.open_table(MEMORY_ARCHIVAL)?.insert(m.id.to_bytes(), bytes.as_slice())?;
+                self.txn
+                    .open_table(MEMORY_ARCHIVAL)?
+                    .insert(m.id.to_bytes(), bytes.as_slice())?;
             }
         }
         self.journal(ChangeKind::MemoryPut, m.session, Some(m.id.0))
@@ -595,7 +677,9 @@ impl Writer<'_> {
     /// Saves a projection's state together with the event sequence it is current to.
     pub fn put_projection(&mut self, name: &str, state: &[u8], checkpoint: u64) -> Result<()> {
         self.txn.open_table(PROJECTIONS)?.insert(name, state)?;
-        self.txn.open_table(PROJECTION_CHECKPOINTS)?.insert(name, checkpoint)?;
+        self.txn
+            .open_table(PROJECTION_CHECKPOINTS)?
+            .insert(name, checkpoint)?;
         Ok(())
     }
 
@@ -614,10 +698,13 @@ impl Writer<'_> {
             return Ok(false);
         }
         let mut node_ids = Vec::new();
-        self.txn.open_table(SESSION_NODES)?.extract_from_if(prefix32(sid), |k, _| {
-            node_ids.push(split32(k).1);
-            true
-        })?.for_each(drop);
+        self.txn
+            .open_table(SESSION_NODES)?
+            .extract_from_if(prefix32(sid), |k, _| {
+                node_ids.push(split32(k).1);
+                true
+            })?
+            .for_each(drop);
         {
             let mut nodes = self.txn.open_table(NODES)?;
             let mut out = self.txn.open_table(EDGES_OUT)?;
@@ -678,7 +765,9 @@ impl Writer<'_> {
             }
             for s in gone {
                 streams.remove(s)?;
-                for row in chunks.extract_from_if(chunk_key(s, 0)..=chunk_key(s, u32::MAX), |_, _| true)? {
+                for row in
+                    chunks.extract_from_if(chunk_key(s, 0)..=chunk_key(s, u32::MAX), |_, _| true)?
+                {
                     row?;
                 }
             }
@@ -690,11 +779,16 @@ impl Writer<'_> {
 
 fn decode_chunk(v: &[u8]) -> Result<StoredChunk> {
     if v.len() < 8 {
-        return Err(StoreError::Corrupt("raw_chunks: value shorter than its header".into()));
+        return Err(StoreError::Corrupt(
+            "raw_chunks: value shorter than its header".into(),
+        ));
     }
     let mut off = [0u8; 8];
     off.copy_from_slice(&v[..8]);
-    Ok(StoredChunk { offset_us: u64::from_be_bytes(off), bytes: v[8..].to_vec() })
+    Ok(StoredChunk {
+        offset_us: u64::from_be_bytes(off),
+        bytes: v[8..].to_vec(),
+    })
 }
 
 fn get16<T: serde::de::DeserializeOwned>(
@@ -704,11 +798,16 @@ fn get16<T: serde::de::DeserializeOwned>(
     key: [u8; 16],
 ) -> Result<Option<T>> {
     let t = r.open_table(def)?;
-    t.get(key)?.map(|v| codec::decode(name, v.value())).transpose()
+    t.get(key)?
+        .map(|v| codec::decode(name, v.value()))
+        .transpose()
 }
 
 fn normalise_prefix(text: &str) -> String {
-    text.chars().filter(|c| *c != '-').collect::<String>().to_ascii_lowercase()
+    text.chars()
+        .filter(|c| *c != '-')
+        .collect::<String>()
+        .to_ascii_lowercase()
 }
 
 fn resolve_prefix(

@@ -29,8 +29,8 @@ const B: f64 = 0.75;
 const SNIPPET_BEFORE: usize = 60;
 const SNIPPET_AFTER: usize = 120;
 
-const DOC_COUNT_KEY: &str = "search_doc_count";
-const TOKEN_COUNT_KEY: &str = "search_token_count";
+/// `meta` key of the index totals: doc count ‖ token count (u64 LE each).
+const TOTALS_KEY: &str = "search_totals";
 /// Bytes of a `search_docs` value before the term list: session, token count, text hash.
 const DOC_HEADER: usize = 16 + 4 + 8;
 
@@ -75,7 +75,11 @@ pub fn tokens_with_spans(text: &str) -> impl Iterator<Item = (String, usize, usi
             if chars < MIN_TOKEN_CHARS || word.len() > MAX_TOKEN_BYTES {
                 continue;
             }
-            let lower = if word.is_ascii() { word.to_ascii_lowercase() } else { word.to_lowercase() };
+            let lower = if word.is_ascii() {
+                word.to_ascii_lowercase()
+            } else {
+                word.to_lowercase()
+            };
             return Some((lower, start, end));
         }
     })
@@ -130,7 +134,9 @@ struct DocRecord {
 impl DocRecord {
     fn decode(v: &[u8]) -> Result<Self> {
         if v.len() < DOC_HEADER {
-            return Err(StoreError::Corrupt("search_docs: value shorter than its header".into()));
+            return Err(StoreError::Corrupt(
+                "search_docs: value shorter than its header".into(),
+            ));
         }
         let mut session = [0u8; 16];
         session.copy_from_slice(&v[..16]);
@@ -139,13 +145,22 @@ impl DocRecord {
         let mut hash = [0u8; 8];
         hash.copy_from_slice(&v[20..28]);
         let rest = &v[DOC_HEADER..];
-        let terms =
-            if rest.is_empty() { Vec::new() } else { rest.split(|b| *b == 0).map(<[u8]>::to_vec).collect() };
-        Ok(Self { session, tokens: u32::from_le_bytes(tokens), hash, terms })
+        let terms = if rest.is_empty() {
+            Vec::new()
+        } else {
+            rest.split(|b| *b == 0).map(<[u8]>::to_vec).collect()
+        };
+        Ok(Self {
+            session,
+            tokens: u32::from_le_bytes(tokens),
+            hash,
+            terms,
+        })
     }
 
     fn encode(&self) -> Vec<u8> {
-        let mut v = Vec::with_capacity(DOC_HEADER + self.terms.iter().map(|t| t.len() + 1).sum::<usize>());
+        let mut v =
+            Vec::with_capacity(DOC_HEADER + self.terms.iter().map(|t| t.len() + 1).sum::<usize>());
         v.extend_from_slice(&self.session);
         v.extend_from_slice(&self.tokens.to_le_bytes());
         v.extend_from_slice(&self.hash);
@@ -159,37 +174,34 @@ impl DocRecord {
     }
 }
 
-fn read_counter(txn: &WriteTransaction, key: &str) -> Result<u64> {
-    let meta = txn.open_table(META)?;
-    let v = meta.get(key)?;
-    Ok(v.and_then(|v| <[u8; 8]>::try_from(v.value()).ok()).map(u64::from_le_bytes).unwrap_or(0))
+/// (doc count, token count) from the `meta` value.
+fn decode_totals(v: Option<&[u8]>) -> (u64, u64) {
+    let Some(v) = v.filter(|v| v.len() == 16) else {
+        return (0, 0);
+    };
+    let mut d = [0u8; 8];
+    let mut t = [0u8; 8];
+    d.copy_from_slice(&v[..8]);
+    t.copy_from_slice(&v[8..]);
+    (u64::from_le_bytes(d), u64::from_le_bytes(t))
 }
 
-fn add_to_counters(txn: &WriteTransaction, docs: i64, tokens: i64) -> Result<()> {
+fn add_to_totals(txn: &WriteTransaction, docs: i64, tokens: i64) -> Result<()> {
     if docs == 0 && tokens == 0 {
         return Ok(());
     }
-    let d = read_counter(txn, DOC_COUNT_KEY)?.saturating_add_signed(docs);
-    let t = read_counter(txn, TOKEN_COUNT_KEY)?.saturating_add_signed(tokens);
     let mut meta = txn.open_table(META)?;
-    meta.insert(DOC_COUNT_KEY, d.to_le_bytes().as_slice())?;
-    meta.insert(TOKEN_COUNT_KEY, t.to_le_bytes().as_slice())?;
+    let (d, t) = decode_totals(meta.get(TOTALS_KEY)?.as_ref().map(|v| v.value()));
+    let mut v = [0u8; 16];
+    v[..8].copy_from_slice(&d.saturating_add_signed(docs).to_le_bytes());
+    v[8..].copy_from_slice(&t.saturating_add_signed(tokens).to_le_bytes());
+    meta.insert(TOTALS_KEY, v.as_slice())?;
     Ok(())
-}
-
-/// Removes a doc's postings; returns (docs, tokens) removed from the totals.
-fn remove_postings(txn: &WriteTransaction, node: [u8; 16], old: &DocRecord) -> Result<(i64, i64)> {
-    let mut postings = txn.open_table(SEARCH_TERMS)?;
-    for term in &old.terms {
-        postings.remove(posting_key(term, node).as_slice())?;
-    }
-    Ok((1, i64::from(old.tokens)))
 }
 
 /// Brings the index entries of `n` up to date with its text. Streaming nodes are left as they
 /// are (they are indexed by their final put); unchanged text costs one lookup.
 pub(super) fn index_node(txn: &WriteTransaction, n: &Node) -> Result<()> {
-    if std::env::var_os("GB_NOINDEX").is_some() { return Ok(()); }
     if n.status == NodeStatus::Streaming {
         return Ok(());
     }
@@ -204,11 +216,14 @@ pub(super) fn index_node(txn: &WriteTransaction, n: &Node) -> Result<()> {
     if old.as_ref().is_some_and(|o| o.hash == hash) {
         return Ok(());
     }
+    let mut postings = txn.open_table(SEARCH_TERMS)?;
     let (mut doc_delta, mut token_delta) = (0i64, 0i64);
     if let Some(old) = &old {
-        let (d, t) = remove_postings(txn, id, old)?;
-        doc_delta -= d;
-        token_delta -= t;
+        for term in &old.terms {
+            postings.remove(posting_key(term, id).as_slice())?;
+        }
+        doc_delta -= 1;
+        token_delta -= i64::from(old.tokens);
     }
     let mut counts: HashMap<String, u32> = HashMap::new();
     let mut total = 0u32;
@@ -219,20 +234,29 @@ pub(super) fn index_node(txn: &WriteTransaction, n: &Node) -> Result<()> {
     if counts.is_empty() {
         docs.remove(id)?;
     } else {
-        let mut postings = txn.open_table(SEARCH_TERMS)?;
+        let mut key = Vec::with_capacity(MAX_TOKEN_BYTES + 17);
         let mut terms: Vec<Vec<u8>> = Vec::with_capacity(counts.len());
         for (term, tf) in counts {
-            postings.insert(posting_key(term.as_bytes(), id).as_slice(), tf)?;
+            key.clear();
+            key.extend_from_slice(term.as_bytes());
+            key.push(0);
+            key.extend_from_slice(&id);
+            postings.insert(key.as_slice(), tf)?;
             terms.push(term.into_bytes());
         }
         terms.sort_unstable();
-        let rec = DocRecord { session: n.session.to_bytes(), tokens: total, hash, terms };
+        let rec = DocRecord {
+            session: n.session.to_bytes(),
+            tokens: total,
+            hash,
+            terms,
+        };
         docs.insert(id, rec.encode().as_slice())?;
         doc_delta += 1;
         token_delta += i64::from(total);
     }
-    drop(docs);
-    add_to_counters(txn, doc_delta, token_delta)
+    drop((docs, postings));
+    add_to_totals(txn, doc_delta, token_delta)
 }
 
 /// Removes every index entry of `node`.
@@ -245,8 +269,13 @@ pub(super) fn unindex_node(txn: &WriteTransaction, node: [u8; 16]) -> Result<()>
             None => return Ok(()),
         }
     };
-    let (d, t) = remove_postings(txn, node, &old)?;
-    add_to_counters(txn, -d, -t)
+    {
+        let mut postings = txn.open_table(SEARCH_TERMS)?;
+        for term in &old.terms {
+            postings.remove(posting_key(term, node).as_slice())?;
+        }
+    }
+    add_to_totals(txn, -1, -i64::from(old.tokens))
 }
 
 /// Indexes every node in the file (used by the v2 → v3 migration). Returns how many were read.
@@ -267,8 +296,10 @@ pub(super) fn index_all_nodes(txn: &WriteTransaction) -> Result<u64> {
 
 /// The text around the first hit of any of `terms` in `text`, and where the hits are in it.
 pub fn snippet(text: &str, terms: &HashSet<String>) -> (String, Vec<(usize, usize)>) {
-    let spans: Vec<(usize, usize)> =
-        tokens_with_spans(text).filter(|(t, _, _)| terms.contains(t)).map(|(_, s, e)| (s, e)).collect();
+    let spans: Vec<(usize, usize)> = tokens_with_spans(text)
+        .filter(|(t, _, _)| terms.contains(t))
+        .map(|(_, s, e)| (s, e))
+        .collect();
     let first = spans.first().map(|s| s.0).unwrap_or(0);
     let start = text[..first]
         .char_indices()
@@ -277,13 +308,21 @@ pub fn snippet(text: &str, terms: &HashSet<String>) -> (String, Vec<(usize, usiz
         .map(|(i, _)| i)
         .filter(|_| first > 0)
         .unwrap_or(0);
-    let end = text[first..].char_indices().nth(SNIPPET_AFTER).map(|(i, _)| first + i).unwrap_or(text.len());
+    let end = text[first..]
+        .char_indices()
+        .nth(SNIPPET_AFTER)
+        .map(|(i, _)| first + i)
+        .unwrap_or(text.len());
     let prefix = if start > 0 { "…" } else { "" };
     let mut out = String::with_capacity(end - start + 8);
     out.push_str(prefix);
     for c in text[start..end].chars() {
         // Single-byte whitespace keeps its width, so hit offsets stay valid.
-        out.push(if matches!(c, '\n' | '\r' | '\t') { ' ' } else { c });
+        out.push(if matches!(c, '\n' | '\r' | '\t') {
+            ' '
+        } else {
+            c
+        });
     }
     if end < text.len() {
         out.push('…');
@@ -301,22 +340,22 @@ impl Store {
     /// imported transcripts), ranked by BM25, optionally within one session. A node matches
     /// if it holds any of the query's words; nodes holding more of them, more often, rank
     /// higher. A query without a searchable word returns nothing.
-    pub fn search(&self, query: &str, session: Option<SessionId>, limit: usize) -> Result<Vec<SearchHit>> {
+    pub fn search(
+        &self,
+        query: &str,
+        session: Option<SessionId>,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>> {
         let terms: HashSet<String> = tokenize(query).collect();
         if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
         let r = self.read()?;
         let meta = r.open_table(META)?;
-        let counter = |key: &str| -> Result<u64> {
-            Ok(meta
-                .get(key)?
-                .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
-                .map(u64::from_le_bytes)
-                .unwrap_or(0))
-        };
-        let n_docs = counter(DOC_COUNT_KEY)?.max(1) as f64;
-        let avg_len = (counter(TOKEN_COUNT_KEY)? as f64 / n_docs).max(1.0);
+        let (docs_total, tokens_total) =
+            decode_totals(meta.get(TOTALS_KEY)?.as_ref().map(|v| v.value()));
+        let n_docs = docs_total.max(1) as f64;
+        let avg_len = (tokens_total as f64 / n_docs).max(1.0);
         let postings = r.open_table(SEARCH_TERMS)?;
         let docs = r.open_table(SEARCH_DOCS)?;
         let want = session.map(SessionId::to_bytes);
@@ -369,7 +408,14 @@ impl Store {
             let Some(v) = nodes.get(id)? else { continue };
             let node: Node = codec::decode("nodes", v.value())?;
             let (snippet, highlights) = snippet(&indexed_text(&node), &terms);
-            out.push(SearchHit { node: node.id, session: node.session, kind: node.kind, score, snippet, highlights });
+            out.push(SearchHit {
+                node: node.id,
+                session: node.session,
+                kind: node.kind,
+                score,
+                snippet,
+                highlights,
+            });
         }
         Ok(out)
     }
@@ -378,11 +424,7 @@ impl Store {
     pub fn search_doc_count(&self) -> Result<u64> {
         let r = self.read()?;
         let meta = r.open_table(META)?;
-        Ok(meta
-            .get(DOC_COUNT_KEY)?
-            .and_then(|v| <[u8; 8]>::try_from(v.value()).ok())
-            .map(u64::from_le_bytes)
-            .unwrap_or(0))
+        Ok(decode_totals(meta.get(TOTALS_KEY)?.as_ref().map(|v| v.value())).0)
     }
 }
 
@@ -394,14 +436,24 @@ mod tests {
 
     #[test]
     fn tokenizer_lowercases_splits_on_unicode_and_drops_short_words() {
-        let t: Vec<String> = tokenize("Größe: a ÉTÉ x2 über_alles — 東京 ok? \u{1b}[31mred").collect();
-        assert_eq!(t, ["größe", "été", "x2", "über", "alles", "東京", "ok", "31mred"]);
+        let t: Vec<String> =
+            tokenize("Größe: a ÉTÉ x2 über_alles — 東京 ok? \u{1b}[31mred").collect();
+        assert_eq!(
+            t,
+            [
+                "größe", "été", "x2", "über", "alles", "東京", "ok", "31mred"
+            ]
+        );
     }
 
     #[test]
     fn snippet_marks_the_hits() {
         let terms: HashSet<String> = ["needle".to_string()].into();
-        let text = format!("{}\nthe Needle is here\n{}", "hay ".repeat(40), "more ".repeat(40));
+        let text = format!(
+            "{}\nthe Needle is here\n{}",
+            "hay ".repeat(40),
+            "more ".repeat(40)
+        );
         let (s, h) = snippet(&text, &terms);
         assert!(s.starts_with('…') && s.ends_with('…'), "{s}");
         assert!(!s.contains('\n'));
@@ -416,8 +468,16 @@ mod tests {
         let s = Session::new("t", SessionSource::Glassbox);
         let mut n = Node::new(s.id, NodeType::Thinking, "alpha beta");
         n.status = NodeStatus::Streaming;
-        store.write(|w| { w.put_session(&s)?; w.put_node(&n) }).unwrap();
-        assert!(store.search("alpha", None, 10).unwrap().is_empty(), "streaming nodes wait");
+        store
+            .write(|w| {
+                w.put_session(&s)?;
+                w.put_node(&n)
+            })
+            .unwrap();
+        assert!(
+            store.search("alpha", None, 10).unwrap().is_empty(),
+            "streaming nodes wait"
+        );
         n.status = NodeStatus::Complete;
         store.write(|w| w.put_node(&n)).unwrap();
         assert_eq!(store.search("alpha", None, 10).unwrap()[0].node, n.id);
@@ -425,7 +485,12 @@ mod tests {
         store.write(|w| w.put_node(&n)).unwrap();
         assert!(store.search("alpha", None, 10).unwrap().is_empty());
         assert_eq!(store.search("GAMMA", Some(s.id), 10).unwrap().len(), 1);
-        assert!(store.search("gamma", Some(crate::store::SessionId::new()), 10).unwrap().is_empty());
+        assert!(
+            store
+                .search("gamma", Some(crate::store::SessionId::new()), 10)
+                .unwrap()
+                .is_empty()
+        );
         assert_eq!(store.search_doc_count().unwrap(), 1);
         store.write(|w| w.delete_session(s.id)).unwrap();
         assert!(store.search("gamma", None, 10).unwrap().is_empty());
@@ -437,9 +502,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("s.redb")).unwrap();
         let s = Session::new("t", SessionSource::Glassbox);
-        let a = Node::new(s.id, NodeType::Response, "common words and the rare zebra zebra");
+        let a = Node::new(
+            s.id,
+            NodeType::Response,
+            "common words and the rare zebra zebra",
+        );
         let b = Node::new(s.id, NodeType::Response, "common words only here");
-        let c = Node::new(s.id, NodeType::Response, "common words and one zebra among many other words here");
+        let c = Node::new(
+            s.id,
+            NodeType::Response,
+            "common words and one zebra among many other words here",
+        );
         store
             .write(|w| {
                 w.put_session(&s)?;

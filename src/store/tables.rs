@@ -4,7 +4,7 @@
 use redb::TableDefinition;
 
 /// `&str` name → bytes. Holds `schema_version` (u32, little-endian) and the full-text index
-/// totals `search_doc_count` and `search_token_count` (u64, little-endian).
+/// totals `search_totals` (doc count ‖ token count, u64 little-endian each).
 pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 /// session id → Session.
 pub const SESSIONS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("sessions");

@@ -12,7 +12,9 @@ fn temp_store() -> (tempfile::TempDir, Store) {
 
 fn session_with_nodes(store: &Store, n: usize) -> (Session, Vec<Node>) {
     let s = Session::new("t", SessionSource::Glassbox);
-    let nodes: Vec<Node> = (0..n).map(|i| Node::new(s.id, NodeType::Thinking, format!("n{i}"))).collect();
+    let nodes: Vec<Node> = (0..n)
+        .map(|i| Node::new(s.id, NodeType::Thinking, format!("n{i}")))
+        .collect();
     store
         .write(|w| {
             w.put_session(&s)?;
@@ -30,7 +32,10 @@ fn new_store_has_current_schema_and_mode_0600() {
     use std::os::unix::fs::PermissionsExt;
     let (dir, store) = temp_store();
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
-    let mode = std::fs::metadata(dir.path().join("s.redb")).unwrap().permissions().mode();
+    let mode = std::fs::metadata(dir.path().join("s.redb"))
+        .unwrap()
+        .permissions()
+        .mode();
     assert_eq!(mode & 0o777, 0o600);
     assert_eq!(store.counts().unwrap().sessions, 0);
 }
@@ -59,13 +64,18 @@ fn edges_are_indexed_both_ways() {
         })
         .unwrap();
     assert_eq!(store.edges_from(n[0].id, None).unwrap().len(), 2);
-    let inf = store.edges_from(n[0].id, Some(EdgeType::Influences)).unwrap();
+    let inf = store
+        .edges_from(n[0].id, Some(EdgeType::Influences))
+        .unwrap();
     assert_eq!(inf.len(), 1);
     assert_eq!(inf[0].dst, n[1].id);
     let into2 = store.edges_to(n[2].id, None).unwrap();
     let srcs: Vec<_> = into2.iter().map(|e| e.src).collect();
     assert!(srcs.contains(&n[0].id) && srcs.contains(&n[1].id));
-    assert_eq!(store.edges_to(n[2].id, Some(EdgeType::Supports)).unwrap()[0].src, n[0].id);
+    assert_eq!(
+        store.edges_to(n[2].id, Some(EdgeType::Supports)).unwrap()[0].src,
+        n[0].id
+    );
 }
 
 #[test]
@@ -78,7 +88,10 @@ fn decision_points_insights_runs_round_trip() {
         step_number: 2,
         description: "choose".into(),
         chosen_path: "a".into(),
-        alternatives: vec![Alternative { path: "b".into(), reason_rejected: Some("slow".into()) }],
+        alternatives: vec![Alternative {
+            path: "b".into(),
+            reason_rejected: Some("slow".into()),
+        }],
         confidence: 0.7,
         created_at: Utc::now(),
     };
@@ -131,9 +144,18 @@ fn raw_streams_keep_bytes_and_offsets() {
         total_bytes: 6,
     };
     let chunks = vec![
-        StoredChunk { offset_us: 10, bytes: b"ab".to_vec() },
-        StoredChunk { offset_us: 20, bytes: vec![0, 255] },
-        StoredChunk { offset_us: 5_000_000, bytes: b"\n\n".to_vec() },
+        StoredChunk {
+            offset_us: 10,
+            bytes: b"ab".to_vec(),
+        },
+        StoredChunk {
+            offset_us: 20,
+            bytes: vec![0, 255],
+        },
+        StoredChunk {
+            offset_us: 5_000_000,
+            bytes: b"\n\n".to_vec(),
+        },
     ];
     store
         .write(|w| {
@@ -161,9 +183,21 @@ fn memory_learning_events_projections_cursors() {
         created_at: Utc::now(),
         meta: Default::default(),
     };
-    let archival = MemoryEntry { id: MemoryId::new(), tier: MemoryTier::Archival, label: None, ..core.clone() };
+    let archival = MemoryEntry {
+        id: MemoryId::new(),
+        tier: MemoryTier::Archival,
+        label: None,
+        ..core.clone()
+    };
     let at = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
-    let cursor = TranscriptCursor { path: "/x.jsonl".into(), inode: 7, offset: 100, mtime_ns: 1, size: 100, lines: 3 };
+    let cursor = TranscriptCursor {
+        path: "/x.jsonl".into(),
+        inode: 7,
+        offset: 100,
+        mtime_ns: 1,
+        size: 100,
+        lines: 3,
+    };
     let (a, b, c) = store
         .write(|w| {
             w.put_memory(&core)?;
@@ -178,13 +212,25 @@ fn memory_learning_events_projections_cursors() {
         .unwrap();
     assert_eq!((a, b, c), ((1, true), (2, true), (1, false)));
     assert_eq!(store.core_memory("persona").unwrap().unwrap(), core);
-    assert_eq!(store.memory(MemoryTier::Archival, archival.id).unwrap().unwrap(), archival);
+    assert_eq!(
+        store
+            .memory(MemoryTier::Archival, archival.id)
+            .unwrap()
+            .unwrap(),
+        archival
+    );
     let evs = store.learning_events(0).unwrap();
     assert_eq!(evs.len(), 2);
     assert_eq!(evs[1].payload["x"], 2);
     assert_eq!(store.learning_events(1).unwrap().len(), 1);
-    assert_eq!(store.projection("concepts").unwrap().unwrap(), (b"state".to_vec(), 2));
-    assert_eq!(store.transcript_cursor("/x.jsonl").unwrap().unwrap(), cursor);
+    assert_eq!(
+        store.projection("concepts").unwrap().unwrap(),
+        (b"state".to_vec(), 2)
+    );
+    assert_eq!(
+        store.transcript_cursor("/x.jsonl").unwrap().unwrap(),
+        cursor
+    );
 }
 
 #[test]
@@ -255,7 +301,14 @@ fn deleting_a_session_leaves_nothing_dangling() {
                 chunk_count: 1,
                 total_bytes: 1,
             })?;
-            w.put_raw_chunk(stream, 0, &StoredChunk { offset_us: 0, bytes: vec![1] })
+            w.put_raw_chunk(
+                stream,
+                0,
+                &StoredChunk {
+                    offset_us: 0,
+                    bytes: vec![1],
+                },
+            )
         })
         .unwrap();
     assert!(store.write(|w| w.delete_session(gone.id)).unwrap());
@@ -264,9 +317,23 @@ fn deleting_a_session_leaves_nothing_dangling() {
     assert_eq!(c.sessions, 1);
     assert_eq!(c.nodes, 2);
     assert_eq!(c.edges, 1, "only the edge between kept nodes remains");
-    assert_eq!((c.decision_points, c.runs, c.insights, c.raw_streams, c.raw_chunks), (0, 0, 0, 0, 0));
+    assert_eq!(
+        (
+            c.decision_points,
+            c.runs,
+            c.insights,
+            c.raw_streams,
+            c.raw_chunks
+        ),
+        (0, 0, 0, 0, 0)
+    );
     assert_eq!(store.edges_to(kn[1].id, None).unwrap().len(), 1);
-    assert!(store.edges_from(kn[0].id, Some(EdgeType::Refines)).unwrap().is_empty());
+    assert!(
+        store
+            .edges_from(kn[0].id, Some(EdgeType::Refines))
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(store.session_nodes(keep.id).unwrap().len(), 2);
     assert!(store.session_nodes(gone.id).unwrap().is_empty());
     // Every reverse-index entry still points at a forward edge.
@@ -282,8 +349,14 @@ fn resolves_ids_by_prefix() {
     let hex = s.id.0.simple().to_string();
     assert_eq!(store.resolve_session(&hex[..12]).unwrap(), s.id);
     assert_eq!(store.resolve_session(&s.id.to_string()).unwrap(), s.id);
-    assert!(matches!(store.resolve_session("zz"), Err(StoreError::NotFound(_))));
-    assert!(matches!(store.resolve_session("ffffffff"), Err(StoreError::NotFound(_))));
+    assert!(matches!(
+        store.resolve_session("zz"),
+        Err(StoreError::NotFound(_))
+    ));
+    assert!(matches!(
+        store.resolve_session("ffffffff"),
+        Err(StoreError::NotFound(_))
+    ));
     let nhex = n[0].id.0.simple().to_string();
     assert_eq!(store.resolve_node(&nhex[..10]).unwrap(), n[0].id);
     assert_eq!(store.resolve_node(&n[0].id.short()).unwrap(), n[0].id);
@@ -297,7 +370,10 @@ fn a_newer_schema_refuses_to_open() {
     {
         let db = builder().create(&path).unwrap();
         let w = db.begin_write().unwrap();
-        w.open_table(META).unwrap().insert("schema_version", 99u32.to_le_bytes().as_slice()).unwrap();
+        w.open_table(META)
+            .unwrap()
+            .insert("schema_version", 99u32.to_le_bytes().as_slice())
+            .unwrap();
         w.commit().unwrap();
     }
     let err = Store::open(&path).unwrap_err().to_string();
@@ -337,7 +413,14 @@ fn migrates_the_v1_fixture() {
     assert_eq!(edges[0].kind, EdgeType::Answers);
     // Reopening does not migrate again.
     drop(store);
-    assert_eq!(Store::open(&path).unwrap().session_nodes(sessions[0].id).unwrap().len(), 2);
+    assert_eq!(
+        Store::open(&path)
+            .unwrap()
+            .session_nodes(sessions[0].id)
+            .unwrap()
+            .len(),
+        2
+    );
 }
 
 /// Writes the v1 fixture. Run once with `--ignored` when the fixture must be regenerated.
@@ -351,18 +434,35 @@ fn write_v1_fixture() {
     let q = NodeId::new();
     let a = NodeId::new();
     let t = "2026-01-01T00:00:00Z";
-    w.open_table(META).unwrap().insert("schema_version", 1u32.to_le_bytes().as_slice()).unwrap();
+    w.open_table(META)
+        .unwrap()
+        .insert("schema_version", 1u32.to_le_bytes().as_slice())
+        .unwrap();
     let session = serde_json::json!({"id": sid, "title": "v1 session", "created_at": t, "updated_at": t, "source": "glassbox"});
-    w.open_table(SESSIONS).unwrap().insert(sid.to_bytes(), codec::encode(&session).unwrap().as_slice()).unwrap();
+    w.open_table(SESSIONS)
+        .unwrap()
+        .insert(sid.to_bytes(), codec::encode(&session).unwrap().as_slice())
+        .unwrap();
     let mut nodes = w.open_table(NODES).unwrap();
     for (id, ty, text) in [(q, "query", "What is 2+2?"), (a, "response", "4")] {
         let n = serde_json::json!({"id": id, "session": sid, "node_type": ty, "text": text, "created_at": t, "status": {"state": "complete"}});
-        nodes.insert(id.to_bytes(), codec::encode(&n).unwrap().as_slice()).unwrap();
+        nodes
+            .insert(id.to_bytes(), codec::encode(&n).unwrap().as_slice())
+            .unwrap();
     }
     drop(nodes);
     let e = Edge::new(q, EdgeType::Answers, a);
-    w.open_table(EDGES_OUT).unwrap().insert(key33(q.to_bytes(), e.kind.code(), a.to_bytes()), codec::encode(&e).unwrap().as_slice()).unwrap();
-    w.open_table(EDGES_IN).unwrap().insert(key33(a.to_bytes(), e.kind.code(), q.to_bytes()), ()).unwrap();
+    w.open_table(EDGES_OUT)
+        .unwrap()
+        .insert(
+            key33(q.to_bytes(), e.kind.code(), a.to_bytes()),
+            codec::encode(&e).unwrap().as_slice(),
+        )
+        .unwrap();
+    w.open_table(EDGES_IN)
+        .unwrap()
+        .insert(key33(a.to_bytes(), e.kind.code(), q.to_bytes()), ())
+        .unwrap();
     w.commit().unwrap();
     db.compact().unwrap();
 }

@@ -202,7 +202,9 @@ pub enum NodeStatus {
     /// Cancelled by the user; the text is what arrived before.
     Interrupted,
     /// The provider failed; the text is what arrived before.
-    Failed { error: String },
+    Failed {
+        error: String,
+    },
 }
 
 /// A node of the reasoning graph.
@@ -313,7 +315,13 @@ fn default_weight() -> f64 {
 
 impl Edge {
     pub fn new(src: NodeId, kind: EdgeType, dst: NodeId) -> Self {
-        Self { src, dst, kind, weight: 1.0, meta: serde_json::Map::new() }
+        Self {
+            src,
+            dst,
+            kind,
+            weight: 1.0,
+            meta: serde_json::Map::new(),
+        }
     }
 }
 

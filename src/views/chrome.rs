@@ -11,18 +11,27 @@ use crate::app::theme::{Role, Theme};
 pub fn render_tabs(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     let mut spans = vec![Span::styled(" glassbox ", theme.style(Role::Accent))];
     for (i, w) in Workspace::ALL.iter().enumerate() {
-        let style = if *w == state.workspace { theme.style(Role::Selection) } else { theme.style(Role::Dim) };
+        let style = if *w == state.workspace {
+            theme.style(Role::Selection)
+        } else {
+            theme.style(Role::Dim)
+        };
         spans.push(Span::styled(format!(" {} {} ", i + 1, w.title()), style));
     }
     if let Some(s) = &state.loaded.session {
-        spans.push(Span::styled(format!("  {}", s.title), theme.style(Role::Title)));
+        spans.push(Span::styled(
+            format!("  {}", s.title),
+            theme.style(Role::Title),
+        ));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
 /// provider/model · effort (route) · tokens used / budget · run state · notice
 pub fn render_status(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
-    let base = theme.style(Role::StatusFg).patch(theme.style(Role::StatusBg));
+    let base = theme
+        .style(Role::StatusFg)
+        .patch(theme.style(Role::StatusBg));
     let effort = match (state.effort_override, state.route_override) {
         (Some(e), _) => format!("effort {} (set)", e.as_str()),
         (None, Some(r)) => format!("route {} (set)", r.as_str()),
@@ -51,7 +60,10 @@ pub fn render_status(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         model.to_string()
     };
     let mut spans = vec![
-        Span::styled(format!(" {} ", state.phase.label()), theme.style(phase_role)),
+        Span::styled(
+            format!(" {} ", state.phase.label()),
+            theme.style(phase_role),
+        ),
         Span::raw("│ "),
         Span::raw(format!("{}:{model} ", state.provider)),
         Span::raw("│ "),
@@ -60,7 +72,10 @@ pub fn render_status(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         Span::raw(format!("{tokens} ")),
     ];
     if let Some((prefix, _)) = &state.pending_chord {
-        spans.push(Span::styled(format!("│ {prefix}… "), theme.style(Role::Accent)));
+        spans.push(Span::styled(
+            format!("│ {prefix}… "),
+            theme.style(Role::Accent),
+        ));
     }
     if let Some((text, level)) = &state.notice {
         let role = match level {

@@ -26,10 +26,17 @@ fn row_line<'a>(row: &'a Row, theme: &Theme, selected: bool, width: usize) -> Li
     };
     spans.push(Span::styled(tag, style.add_modifier(Modifier::BOLD)));
     if let Some(c) = row.confidence {
-        spans.push(Span::styled(format!(" {:.0}%", c * 100.0), theme.confidence_style(c)));
+        spans.push(Span::styled(
+            format!(" {:.0}%", c * 100.0),
+            theme.confidence_style(c),
+        ));
     }
     if let Some(s) = row.status {
-        let role = if s == "failed" { Role::Error } else { Role::Warning };
+        let role = if s == "failed" {
+            Role::Error
+        } else {
+            Role::Warning
+        };
         spans.push(Span::styled(format!(" [{s}]"), theme.style(role)));
     }
     let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
@@ -46,18 +53,32 @@ fn row_line<'a>(row: &'a Row, theme: &Theme, selected: bool, width: usize) -> Li
         spans.push(Span::styled(label, theme.style(Role::Fg)));
     }
     let line = Line::from(spans);
-    if selected { line.style(theme.style(Role::Selection)) } else { line }
+    if selected {
+        line.style(theme.style(Role::Selection))
+    } else {
+        line
+    }
 }
 
 /// Draws the tree into `area` inside `block`. `offset` is the first row shown (the runtime
 /// keeps it so the selection stays in view).
-pub fn render(f: &mut Frame, area: Rect, block: Block<'_>, graph: &GraphModel, theme: &Theme, focused: bool) {
+pub fn render(
+    f: &mut Frame,
+    area: Rect,
+    block: Block<'_>,
+    graph: &GraphModel,
+    theme: &Theme,
+    focused: bool,
+) {
     let inner = block.inner(area);
     f.render_widget(block, area);
     let height = inner.height as usize;
     let rows = graph.rows();
     if rows.is_empty() {
-        f.render_widget(Paragraph::new("no nodes yet").style(theme.style(Role::Dim)), inner);
+        f.render_widget(
+            Paragraph::new("no nodes yet").style(theme.style(Role::Dim)),
+            inner,
+        );
         return;
     }
     let offset = visible_offset(graph.selected, graph.offset, height, rows.len());

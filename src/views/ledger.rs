@@ -35,31 +35,62 @@ fn row_line(row: &Row, theme: &Theme, width: usize) -> Line<'static> {
     };
     spans.push(Span::styled(marker, theme.style(Role::Dim)));
     match &row.kind {
-        RowKind::Thought { number, total, revises, revised, thought_type, last } => {
-            spans.push(Span::styled(format!("#{number}"), theme.node_style("ledger_thought").add_modifier(Modifier::BOLD)));
+        RowKind::Thought {
+            number,
+            total,
+            revises,
+            revised,
+            thought_type,
+            last,
+        } => {
+            spans.push(Span::styled(
+                format!("#{number}"),
+                theme
+                    .node_style("ledger_thought")
+                    .add_modifier(Modifier::BOLD),
+            ));
             spans.push(Span::styled(format!("/{total}"), theme.style(Role::Dim)));
             if let Some(r) = revises {
-                spans.push(Span::styled(format!(" ↻#{r}"), theme.style(Role::Warning).add_modifier(Modifier::BOLD)));
+                spans.push(Span::styled(
+                    format!(" ↻#{r}"),
+                    theme.style(Role::Warning).add_modifier(Modifier::BOLD),
+                ));
             }
             if let Some(t) = thought_type {
                 spans.push(Span::styled(format!(" {t}"), theme.step_style(t)));
             }
             if *revised {
-                spans.push(Span::styled(" (revised)", theme.style(Role::Dim).add_modifier(Modifier::ITALIC)));
+                spans.push(Span::styled(
+                    " (revised)",
+                    theme.style(Role::Dim).add_modifier(Modifier::ITALIC),
+                ));
             }
             if *last {
                 spans.push(Span::styled(" ■", theme.style(Role::Success)));
             }
         }
-        RowKind::Branch { name, from, thoughts } => {
-            spans.push(Span::styled(format!("⎇ {name}"), theme.node_style("fork_branch").add_modifier(Modifier::BOLD)));
+        RowKind::Branch {
+            name,
+            from,
+            thoughts,
+        } => {
+            spans.push(Span::styled(
+                format!("⎇ {name}"),
+                theme.node_style("fork_branch").add_modifier(Modifier::BOLD),
+            ));
             let from = from.map_or(String::new(), |n| format!(" from #{n}"));
             let s = if *thoughts == 1 { "" } else { "s" };
-            spans.push(Span::styled(format!("{from} · {thoughts} thought{s}"), theme.style(Role::Dim)));
+            spans.push(Span::styled(
+                format!("{from} · {thoughts} thought{s}"),
+                theme.style(Role::Dim),
+            ));
         }
         RowKind::Annotation { verdict, .. } => {
             let (mark, style) = verdict_look(verdict, theme);
-            spans.push(Span::styled(format!("{mark} {verdict}"), style.add_modifier(Modifier::BOLD)));
+            spans.push(Span::styled(
+                format!("{mark} {verdict}"),
+                style.add_modifier(Modifier::BOLD),
+            ));
         }
     }
     let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
@@ -82,7 +113,12 @@ fn render_tree(f: &mut Frame, area: Rect, model: &LedgerModel, theme: &Theme, fo
     let rows = model.rows();
     if rows.is_empty() {
         let hint = "no ledger thoughts yet — point an agent at `glassbox mcp`";
-        f.render_widget(Paragraph::new(hint).style(theme.style(Role::Dim)).wrap(Wrap { trim: true }), area);
+        f.render_widget(
+            Paragraph::new(hint)
+                .style(theme.style(Role::Dim))
+                .wrap(Wrap { trim: true }),
+            area,
+        );
         return;
     }
     let height = area.height as usize;
@@ -114,7 +150,9 @@ fn detail(model: &LedgerModel, theme: &Theme) -> Option<(Line<'static>, String)>
             let t = model.thought(id)?;
             let mut spans = vec![Span::styled(
                 format!("Thought {}/{}", t.number, t.total),
-                theme.node_style("ledger_thought").add_modifier(Modifier::BOLD),
+                theme
+                    .node_style("ledger_thought")
+                    .add_modifier(Modifier::BOLD),
             )];
             let mut facts = Vec::new();
             if let Some(kind) = &t.thought_type {
@@ -124,15 +162,27 @@ fn detail(model: &LedgerModel, theme: &Theme) -> Option<(Line<'static>, String)>
                 let from = t.origin.and_then(|o| model.number(o)).or(t.branch_from);
                 facts.push(from.map_or(format!("branch {b}"), |n| format!("branch {b} from #{n}")));
             }
-            if let Some(r) = t.revises.and_then(|r| model.number(r)).or(t.revises_number.filter(|_| t.is_revision)) {
+            if let Some(r) = t
+                .revises
+                .and_then(|r| model.number(r))
+                .or(t.revises_number.filter(|_| t.is_revision))
+            {
                 facts.push(format!("revises #{r}"));
             }
             if !t.revised_by.is_empty() {
-                let by: Vec<String> =
-                    t.revised_by.iter().filter_map(|r| model.number(*r)).map(|n| format!("#{n}")).collect();
+                let by: Vec<String> = t
+                    .revised_by
+                    .iter()
+                    .filter_map(|r| model.number(*r))
+                    .map(|n| format!("#{n}"))
+                    .collect();
                 facts.push(format!("revised by {}", by.join(", ")));
             }
-            facts.push(if t.next_needed { "more to come".into() } else { "final".into() });
+            facts.push(if t.next_needed {
+                "more to come".into()
+            } else {
+                "final".into()
+            });
             facts.push(t.created_at.format("%H:%M:%S").to_string());
             spans.push(Span::styled(format!(" · {}", facts.join(" · ")), dim));
             Some((Line::from(spans), t.text.clone()))
@@ -140,20 +190,38 @@ fn detail(model: &LedgerModel, theme: &Theme) -> Option<(Line<'static>, String)>
         RowKey::Annotation(id) => {
             let a = model.annotation(id)?;
             let (mark, style) = verdict_look(&a.verdict, theme);
-            let on = model.number(a.target).map_or(String::new(), |n| format!(" on #{n}"));
-            let by = a.model.as_ref().map_or(String::new(), |m| format!(" · by {m}"));
+            let on = model
+                .number(a.target)
+                .map_or(String::new(), |n| format!(" on #{n}"));
+            let by = a
+                .model
+                .as_ref()
+                .map_or(String::new(), |m| format!(" · by {m}"));
             let header = Line::from(vec![
-                Span::styled(format!("{mark} {}", a.verdict), style.add_modifier(Modifier::BOLD)),
+                Span::styled(
+                    format!("{mark} {}", a.verdict),
+                    style.add_modifier(Modifier::BOLD),
+                ),
                 Span::styled(format!("{on} · {}{by}", a.edge.as_str()), dim),
             ]);
             Some((header, a.text.clone()))
         }
         RowKey::Branch(first) => {
             let b = model.branches().iter().find(|b| b.first == first)?;
-            let from = b.origin.and_then(|o| model.number(o)).map_or(String::new(), |n| format!(" from #{n}"));
-            let numbers: Vec<String> = b.members.iter().map(|&i| format!("#{}", model.thoughts()[i].number)).collect();
+            let from = b
+                .origin
+                .and_then(|o| model.number(o))
+                .map_or(String::new(), |n| format!(" from #{n}"));
+            let numbers: Vec<String> = b
+                .members
+                .iter()
+                .map(|&i| format!("#{}", model.thoughts()[i].number))
+                .collect();
             let header = Line::from(vec![
-                Span::styled(format!("⎇ {}", b.name), theme.node_style("fork_branch").add_modifier(Modifier::BOLD)),
+                Span::styled(
+                    format!("⎇ {}", b.name),
+                    theme.node_style("fork_branch").add_modifier(Modifier::BOLD),
+                ),
                 Span::styled(format!("{from} · thoughts {}", numbers.join(" ")), dim),
             ]);
             Some((header, String::new()))
@@ -165,7 +233,11 @@ fn detail(model: &LedgerModel, theme: &Theme) -> Option<(Line<'static>, String)>
 /// selected thought or annotation in full. `model.offset` is the first row shown (the runtime
 /// keeps it so the selection stays in view).
 pub fn render(f: &mut Frame, area: Rect, model: &LedgerModel, theme: &Theme, focused: bool) {
-    let title = if model.title().is_empty() { " Ledger ".to_string() } else { format!(" Ledger · {} ", model.title()) };
+    let title = if model.title().is_empty() {
+        " Ledger ".to_string()
+    } else {
+        format!(" Ledger · {} ", model.title())
+    };
     let t = model.thoughts().len();
     let b = model.branches().len();
     let r = model.revision_count();
@@ -178,23 +250,37 @@ pub fn render(f: &mut Frame, area: Rect, model: &LedgerModel, theme: &Theme, foc
     let mut block = pane(title.clone(), focused, theme);
     // The counts go when they would crowd the title.
     if title.chars().count() + counts.chars().count() + 4 <= area.width as usize {
-        block = block.title_top(Line::from(Span::styled(counts, theme.style(Role::Dim))).right_aligned());
+        block = block
+            .title_top(Line::from(Span::styled(counts, theme.style(Role::Dim))).right_aligned());
     }
     let inner = block.inner(area);
     f.render_widget(block, area);
-    let shown = if inner.height >= DETAIL_MIN_HEIGHT { detail(model, theme) } else { None };
+    let shown = if inner.height >= DETAIL_MIN_HEIGHT {
+        detail(model, theme)
+    } else {
+        None
+    };
     let Some((header, text)) = shown else {
         render_tree(f, inner, model, theme, focused);
         return;
     };
     let detail_height = (inner.height * 2 / 5).max(4);
-    let [tree, bottom] = Layout::vertical([Constraint::Min(1), Constraint::Length(detail_height)]).areas(inner);
+    let [tree, bottom] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(detail_height)]).areas(inner);
     render_tree(f, tree, model, theme, focused);
-    let block = Block::default().borders(Borders::TOP).border_style(theme.style(Role::Border)).title(header);
+    let block = Block::default()
+        .borders(Borders::TOP)
+        .border_style(theme.style(Role::Border))
+        .title(header);
     let body = block.inner(bottom);
     f.render_widget(block, bottom);
     // Only as much text as can show is handed to the wrapper.
     let budget = (body.width as usize + 1) * body.height as usize;
     let cut: String = text.chars().take(budget).collect();
-    f.render_widget(Paragraph::new(cut).style(theme.style(Role::Fg)).wrap(Wrap { trim: false }), body);
+    f.render_widget(
+        Paragraph::new(cut)
+            .style(theme.style(Role::Fg))
+            .wrap(Wrap { trim: false }),
+        body,
+    );
 }

@@ -20,16 +20,31 @@ use crate::app::theme::Theme;
 
 /// The workspace body: the whole frame but the tab line and the status bar.
 pub fn body_area(area: Rect) -> Rect {
-    let [_, body, _] = Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(area);
+    let [_, body, _] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
     body
 }
 
 /// Draws one frame of the whole TUI.
-pub fn render(f: &mut Frame, state: &State, theme: &Theme, keymap: &Keymap, highlights: &HighlightCache) {
+pub fn render(
+    f: &mut Frame,
+    state: &State,
+    theme: &Theme,
+    keymap: &Keymap,
+    highlights: &HighlightCache,
+) {
     let area = f.area();
     f.render_widget(ratatui::widgets::Block::default().style(theme.base()), area);
-    let [tabs, body, status] =
-        Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(area);
+    let [tabs, body, status] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
     chrome::render_tabs(f, tabs, state, theme);
     match state.workspace {
         Workspace::Think => think::render(f, body, state, theme, highlights),
@@ -42,8 +57,12 @@ pub fn render(f: &mut Frame, state: &State, theme: &Theme, keymap: &Keymap, high
             let items = palette::matches(&p.query, keymap);
             palette::render(f, area, p, &items, theme);
         }
-        Some(Overlay::NodeDetail { node, scroll }) => overlay::node_detail(f, area, state, *node, *scroll, theme),
-        Some(Overlay::ConfirmDelete { title, .. }) => overlay::confirm_delete(f, area, title, theme),
+        Some(Overlay::NodeDetail { node, scroll }) => {
+            overlay::node_detail(f, area, state, *node, *scroll, theme)
+        }
+        Some(Overlay::ConfirmDelete { title, .. }) => {
+            overlay::confirm_delete(f, area, title, theme)
+        }
         Some(Overlay::Rename { input, .. }) => overlay::rename(f, area, input.text(), theme),
         None => {
             if let Some((prefix, hints)) = &state.pending_chord {

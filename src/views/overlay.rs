@@ -12,20 +12,40 @@ use crate::store::NodeId;
 
 /// A rectangle of `w`×`h` (clamped to `area`) centred in `area`.
 pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
-    let [v] = Layout::vertical([Constraint::Length(h.min(area.height))]).flex(Flex::Center).areas(area);
-    let [r] = Layout::horizontal([Constraint::Length(w.min(area.width))]).flex(Flex::Center).areas(v);
+    let [v] = Layout::vertical([Constraint::Length(h.min(area.height))])
+        .flex(Flex::Center)
+        .areas(area);
+    let [r] = Layout::horizontal([Constraint::Length(w.min(area.width))])
+        .flex(Flex::Center)
+        .areas(v);
     r
 }
 
 /// Full text and metadata of a node.
-pub fn node_detail(f: &mut Frame, area: Rect, state: &State, node: NodeId, scroll: u16, theme: &Theme) {
-    let rect = centered(area, area.width.saturating_sub(8).max(40), area.height.saturating_sub(4).max(10));
+pub fn node_detail(
+    f: &mut Frame,
+    area: Rect,
+    state: &State,
+    node: NodeId,
+    scroll: u16,
+    theme: &Theme,
+) {
+    let rect = centered(
+        area,
+        area.width.saturating_sub(8).max(40),
+        area.height.saturating_sub(4).max(10),
+    );
     f.render_widget(Clear, rect);
     let block = pane(" Node · Esc closes ", true, theme);
     let inner = block.inner(rect);
     f.render_widget(block, rect);
     let mut lines = Vec::new();
-    let kv = |k: &str, v: String| Line::from(vec![Span::styled(format!("{k:<11}"), theme.style(Role::Dim)), Span::raw(v)]);
+    let kv = |k: &str, v: String| {
+        Line::from(vec![
+            Span::styled(format!("{k:<11}"), theme.style(Role::Dim)),
+            Span::raw(v),
+        ])
+    };
     match state.loaded.node(node) {
         Some(n) => {
             lines.push(kv("id", n.id.to_string()));
@@ -34,7 +54,10 @@ pub fn node_detail(f: &mut Frame, area: Rect, state: &State, node: NodeId, scrol
                 Span::styled(n.kind.as_str(), theme.node_style(n.kind.as_str())),
             ]));
             lines.push(kv("status", format!("{:?}", n.status).to_lowercase()));
-            lines.push(kv("created", n.created_at.format("%Y-%m-%d %H:%M:%S").to_string()));
+            lines.push(kv(
+                "created",
+                n.created_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+            ));
             if let Some(c) = n.confidence {
                 lines.push(Line::from(vec![
                     Span::styled(format!("{:<11}", "confidence"), theme.style(Role::Dim)),
@@ -58,7 +81,12 @@ pub fn node_detail(f: &mut Frame, area: Rect, state: &State, node: NodeId, scrol
             theme.style(Role::Dim),
         ))),
     }
-    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((scroll, 0)), inner);
+    f.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .scroll((scroll, 0)),
+        inner,
+    );
 }
 
 pub fn confirm_delete(f: &mut Frame, area: Rect, title: &str, theme: &Theme) {

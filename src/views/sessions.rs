@@ -14,7 +14,11 @@ pub fn render_list(f: &mut Frame, area: Rect, state: &State, theme: &Theme, focu
     let title = if state.filter.text().is_empty() {
         format!(" Sessions · {} ", state.sessions.len())
     } else {
-        format!(" Sessions · {}/{} ", state.filtered.len(), state.sessions.len())
+        format!(
+            " Sessions · {}/{} ",
+            state.filtered.len(),
+            state.sessions.len()
+        )
     };
     let block = pane(title, focused, theme);
     let inner = block.inner(area);
@@ -37,11 +41,15 @@ pub fn render_list(f: &mut Frame, area: Rect, state: &State, theme: &Theme, focu
         }
     }
     if state.sessions.is_empty() {
-        f.render_widget(Paragraph::new("no sessions yet").style(theme.style(Role::Dim)), list_area);
+        f.render_widget(
+            Paragraph::new("no sessions yet").style(theme.style(Role::Dim)),
+            list_area,
+        );
         return;
     }
     let height = list_area.height as usize;
-    let offset = super::graph::visible_offset(state.sidebar_selected, 0, height, state.filtered.len());
+    let offset =
+        super::graph::visible_offset(state.sidebar_selected, 0, height, state.filtered.len());
     let open = state.loaded.id();
     let lines: Vec<Line> = state
         .filtered
@@ -69,20 +77,35 @@ pub fn render_list(f: &mut Frame, area: Rect, state: &State, theme: &Theme, focu
 
 /// The Sessions workspace: the list, and the selected session's details.
 pub fn render(f: &mut Frame, body: Rect, state: &State, theme: &Theme) {
-    let [list, detail] = Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(body);
+    let [list, detail] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(body);
     render_list(f, list, state, theme, true);
     let block = pane(" Session ", false, theme);
     let inner = block.inner(detail);
     f.render_widget(block, detail);
-    let Some(s) = state.selected_session() else { return };
+    let Some(s) = state.selected_session() else {
+        return;
+    };
     let lines = vec![
         Line::from(Span::styled(s.title.clone(), theme.style(Role::Title))),
         Line::from(""),
-        Line::from(vec![Span::styled("id       ", theme.style(Role::Dim)), Span::raw(s.id.to_string())]),
-        Line::from(vec![Span::styled("created  ", theme.style(Role::Dim)), Span::raw(s.created.clone())]),
-        Line::from(vec![Span::styled("source   ", theme.style(Role::Dim)), Span::raw(s.source)]),
+        Line::from(vec![
+            Span::styled("id       ", theme.style(Role::Dim)),
+            Span::raw(s.id.to_string()),
+        ]),
+        Line::from(vec![
+            Span::styled("created  ", theme.style(Role::Dim)),
+            Span::raw(s.created.clone()),
+        ]),
+        Line::from(vec![
+            Span::styled("source   ", theme.style(Role::Dim)),
+            Span::raw(s.source),
+        ]),
         Line::from(""),
-        Line::from(Span::styled("Enter opens it in Think · R renames · d d deletes", theme.style(Role::Dim))),
+        Line::from(Span::styled(
+            "Enter opens it in Think · R renames · d d deletes",
+            theme.style(Role::Dim),
+        )),
     ];
     f.render_widget(Paragraph::new(lines), inner);
 }

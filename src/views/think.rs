@@ -31,11 +31,18 @@ pub fn layout(body: Rect, state: &State) -> Areas {
     } else {
         (None, body)
     };
-    let input_lines = state.input.text().lines().count().max(1) as u16 + u16::from(state.input.text().ends_with('\n'));
+    let input_lines = state.input.text().lines().count().max(1) as u16
+        + u16::from(state.input.text().ends_with('\n'));
     let input_h = (input_lines + 2).clamp(3, 8);
-    let [top, input] = Layout::vertical([Constraint::Min(6), Constraint::Length(input_h)]).areas(main);
-    let graph_w = if top.width >= 120 { 45 } else { (top.width / 3).max(24) };
-    let [texts, graph] = Layout::horizontal([Constraint::Min(20), Constraint::Length(graph_w)]).areas(top);
+    let [top, input] =
+        Layout::vertical([Constraint::Min(6), Constraint::Length(input_h)]).areas(main);
+    let graph_w = if top.width >= 120 {
+        45
+    } else {
+        (top.width / 3).max(24)
+    };
+    let [texts, graph] =
+        Layout::horizontal([Constraint::Min(20), Constraint::Length(graph_w)]).areas(top);
     let (thinking, response) = match state.thinking_view {
         ThinkingView::Hidden => (None, texts),
         ThinkingView::Collapsed => {
@@ -43,11 +50,18 @@ pub fn layout(body: Rect, state: &State) -> Areas {
             (Some(t), r)
         }
         ThinkingView::Streaming => {
-            let [t, r] = Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(texts);
+            let [t, r] = Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)])
+                .areas(texts);
             (Some(t), r)
         }
     };
-    Areas { sidebar, thinking, response, graph, input }
+    Areas {
+        sidebar,
+        thinking,
+        response,
+        graph,
+        input,
+    }
 }
 
 /// A pane's block: rounded border, title, highlighted when focused.
@@ -55,13 +69,23 @@ pub fn pane<'a>(title: impl Into<Line<'a>>, focused: bool, theme: &Theme) -> Blo
     Block::default()
         .borders(Borders::ALL)
         .border_type(BorderType::Rounded)
-        .border_style(theme.style(if focused { Role::BorderFocused } else { Role::Border }))
+        .border_style(theme.style(if focused {
+            Role::BorderFocused
+        } else {
+            Role::Border
+        }))
         .title(title.into().style(theme.style(Role::Title)))
 }
 
 /// The last lines of `text` that fit `height` rows of `width` columns, `up` rows scrolled back
 /// from the end. Only the tail is wrapped, so long reasoning costs no more than short.
-pub fn tail_text(text: &str, width: u16, height: u16, up: u16, style: Style) -> (Paragraph<'static>, u16) {
+pub fn tail_text(
+    text: &str,
+    width: u16,
+    height: u16,
+    up: u16,
+    style: Style,
+) -> (Paragraph<'static>, u16) {
     let want = (height as usize + up as usize).max(1);
     // Logical lines from the end until they surely fill `want` rows.
     let mut taken: Vec<&str> = Vec::new();
@@ -75,9 +99,14 @@ pub fn tail_text(text: &str, width: u16, height: u16, up: u16, style: Style) -> 
         }
     }
     taken.reverse();
-    let para = Paragraph::new(Text::from(taken.into_iter().map(|l| Line::from(l.to_string())).collect::<Vec<_>>()))
-        .style(style)
-        .wrap(Wrap { trim: false });
+    let para = Paragraph::new(Text::from(
+        taken
+            .into_iter()
+            .map(|l| Line::from(l.to_string()))
+            .collect::<Vec<_>>(),
+    ))
+    .style(style)
+    .wrap(Wrap { trim: false });
     let total = para.line_count(width) as u16;
     let up = up.min(total.saturating_sub(height));
     let top = total.saturating_sub(height).saturating_sub(up);
@@ -109,7 +138,13 @@ fn markdown_styles(theme: &Theme) -> MarkdownStyles {
 }
 
 /// Draws the Think workspace into `body`.
-pub fn render(f: &mut Frame, body: Rect, state: &State, theme: &Theme, highlights: &HighlightCache) {
+pub fn render(
+    f: &mut Frame,
+    body: Rect,
+    state: &State,
+    theme: &Theme,
+    highlights: &HighlightCache,
+) {
     let areas = layout(body, state);
     if let Some(area) = areas.sidebar {
         super::sessions::render_list(f, area, state, theme, state.focus == Focus::Sidebar);
@@ -120,7 +155,10 @@ pub fn render(f: &mut Frame, body: Rect, state: &State, theme: &Theme, highlight
     };
     let (t_status, r_status) = match &state.run {
         Some(_) => (Some(NodeStatus::Streaming), Some(NodeStatus::Streaming)),
-        None => (state.shown.thinking_status.clone(), state.shown.response_status.clone()),
+        None => (
+            state.shown.thinking_status.clone(),
+            state.shown.response_status.clone(),
+        ),
     };
     if let Some(area) = areas.thinking {
         let focused = state.focus == Focus::Thinking;
@@ -130,7 +168,11 @@ pub fn render(f: &mut Frame, body: Rect, state: &State, theme: &Theme, highlight
         f.render_widget(block, area);
         if state.thinking_view == ThinkingView::Collapsed {
             let words = thinking.split_whitespace().count();
-            let last = thinking.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+            let last = thinking
+                .lines()
+                .rev()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("");
             let summary = if thinking.is_empty() {
                 "no thinking".to_string()
             } else {
@@ -138,10 +180,20 @@ pub fn render(f: &mut Frame, body: Rect, state: &State, theme: &Theme, highlight
             };
             f.render_widget(Paragraph::new(summary).style(theme.style(Role::Dim)), inner);
         } else if thinking.is_empty() {
-            let hint = if state.phase == RunPhase::Starting { "waiting for the model…" } else { "" };
+            let hint = if state.phase == RunPhase::Starting {
+                "waiting for the model…"
+            } else {
+                ""
+            };
             f.render_widget(Paragraph::new(hint).style(theme.style(Role::Dim)), inner);
         } else {
-            let (p, _) = tail_text(thinking, inner.width, inner.height, state.thinking_scroll, theme.style(Role::Thinking));
+            let (p, _) = tail_text(
+                thinking,
+                inner.width,
+                inner.height,
+                state.thinking_scroll,
+                theme.style(Role::Thinking),
+            );
             f.render_widget(p, inner);
         }
     }
@@ -162,7 +214,9 @@ pub fn render(f: &mut Frame, body: Rect, state: &State, theme: &Theme, highlight
             let rendered = markdown::render(response, &markdown_styles(theme), highlights);
             let para = Paragraph::new(rendered.lines).wrap(Wrap { trim: false });
             let total = para.line_count(inner.width) as u16;
-            let up = state.response_scroll.min(total.saturating_sub(inner.height));
+            let up = state
+                .response_scroll
+                .min(total.saturating_sub(inner.height));
             let top = total.saturating_sub(inner.height).saturating_sub(up);
             f.render_widget(para.scroll((top, 0)), inner);
         }
@@ -170,7 +224,14 @@ pub fn render(f: &mut Frame, body: Rect, state: &State, theme: &Theme, highlight
     {
         let focused = state.focus == Focus::Graph;
         let title = format!(" Graph · {} nodes ", state.graph.node_count());
-        super::graph::render(f, areas.graph, pane(title, focused, theme), &state.graph, theme, focused);
+        super::graph::render(
+            f,
+            areas.graph,
+            pane(title, focused, theme),
+            &state.graph,
+            theme,
+            focused,
+        );
     }
     {
         let focused = state.focus == Focus::Input;
@@ -186,13 +247,24 @@ pub fn render(f: &mut Frame, body: Rect, state: &State, theme: &Theme, highlight
         let (line, col) = state.input.cursor_position();
         let scroll = (line as u16).saturating_sub(inner.height.saturating_sub(1));
         if text.is_empty() && !focused {
-            f.render_widget(Paragraph::new("i to type a question").style(theme.style(Role::Dim)), inner);
+            f.render_widget(
+                Paragraph::new("i to type a question").style(theme.style(Role::Dim)),
+                inner,
+            );
         } else {
-            f.render_widget(Paragraph::new(text.to_string()).style(theme.style(Role::Query)).scroll((scroll, 0)), inner);
+            f.render_widget(
+                Paragraph::new(text.to_string())
+                    .style(theme.style(Role::Query))
+                    .scroll((scroll, 0)),
+                inner,
+            );
         }
         if focused && state.overlay.is_none() {
             let x = inner.x + (col as u16).min(inner.width.saturating_sub(1));
-            let y = inner.y + (line as u16).saturating_sub(scroll).min(inner.height.saturating_sub(1));
+            let y = inner.y
+                + (line as u16)
+                    .saturating_sub(scroll)
+                    .min(inner.height.saturating_sub(1));
             f.set_cursor_position((x, y));
         }
     }

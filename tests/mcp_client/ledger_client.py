@@ -237,6 +237,8 @@ async def scenario_burst(args):
                 {"thought": text, "nextThoughtNeeded": i < args.count, "thoughtNumber": i, "totalThoughts": args.count},
             )
             check(out["thoughtHistoryLength"] == i, f"{args.tag}: history {out}")
+            # Printed only once the server has answered, i.e. the thought is committed.
+            print(f"ack {text}", flush=True)
             texts.append(text)
     return {"texts": texts}
 

@@ -17,7 +17,9 @@ pub struct Built {
 
 /// The concrete provider `auto` resolves to, given the keys present.
 pub fn resolve_kind(ctx: &Ctx) -> ProviderKind {
-    ctx.loaded.config.resolve_provider(ApiKeys::from_env(&ctx.env))
+    ctx.loaded
+        .config
+        .resolve_provider(ApiKeys::from_env(&ctx.env))
 }
 
 /// Whether a key is configured (env or key_command); `None` where no key is needed.
@@ -68,7 +70,9 @@ fn run_key_command(cmd: &str) -> Result<String, LlmError> {
         .args(["-c", cmd])
         .stdin(std::process::Stdio::null())
         .output()
-        .map_err(|e| LlmError::Config { message: format!("cannot run key_command: {e}") })?;
+        .map_err(|e| LlmError::Config {
+            message: format!("cannot run key_command: {e}"),
+        })?;
     if !out.status.success() {
         return Err(LlmError::Config {
             message: format!("key_command exited with {}", out.status),
@@ -76,12 +80,18 @@ fn run_key_command(cmd: &str) -> Result<String, LlmError> {
     }
     let key = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if key.is_empty() {
-        return Err(LlmError::Config { message: "key_command printed nothing".into() });
+        return Err(LlmError::Config {
+            message: "key_command printed nothing".into(),
+        });
     }
     Ok(key)
 }
 
-fn keys_for(env_prefix: &str, key_command: &str, provider: &str) -> Result<Vec<super::http::ApiKey>, LlmError> {
+fn keys_for(
+    env_prefix: &str,
+    key_command: &str,
+    provider: &str,
+) -> Result<Vec<super::http::ApiKey>, LlmError> {
     let mut keys = super::http::keys_from_env(env_prefix);
     if keys.is_empty() && !key_command.trim().is_empty() {
         keys.push(super::http::ApiKey::new(run_key_command(key_command)?));
@@ -96,7 +106,12 @@ fn keys_for(env_prefix: &str, key_command: &str, provider: &str) -> Result<Vec<s
     Ok(keys)
 }
 
-fn http_settings(cfg: &Config, base_url: &str, model: &str, keys: Vec<super::http::ApiKey>) -> super::http::HttpSettings {
+fn http_settings(
+    cfg: &Config,
+    base_url: &str,
+    model: &str,
+    keys: Vec<super::http::ApiKey>,
+) -> super::http::HttpSettings {
     let n = &cfg.network;
     super::http::HttpSettings {
         base_url: base_url.trim_end_matches('/').to_string(),
@@ -122,34 +137,55 @@ pub fn build(ctx: &Ctx) -> Result<Built, LlmError> {
         ProviderKind::Anthropic => {
             let p = &cfg.providers.anthropic;
             let keys = keys_for("ANTHROPIC_API_KEY", &p.key_command, "anthropic")?;
-            Arc::new(super::anthropic::AnthropicProvider::new(http_settings(cfg, &p.base_url, &p.model, keys))?)
+            Arc::new(super::anthropic::AnthropicProvider::new(http_settings(
+                cfg,
+                &p.base_url,
+                &p.model,
+                keys,
+            ))?)
         }
         ProviderKind::OpenAi => {
             let p = &cfg.providers.openai;
             let keys = keys_for("OPENAI_API_KEY", &p.key_command, "openai")?;
-            Arc::new(super::openai::OpenAiProvider::new(http_settings(cfg, &p.base_url, &p.model, keys))?)
+            Arc::new(super::openai::OpenAiProvider::new(http_settings(
+                cfg,
+                &p.base_url,
+                &p.model,
+                keys,
+            ))?)
         }
         ProviderKind::Ollama => {
             let p = &cfg.providers.ollama;
-            Arc::new(super::ollama::OllamaProvider::new(http_settings(cfg, &p.base_url, &p.model, Vec::new()))?)
+            Arc::new(super::ollama::OllamaProvider::new(http_settings(
+                cfg,
+                &p.base_url,
+                &p.model,
+                Vec::new(),
+            ))?)
         }
         ProviderKind::Local | ProviderKind::Auto => build_local(ctx)?,
     };
-    Ok(Built { provider, kind, model })
+    Ok(Built {
+        provider,
+        kind,
+        model,
+    })
 }
 
 #[cfg(feature = "local")]
 fn build_local(ctx: &Ctx) -> Result<Arc<dyn Provider>, LlmError> {
     let cfg = &ctx.loaded.config.providers.local;
     let prompts = ctx.prompts();
-    Ok(Arc::new(super::local::LocalProvider::new(super::local::LocalSettings {
-        model_path: cfg.resolved_model_path(&ctx.paths.models_dir),
-        context_size: cfg.context_size,
-        threads: cfg.threads,
-        thinking_pass: cfg.thinking_pass,
-        thinking_prompt: prompts.get("local/thinking").to_string(),
-        answer_prompt: prompts.get("local/answer").to_string(),
-    })))
+    Ok(Arc::new(super::local::LocalProvider::new(
+        super::local::LocalSettings {
+            model_path: cfg.resolved_model_path(&ctx.paths.models_dir),
+            context_size: cfg.context_size,
+            threads: cfg.threads,
+            thinking_pass: cfg.thinking_pass,
+            thinking_prompt: prompts.get("local/thinking").to_string(),
+            answer_prompt: prompts.get("local/answer").to_string(),
+        },
+    )))
 }
 
 #[cfg(not(feature = "local"))]
@@ -177,7 +213,11 @@ pub fn plan_turn(
 ) -> TurnPlan {
     let answer_tokens = max_tokens.unwrap_or(cfg.generation.max_tokens);
     let Some(effort) = effort else {
-        return TurnPlan { thinking: ThinkingMode::Off, effort: None, max_tokens: answer_tokens };
+        return TurnPlan {
+            thinking: ThinkingMode::Off,
+            effort: None,
+            max_tokens: answer_tokens,
+        };
     };
     let budget = cfg.effort_budget(effort);
     match kind {
@@ -212,9 +252,17 @@ pub fn context_tokens(cfg: &Config, kind: ProviderKind) -> u32 {
 }
 
 /// An orchestrator for the built provider with the config's budget and prompts.
-pub fn orchestrator(ctx: &Ctx, built: &Built, store: crate::store::Store) -> crate::engines::orchestrator::Orchestrator {
+pub fn orchestrator(
+    ctx: &Ctx,
+    built: &Built,
+    store: crate::store::Store,
+) -> crate::engines::orchestrator::Orchestrator {
     let cfg = &ctx.loaded.config;
-    let mut o = crate::engines::orchestrator::Orchestrator::new(store, built.provider.clone(), built.model.clone());
+    let mut o = crate::engines::orchestrator::Orchestrator::new(
+        store,
+        built.provider.clone(),
+        built.model.clone(),
+    );
     o.budget = cfg.budget.clone();
     o.context_tokens = context_tokens(cfg, built.kind);
     o.compaction_prompt = ctx.prompts().get("orchestrator/compaction").to_string();

@@ -10,6 +10,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+use super::replay::TokenRecord;
+use super::{
+    CallCtx, ChatRequest, EventStream, LlmError, Provider, RawChunk, Role, StopReason, StreamEvent,
+    ThinkingMode, Usage,
+};
 use bytes::Bytes;
 use futures::StreamExt;
 use llama_cpp_2::context::params::LlamaContextParams;
@@ -18,11 +23,6 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
-use super::replay::TokenRecord;
-use super::{
-    CallCtx, ChatRequest, EventStream, LlmError, Provider, RawChunk, Role, StopReason, StreamEvent,
-    ThinkingMode, Usage,
-};
 
 /// Settings of the local provider.
 #[derive(Clone, Debug)]
@@ -48,16 +48,18 @@ fn backend() -> Result<&'static LlamaBackend, LlmError> {
             LlamaBackend::init().map_err(|e| e.to_string())
         })
         .as_ref()
-        .map_err(|e| LlmError::Local { message: format!("cannot start llama.cpp: {e}") })
+        .map_err(|e| LlmError::Local {
+            message: format!("cannot start llama.cpp: {e}"),
+        })
 }
 
 /// Loaded models, shared by every call (loading is the slow part).
 fn load_model(path: &Path) -> Result<Arc<LlamaModel>, LlmError> {
     static MODELS: OnceLock<Mutex<HashMap<PathBuf, Arc<LlamaModel>>>> = OnceLock::new();
     let cache = MODELS.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut cache = cache
-        .lock()
-        .map_err(|_| LlmError::Local { message: "model cache poisoned".into() })?;
+    let mut cache = cache.lock().map_err(|_| LlmError::Local {
+        message: "model cache poisoned".into(),
+    })?;
     if let Some(m) = cache.get(path) {
         return Ok(m.clone());
     }
@@ -70,7 +72,9 @@ fn load_model(path: &Path) -> Result<Arc<LlamaModel>, LlmError> {
         });
     }
     let model = LlamaModel::load_from_file(backend()?, path, &LlamaModelParams::default())
-        .map_err(|e| LlmError::Local { message: format!("cannot load {}: {e}", path.display()) })?;
+        .map_err(|e| LlmError::Local {
+            message: format!("cannot load {}: {e}", path.display()),
+        })?;
     let model = Arc::new(model);
     cache.insert(path.to_path_buf(), model.clone());
     Ok(model)
@@ -84,7 +88,9 @@ pub struct LocalProvider {
 
 impl LocalProvider {
     pub fn new(settings: LocalSettings) -> Self {
-        Self { settings: Arc::new(settings) }
+        Self {
+            settings: Arc::new(settings),
+        }
     }
 
     pub fn model_path(&self) -> &Path {
@@ -100,18 +106,26 @@ impl Provider for LocalProvider {
     fn stream(&self, req: ChatRequest, ctx: CallCtx) -> EventStream {
         let (tx, rx) = futures::channel::mpsc::unbounded();
         let settings = self.settings.clone();
-        let spawned = std::thread::Builder::new().name("glassbox-local".into()).spawn({
-            let tx = tx.clone();
-            move || {
-                let mut out = Emitter { tx, raw: ctx.raw.clone(), started: Instant::now() };
-                if let Err(e) = generate(&settings, &req, &ctx, &mut out) {
-                    out.event(StreamEvent::Error { error: e });
+        let spawned = std::thread::Builder::new()
+            .name("glassbox-local".into())
+            .spawn({
+                let tx = tx.clone();
+                move || {
+                    let mut out = Emitter {
+                        tx,
+                        raw: ctx.raw.clone(),
+                        started: Instant::now(),
+                    };
+                    if let Err(e) = generate(&settings, &req, &ctx, &mut out) {
+                        out.event(StreamEvent::Error { error: e });
+                    }
                 }
-            }
-        });
+            });
         if let Err(e) = spawned {
             let _ = tx.unbounded_send(StreamEvent::Error {
-                error: LlmError::Local { message: format!("cannot start generation thread: {e}") },
+                error: LlmError::Local {
+                    message: format!("cannot start generation thread: {e}"),
+                },
             });
         }
         rx.boxed()
@@ -131,11 +145,14 @@ impl Emitter {
     }
 
     fn record(&mut self, rec: &TokenRecord) {
-        if let Some(raw) = &self.raw {
-            if let Ok(mut line) = serde_json::to_vec(rec) {
-                line.push(b'\n');
-                let _ = raw.send(RawChunk { offset: self.started.elapsed(), bytes: Bytes::from(line) });
-            }
+        if let Some(raw) = &self.raw
+            && let Ok(mut line) = serde_json::to_vec(rec)
+        {
+            line.push(b'\n');
+            let _ = raw.send(RawChunk {
+                offset: self.started.elapsed(),
+                bytes: Bytes::from(line),
+            });
         }
     }
 
@@ -180,7 +197,9 @@ impl Utf8Joiner {
 }
 
 fn local_err(what: &str, e: impl std::fmt::Display) -> LlmError {
-    LlmError::Local { message: format!("{what}: {e}") }
+    LlmError::Local {
+        message: format!("{what}: {e}"),
+    }
 }
 
 /// Result of one generation pass.
@@ -198,8 +217,13 @@ fn generate(
     out: &mut Emitter,
 ) -> Result<(), LlmError> {
     let model = load_model(&settings.model_path)?;
-    let template = model.chat_template(None).map_err(|e| local_err("the model has no chat template", e))?;
-    let native_thinking = template.to_str().map(|t| t.contains("<think>")).unwrap_or(false);
+    let template = model
+        .chat_template(None)
+        .map_err(|e| local_err("the model has no chat template", e))?;
+    let native_thinking = template
+        .to_str()
+        .map(|t| t.contains("<think>"))
+        .unwrap_or(false);
     let want_thinking = !matches!(req.thinking, ThinkingMode::Off);
 
     let mut history: Vec<(String, String)> = Vec::new();
@@ -236,18 +260,27 @@ fn generate(
     }
 
     let mut msgs = history;
-    if !thinking_text.trim().is_empty() {
-        if let Some(last) = msgs.iter_mut().rev().find(|(r, _)| r == "user") {
-            last.1 = format!(
-                "{}\n\n{}\n{}",
-                last.1,
-                settings.answer_prompt.trim(),
-                thinking_text.trim()
-            );
-        }
+    if !thinking_text.trim().is_empty()
+        && let Some(last) = msgs.iter_mut().rev().find(|(r, _)| r == "user")
+    {
+        last.1 = format!(
+            "{}\n\n{}\n{}",
+            last.1,
+            settings.answer_prompt.trim(),
+            thinking_text.trim()
+        );
     }
     let prompt = render(&model, &template, &msgs)?;
-    let pass = run_pass(&model, settings, req, ctx, &prompt, req.max_tokens, "a", out)?;
+    let pass = run_pass(
+        &model,
+        settings,
+        req,
+        ctx,
+        &prompt,
+        req.max_tokens,
+        "a",
+        out,
+    )?;
     usage.input_tokens += pass.prompt_tokens;
     usage.output_tokens += pass.output_tokens;
     finish(out, usage, pass.stop);
@@ -255,8 +288,20 @@ fn generate(
 }
 
 fn finish(out: &mut Emitter, usage: Usage, stop: StopReason) {
-    out.emit(TokenRecord { p: "u".into(), id: None, s: String::new(), usage: Some(usage), stop: None });
-    out.emit(TokenRecord { p: "s".into(), id: None, s: String::new(), usage: None, stop: Some(stop) });
+    out.emit(TokenRecord {
+        p: "u".into(),
+        id: None,
+        s: String::new(),
+        usage: Some(usage),
+        stop: None,
+    });
+    out.emit(TokenRecord {
+        p: "s".into(),
+        id: None,
+        s: String::new(),
+        usage: None,
+        stop: Some(stop),
+    });
 }
 
 fn render(
@@ -269,7 +314,9 @@ fn render(
         .map(|(r, c)| LlamaChatMessage::new(r.clone(), c.clone()))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| local_err("message contains a NUL byte", e))?;
-    model.apply_chat_template(template, &chat, true).map_err(|e| local_err("chat template failed", e))
+    model
+        .apply_chat_template(template, &chat, true)
+        .map_err(|e| local_err("chat template failed", e))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -284,7 +331,9 @@ fn run_pass(
     out: &mut Emitter,
 ) -> Result<Pass, LlmError> {
     let threads = if settings.threads == 0 {
-        std::thread::available_parallelism().map(|n| n.get() as i32).unwrap_or(2)
+        std::thread::available_parallelism()
+            .map(|n| n.get() as i32)
+            .unwrap_or(2)
     } else {
         settings.threads as i32
     };
@@ -294,7 +343,9 @@ fn run_pass(
         .with_n_batch(512)
         .with_n_threads(threads)
         .with_n_threads_batch(threads);
-    let mut lctx = model.new_context(backend()?, params).map_err(|e| local_err("cannot create a context", e))?;
+    let mut lctx = model
+        .new_context(backend()?, params)
+        .map_err(|e| local_err("cannot create a context", e))?;
     let vocab = model.vocab();
     let tokens = vocab.tokenize(prompt.as_bytes(), vocab.should_add_bos(), true);
     let n_prompt = tokens.len();
@@ -314,9 +365,12 @@ fn run_pass(
         for (j, t) in chunk.iter().enumerate() {
             let pos = (chunk_start + j) as i32;
             let last = chunk_start + j == n_prompt - 1;
-            batch.add(*t, pos, &[0], last).map_err(|e| local_err("batch", e))?;
+            batch
+                .add(*t, pos, &[0], last)
+                .map_err(|e| local_err("batch", e))?;
         }
-        lctx.decode(&mut batch).map_err(|e| local_err("decode failed", e))?;
+        lctx.decode(&mut batch)
+            .map_err(|e| local_err("decode failed", e))?;
     }
 
     let mut sampler = match req.temperature {
@@ -348,13 +402,27 @@ fn run_pass(
         if !piece.is_empty() {
             text.push_str(&piece);
         }
-        out.emit(TokenRecord { p: pass.into(), id: Some(token.0), s: piece, usage: None, stop: None });
+        out.emit(TokenRecord {
+            p: pass.into(),
+            id: Some(token.0),
+            s: piece,
+            usage: None,
+            stop: None,
+        });
         batch.clear();
-        batch.add(token, n_cur, &[0], true).map_err(|e| local_err("batch", e))?;
+        batch
+            .add(token, n_cur, &[0], true)
+            .map_err(|e| local_err("batch", e))?;
         n_cur += 1;
-        lctx.decode(&mut batch).map_err(|e| local_err("decode failed", e))?;
+        lctx.decode(&mut batch)
+            .map_err(|e| local_err("decode failed", e))?;
     }
-    Ok(Pass { text, prompt_tokens: n_prompt as u64, output_tokens: generated, stop })
+    Ok(Pass {
+        text,
+        prompt_tokens: n_prompt as u64,
+        output_tokens: generated,
+        stop,
+    })
 }
 
 #[cfg(test)]
@@ -370,5 +438,4 @@ mod tests {
         assert_eq!(j.push(&bytes[3..]), "😀");
         assert_eq!(j.push(b"ok"), "ok");
     }
-
 }

@@ -49,10 +49,16 @@ pub struct Message {
 
 impl Message {
     pub fn user(text: impl Into<String>) -> Self {
-        Self { role: Role::User, content: text.into() }
+        Self {
+            role: Role::User,
+            content: text.into(),
+        }
     }
     pub fn assistant(text: impl Into<String>) -> Self {
-        Self { role: Role::Assistant, content: text.into() }
+        Self {
+            role: Role::Assistant,
+            content: text.into(),
+        }
     }
 }
 
@@ -159,14 +165,32 @@ impl StopReason {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "type")]
 pub enum StreamEvent {
-    ThinkingDelta { text: String },
-    ThinkingSignature { signature: String },
-    RedactedThinking { data: String },
-    TextDelta { text: String },
-    ToolUse { id: String, name: String, input: serde_json::Value },
-    Usage { usage: Usage },
-    Stop { reason: StopReason },
-    Error { error: LlmError },
+    ThinkingDelta {
+        text: String,
+    },
+    ThinkingSignature {
+        signature: String,
+    },
+    RedactedThinking {
+        data: String,
+    },
+    TextDelta {
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: serde_json::Value,
+    },
+    Usage {
+        usage: Usage,
+    },
+    Stop {
+        reason: StopReason,
+    },
+    Error {
+        error: LlmError,
+    },
 }
 
 /// Failures of a model call. Messages never contain API keys.
@@ -174,13 +198,25 @@ pub enum StreamEvent {
 #[serde(rename_all = "snake_case", tag = "error")]
 pub enum LlmError {
     #[error("{provider}: HTTP {status}: {message}")]
-    Http { provider: String, status: u16, message: String },
+    Http {
+        provider: String,
+        status: u16,
+        message: String,
+    },
     #[error("{provider}: rate limited (HTTP 429) after {attempts} attempt(s): {message}")]
-    RateLimited { provider: String, attempts: u32, message: String },
+    RateLimited {
+        provider: String,
+        attempts: u32,
+        message: String,
+    },
     #[error("{provider}: overloaded: {message}")]
     Overloaded { provider: String, message: String },
     #[error("{provider}: could not connect to {url}: {reason}")]
-    Connect { provider: String, url: String, reason: String },
+    Connect {
+        provider: String,
+        url: String,
+        reason: String,
+    },
     #[error("{provider}: stream stalled: no bytes for {secs} s")]
     Stalled { provider: String, secs: u64 },
     #[error("{provider}: stream ended before the response was complete: {detail}")]
@@ -188,7 +224,11 @@ pub enum LlmError {
     #[error("{provider}: malformed stream data: {detail}")]
     Malformed { provider: String, detail: String },
     #[error("{provider}: {message}")]
-    Api { provider: String, kind: String, message: String },
+    Api {
+        provider: String,
+        kind: String,
+        message: String,
+    },
     #[error("cancelled")]
     Cancelled,
     #[error("configuration: {message}")]

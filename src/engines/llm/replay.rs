@@ -12,7 +12,9 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::http::{DecodeStats, WireDecoder};
-use super::{CallCtx, ChatRequest, EventStream, LlmError, Provider, RawChunk, StopReason, StreamEvent, Usage};
+use super::{
+    CallCtx, ChatRequest, EventStream, LlmError, Provider, RawChunk, StopReason, StreamEvent, Usage,
+};
 use crate::store::{RawStream, Store, StoreError, StoredChunk, StreamId};
 
 /// One line of a local-model recording: which pass produced the piece (`t` thinking, `a`
@@ -35,8 +37,12 @@ impl TokenRecord {
     /// The stream event a recorded line stands for.
     pub fn to_event(&self) -> Option<StreamEvent> {
         match self.p.as_str() {
-            "t" => Some(StreamEvent::ThinkingDelta { text: self.s.clone() }),
-            "a" => Some(StreamEvent::TextDelta { text: self.s.clone() }),
+            "t" => Some(StreamEvent::ThinkingDelta {
+                text: self.s.clone(),
+            }),
+            "a" => Some(StreamEvent::TextDelta {
+                text: self.s.clone(),
+            }),
             "u" => self.usage.map(|usage| StreamEvent::Usage { usage }),
             "s" => self.stop.clone().map(|reason| StreamEvent::Stop { reason }),
             _ => None,
@@ -149,7 +155,11 @@ pub struct ReplayProvider {
 
 impl ReplayProvider {
     pub fn new(header: RawStream, chunks: Vec<StoredChunk>, speed: f64) -> Self {
-        Self { header: Arc::new(header), chunks: Arc::new(chunks), speed }
+        Self {
+            header: Arc::new(header),
+            chunks: Arc::new(chunks),
+            speed,
+        }
     }
 
     /// Loads recording `id` from the store.
@@ -235,7 +245,10 @@ impl Provider for ReplayProvider {
                     });
                 }
                 c.pending.extend(c.decoder.feed(&chunk.bytes));
-                if c.pending.iter().any(|e| matches!(e, StreamEvent::Stop { .. } | StreamEvent::Error { .. })) {
+                if c.pending
+                    .iter()
+                    .any(|e| matches!(e, StreamEvent::Stop { .. } | StreamEvent::Error { .. }))
+                {
                     c.finished = true;
                 }
             }
@@ -264,7 +277,12 @@ mod tests {
         };
         assert_eq!(whole.len(), 4);
         assert_eq!(whole[0], StreamEvent::ThinkingDelta { text: "Hm".into() });
-        assert_eq!(whole[3], StreamEvent::Stop { reason: StopReason::EndTurn });
+        assert_eq!(
+            whole[3],
+            StreamEvent::Stop {
+                reason: StopReason::EndTurn
+            }
+        );
         for split in 1..lines.len() {
             let mut d = LocalRecordDecoder::default();
             let mut v = d.feed(&lines.as_bytes()[..split]);

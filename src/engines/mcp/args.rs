@@ -45,7 +45,9 @@ impl ThoughtArgs {
             return Err(ArgError("thought must not be empty".into()));
         }
         if thought.chars().count() > MAX_THOUGHT_CHARS {
-            return Err(ArgError(format!("thought is longer than {MAX_THOUGHT_CHARS} characters")));
+            return Err(ArgError(format!(
+                "thought is longer than {MAX_THOUGHT_CHARS} characters"
+            )));
         }
         Ok(Self {
             thought,
@@ -76,7 +78,11 @@ impl ThoughtArgs {
     /// Whether this thought revises an earlier one (it names one, and does not say it is not
     /// a revision).
     pub fn revises(&self) -> Option<u32> {
-        if self.is_revision == Some(false) { None } else { self.revises_thought }
+        if self.is_revision == Some(false) {
+            None
+        } else {
+            self.revises_thought
+        }
     }
 }
 
@@ -88,7 +94,10 @@ fn present<'a>(args: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
 pub fn required_string(args: &Map<String, Value>, key: &str) -> Result<String> {
     match present(args, key) {
         Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Err(ArgError(format!("{key} must be a string, not {}", kind(other)))),
+        Some(other) => Err(ArgError(format!(
+            "{key} must be a string, not {}",
+            kind(other)
+        ))),
         None => Err(ArgError(format!("{key} is required"))),
     }
 }
@@ -97,20 +106,27 @@ pub fn required_string(args: &Map<String, Value>, key: &str) -> Result<String> {
 pub fn optional_string(args: &Map<String, Value>, key: &str) -> Result<Option<String>> {
     match present(args, key) {
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(ArgError(format!("{key} must be a string, not {}", kind(other)))),
+        Some(other) => Err(ArgError(format!(
+            "{key} must be a string, not {}",
+            kind(other)
+        ))),
         None => Ok(None),
     }
 }
 
 /// An optional short label (trimmed, non-empty, at most [`MAX_LABEL_CHARS`]).
 pub fn optional_label(args: &Map<String, Value>, key: &str) -> Result<Option<String>> {
-    let Some(s) = optional_string(args, key)? else { return Ok(None) };
+    let Some(s) = optional_string(args, key)? else {
+        return Ok(None);
+    };
     let s = s.trim();
     if s.is_empty() {
         return Err(ArgError(format!("{key} must not be empty")));
     }
     if s.chars().count() > MAX_LABEL_CHARS {
-        return Err(ArgError(format!("{key} is longer than {MAX_LABEL_CHARS} characters")));
+        return Err(ArgError(format!(
+            "{key} is longer than {MAX_LABEL_CHARS} characters"
+        )));
     }
     Ok(Some(s.to_string()))
 }
@@ -127,18 +143,24 @@ pub fn optional_bool(args: &Map<String, Value>, key: &str) -> Result<Option<bool
         Some(Value::Bool(b)) => Ok(Some(*b)),
         Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("true") => Ok(Some(true)),
         Some(Value::String(s)) if s.trim().eq_ignore_ascii_case("false") => Ok(Some(false)),
-        Some(other) => Err(ArgError(format!("{key} must be a boolean (true or false), not {}", show(other)))),
+        Some(other) => Err(ArgError(format!(
+            "{key} must be a boolean (true or false), not {}",
+            show(other)
+        ))),
     }
 }
 
 /// A required whole number ≥ 1; "5" strings count.
 pub fn required_count(args: &Map<String, Value>, key: &str) -> Result<u32> {
-    optional_count(args, key)?.ok_or_else(|| ArgError(format!("{key} is required (a whole number ≥ 1)")))
+    optional_count(args, key)?
+        .ok_or_else(|| ArgError(format!("{key} is required (a whole number ≥ 1)")))
 }
 
 /// An optional whole number ≥ 1; "5" strings and integral floats (5.0) count.
 pub fn optional_count(args: &Map<String, Value>, key: &str) -> Result<Option<u32>> {
-    let Some(v) = present(args, key) else { return Ok(None) };
+    let Some(v) = present(args, key) else {
+        return Ok(None);
+    };
     let bad = || ArgError(format!("{key} must be a whole number ≥ 1, not {}", show(v)));
     let n: f64 = match v {
         Value::Number(n) => n.as_f64().ok_or_else(bad)?,
@@ -207,20 +229,31 @@ mod tests {
             m.insert(k.into(), v);
             ThoughtArgs::parse(&m).unwrap_err().0
         };
-        assert!(with("thoughtNumber", json!(0)).starts_with("thoughtNumber must be a whole number"));
+        assert!(
+            with("thoughtNumber", json!(0)).starts_with("thoughtNumber must be a whole number")
+        );
         assert!(with("thoughtNumber", json!("abc")).contains("\"abc\""));
         assert!(with("totalThoughts", json!(2.5)).starts_with("totalThoughts"));
-        assert!(with("nextThoughtNeeded", json!("maybe")).starts_with("nextThoughtNeeded must be a boolean"));
+        assert!(
+            with("nextThoughtNeeded", json!("maybe"))
+                .starts_with("nextThoughtNeeded must be a boolean")
+        );
         assert!(with("thought", json!(7)).starts_with("thought must be a string"));
         assert!(with("thought", json!("  ")).starts_with("thought must not be empty"));
         let mut m = obj(base);
         m.remove("thoughtNumber");
-        assert_eq!(ThoughtArgs::parse(&m).unwrap_err().0, "thoughtNumber is required (a whole number ≥ 1)");
+        assert_eq!(
+            ThoughtArgs::parse(&m).unwrap_err().0,
+            "thoughtNumber is required (a whole number ≥ 1)"
+        );
     }
 
     #[test]
     fn a_revision_needs_a_target_and_may_be_denied() {
-        let mut t = ThoughtArgs { revises_thought: Some(2), ..Default::default() };
+        let mut t = ThoughtArgs {
+            revises_thought: Some(2),
+            ..Default::default()
+        };
         assert_eq!(t.revises(), Some(2));
         t.is_revision = Some(false);
         assert_eq!(t.revises(), None);

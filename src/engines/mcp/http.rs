@@ -30,7 +30,11 @@ pub fn parse_addr(text: &str) -> Result<SocketAddr, LedgerError> {
     if let Ok(addr) = text.parse::<SocketAddr>() {
         return Ok(addr);
     }
-    let bad = || LedgerError::invalid(format!("--http: '{text}' is not PORT, HOST:PORT or IP:PORT"));
+    let bad = || {
+        LedgerError::invalid(format!(
+            "--http: '{text}' is not PORT, HOST:PORT or IP:PORT"
+        ))
+    };
     let (host, port) = text.rsplit_once(':').ok_or_else(bad)?;
     let port: u16 = port.parse().map_err(|_| bad())?;
     if host.eq_ignore_ascii_case("localhost") {
@@ -45,7 +49,9 @@ pub fn parse_addr(text: &str) -> Result<SocketAddr, LedgerError> {
 
 /// Binds the listener (port 0 picks a free port; ask the listener which).
 pub async fn bind(addr: SocketAddr) -> Result<TcpListener, LedgerError> {
-    TcpListener::bind(addr).await.map_err(|source| LedgerError::Bind { addr, source })
+    TcpListener::bind(addr)
+        .await
+        .map_err(|source| LedgerError::Bind { addr, source })
 }
 
 /// Answers 401 unless the request carries `Authorization: Bearer <token>`.
@@ -60,7 +66,9 @@ async fn require_token(State(expected): State<Arc<str>>, req: Request, next: Nex
     match presented {
         Some(t) if token::matches(&expected, t) => next.run(req).await,
         Some(_) => unauthorized("wrong bearer token"),
-        None => unauthorized("missing bearer token (Authorization: Bearer <token>; see `glassbox mcp --print-token`)"),
+        None => unauthorized(
+            "missing bearer token (Authorization: Bearer <token>; see `glassbox mcp --print-token`)",
+        ),
     }
 }
 
@@ -83,16 +91,28 @@ pub async fn serve(
     allow_remote: bool,
     shutdown: CancellationToken,
 ) -> Result<(), LedgerError> {
-    let mut config = StreamableHttpServerConfig::default().with_cancellation_token(shutdown.child_token());
+    let mut config =
+        StreamableHttpServerConfig::default().with_cancellation_token(shutdown.child_token());
     if allow_remote {
         config = config.disable_allowed_hosts();
     }
-    let service =
-        StreamableHttpService::new(move || Ok(server.connection()), Arc::new(LocalSessionManager::default()), config);
+    let service = StreamableHttpService::new(
+        move || Ok(server.connection()),
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
     let app = Router::new()
         .route_service(ENDPOINT, service)
-        .fallback(|| async { (StatusCode::NOT_FOUND, format!("not found; the MCP endpoint is {ENDPOINT}\n")) })
-        .layer(middleware::from_fn_with_state(Arc::<str>::from(bearer), require_token));
+        .fallback(|| async {
+            (
+                StatusCode::NOT_FOUND,
+                format!("not found; the MCP endpoint is {ENDPOINT}\n"),
+            )
+        })
+        .layer(middleware::from_fn_with_state(
+            Arc::<str>::from(bearer),
+            require_token,
+        ));
     axum::serve(listener, app)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
@@ -105,10 +125,19 @@ mod tests {
 
     #[test]
     fn addresses() {
-        assert_eq!(parse_addr("8000").unwrap(), "127.0.0.1:8000".parse().unwrap());
-        assert_eq!(parse_addr("0.0.0.0:9").unwrap(), "0.0.0.0:9".parse().unwrap());
+        assert_eq!(
+            parse_addr("8000").unwrap(),
+            "127.0.0.1:8000".parse().unwrap()
+        );
+        assert_eq!(
+            parse_addr("0.0.0.0:9").unwrap(),
+            "0.0.0.0:9".parse().unwrap()
+        );
         assert_eq!(parse_addr("[::1]:9").unwrap(), "[::1]:9".parse().unwrap());
-        assert_eq!(parse_addr("localhost:9").unwrap(), "127.0.0.1:9".parse().unwrap());
+        assert_eq!(
+            parse_addr("localhost:9").unwrap(),
+            "127.0.0.1:9".parse().unwrap()
+        );
         assert!(parse_addr("nope").is_err());
         assert!(parse_addr("host:99999").is_err());
     }

@@ -10,7 +10,9 @@ use serde_json::{Map, Value, json};
 
 use super::LedgerError;
 use super::args::{MAX_CORRECTION_CHARS, ThoughtArgs};
-use crate::store::{Edge, EdgeType, Node, NodeId, NodeType, Session, SessionId, SessionSource, Store, StoreError};
+use crate::store::{
+    Edge, EdgeType, Node, NodeId, NodeType, Session, SessionId, SessionSource, Store, StoreError,
+};
 
 /// The `format` field of a glassbox session export.
 pub const EXPORT_FORMAT: &str = "glassbox.session";
@@ -54,7 +56,9 @@ pub struct ThoughtMeta {
 }
 
 fn meta_u32(meta: &Map<String, Value>, key: &str) -> Option<u32> {
-    meta.get(key).and_then(Value::as_u64).and_then(|n| u32::try_from(n).ok())
+    meta.get(key)
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
 }
 
 fn meta_str(meta: &Map<String, Value>, key: &str) -> Option<String> {
@@ -73,10 +77,16 @@ impl ThoughtMeta {
             id: n.id,
             number,
             total: meta_u32(m, "totalThoughts").unwrap_or(number),
-            next_needed: m.get("nextThoughtNeeded").and_then(Value::as_bool).unwrap_or(false),
+            next_needed: m
+                .get("nextThoughtNeeded")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
             branch_id: meta_str(m, "branchId"),
             branch_from: meta_u32(m, "branchFromThought"),
-            is_revision: m.get("isRevision").and_then(Value::as_bool).unwrap_or(false),
+            is_revision: m
+                .get("isRevision")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
             revises: meta_u32(m, "revisesThought"),
             thought_type: meta_str(m, "thoughtType"),
         })
@@ -86,7 +96,13 @@ impl ThoughtMeta {
 /// The latest thought numbered `n`, preferring the given branch, then the main chain, then
 /// any other.
 fn find_revised(existing: &[ThoughtMeta], n: u32, branch: Option<&str>) -> Option<NodeId> {
-    let latest = |f: &dyn Fn(&ThoughtMeta) -> bool| existing.iter().rev().find(|t| t.number == n && f(t)).map(|t| t.id);
+    let latest = |f: &dyn Fn(&ThoughtMeta) -> bool| {
+        existing
+            .iter()
+            .rev()
+            .find(|t| t.number == n && f(t))
+            .map(|t| t.id)
+    };
     latest(&|t| t.branch_id.as_deref() == branch)
         .or_else(|| latest(&|t| t.branch_id.is_none()))
         .or_else(|| latest(&|_| true))
@@ -97,14 +113,20 @@ fn find_revised(existing: &[ThoughtMeta], n: u32, branch: Option<&str>) -> Optio
 fn find_origin(existing: &[ThoughtMeta], n: u32, branch: Option<&str>) -> Option<NodeId> {
     let outside = |t: &ThoughtMeta| branch.is_none() || t.branch_id.as_deref() != branch;
     let latest = |f: &dyn Fn(&ThoughtMeta) -> bool| {
-        existing.iter().rev().find(|t| t.number == n && outside(t) && f(t)).map(|t| t.id)
+        existing
+            .iter()
+            .rev()
+            .find(|t| t.number == n && outside(t) && f(t))
+            .map(|t| t.id)
     };
     latest(&|t| t.branch_id.is_none()).or_else(|| latest(&|_| true))
 }
 
 /// Branch ids in order of first appearance, counting only thoughts that name both a branch
 /// id and the thought they branch from (the reference server's rule).
-fn branch_ids<'a>(thoughts: impl Iterator<Item = (&'a Option<String>, Option<u32>)>) -> Vec<String> {
+fn branch_ids<'a>(
+    thoughts: impl Iterator<Item = (&'a Option<String>, Option<u32>)>,
+) -> Vec<String> {
     let mut seen = Vec::new();
     for (id, from) in thoughts {
         if let (Some(id), Some(_)) = (id, from)
@@ -170,10 +192,16 @@ pub fn record_thought(
             if store.session(*id)?.is_none() {
                 return Err(StoreError::NotFound(format!("session {id}")).into());
             }
-            session_thoughts(store, *id)?.into_iter().map(|(_, m)| m).collect()
+            session_thoughts(store, *id)?
+                .into_iter()
+                .map(|(_, m)| m)
+                .collect()
         }
         SessionTarget::Create(s) => match store.session(s.id)? {
-            Some(_) => session_thoughts(store, s.id)?.into_iter().map(|(_, m)| m).collect(),
+            Some(_) => session_thoughts(store, s.id)?
+                .into_iter()
+                .map(|(_, m)| m)
+                .collect(),
             None => Vec::new(),
         },
     };
@@ -183,7 +211,9 @@ pub fn record_thought(
     let revises = args.revises().and_then(|n| {
         let found = find_revised(&existing, n, branch);
         if found.is_none() {
-            warnings.push(format!("revisesThought {n} matches no thought in this session, so no revises edge was made"));
+            warnings.push(format!(
+                "revisesThought {n} matches no thought in this session, so no revises edge was made"
+            ));
         }
         found
     });
@@ -203,10 +233,19 @@ pub fn record_thought(
     m.insert("thoughtNumber".into(), json!(args.thought_number));
     m.insert("totalThoughts".into(), json!(total));
     m.insert("nextThoughtNeeded".into(), json!(args.next_thought_needed));
-    m.insert("branchId".into(), args.branch_id.clone().map_or(Value::Null, Value::String));
-    m.insert("isRevision".into(), json!(args.is_revision.unwrap_or(false)));
+    m.insert(
+        "branchId".into(),
+        args.branch_id.clone().map_or(Value::Null, Value::String),
+    );
+    m.insert(
+        "isRevision".into(),
+        json!(args.is_revision.unwrap_or(false)),
+    );
     m.insert("revisesThought".into(), opt_num(args.revises_thought));
-    m.insert("branchFromThought".into(), opt_num(args.branch_from_thought));
+    m.insert(
+        "branchFromThought".into(),
+        opt_num(args.branch_from_thought),
+    );
     if let Some(b) = args.needs_more_thoughts {
         m.insert("needsMoreThoughts".into(), json!(b));
     }
@@ -233,7 +272,9 @@ pub fn record_thought(
                 s.updated_at = now;
                 s
             }
-            (SessionTarget::Existing(_), None) => return Err(StoreError::NotFound(format!("session {sid}"))),
+            (SessionTarget::Existing(_), None) => {
+                return Err(StoreError::NotFound(format!("session {sid}")));
+            }
         };
         w.put_session(&session)?;
         w.put_node(&node)?;
@@ -331,11 +372,18 @@ fn annotate(
 
 /// Records a checkpoint: a `human_annotation` node holding the verdict (and the correction,
 /// if any) with a supports / refines / contradicts edge to the thought.
-pub fn checkpoint(store: &Store, thought: NodeId, verdict: Verdict, correction: Option<&str>) -> Result<Node> {
+pub fn checkpoint(
+    store: &Store,
+    thought: NodeId,
+    verdict: Verdict,
+    correction: Option<&str>,
+) -> Result<Node> {
     if let Some(c) = correction
         && c.chars().count() > MAX_CORRECTION_CHARS
     {
-        return Err(LedgerError::invalid(format!("correction is longer than {MAX_CORRECTION_CHARS} characters")));
+        return Err(LedgerError::invalid(format!(
+            "correction is longer than {MAX_CORRECTION_CHARS} characters"
+        )));
     }
     let text = match correction {
         Some(c) if !c.trim().is_empty() => c.to_string(),
@@ -345,7 +393,10 @@ pub fn checkpoint(store: &Store, thought: NodeId, verdict: Verdict, correction: 
     meta.insert("verdict".into(), json!(verdict.as_str()));
     meta.insert("source".into(), json!("checkpoint"));
     meta.insert("via".into(), json!("mcp"));
-    meta.insert("correction".into(), json!(correction.is_some_and(|c| !c.trim().is_empty())));
+    meta.insert(
+        "correction".into(),
+        json!(correction.is_some_and(|c| !c.trim().is_empty())),
+    );
     annotate(store, thought, text, verdict.edge(), meta, None)
 }
 
@@ -363,11 +414,23 @@ pub fn store_critique(
     if let Some(r) = stop_reason {
         meta.insert("stopReason".into(), json!(r));
     }
-    annotate(store, thought, text.to_string(), EdgeType::Refines, meta, model)
+    annotate(
+        store,
+        thought,
+        text.to_string(),
+        EdgeType::Refines,
+        meta,
+        model,
+    )
 }
 
 /// The text a critique is asked about: the last `n` thoughts of the session, oldest first.
-pub fn critique_context(store: &Store, session: SessionId, latest: NodeId, n: usize) -> Result<String> {
+pub fn critique_context(
+    store: &Store,
+    session: SessionId,
+    latest: NodeId,
+    n: usize,
+) -> Result<String> {
     let thoughts = session_thoughts(store, session)?;
     let start = thoughts.len().saturating_sub(n.max(1));
     let mut out = String::from("Recent thoughts of a reasoning session, oldest first:\n");
@@ -388,7 +451,9 @@ pub fn critique_context(store: &Store, session: SessionId, latest: NodeId, n: us
         }
     }
     match latest_number {
-        Some(n) => out.push_str(&format!("\nCritique thought {n}, the latest, in the light of the ones before it.")),
+        Some(n) => out.push_str(&format!(
+            "\nCritique thought {n}, the latest, in the light of the ones before it."
+        )),
         None => out.push_str("\nCritique the latest thought in the light of the ones before it."),
     }
     Ok(out)
@@ -485,12 +550,18 @@ pub fn parse_export(value: &Value) -> Result<SessionExport> {
             &owned
         }
         Value::Object(_) => value,
-        _ => return Err(LedgerError::invalid("data must be a session export (an object, or a string of JSON)")),
+        _ => {
+            return Err(LedgerError::invalid(
+                "data must be a session export (an object, or a string of JSON)",
+            ));
+        }
     };
     if let Some(f) = value.get("format").and_then(Value::as_str)
         && f != EXPORT_FORMAT
     {
-        return Err(LedgerError::invalid(format!("data has format \"{f}\"; expected \"{EXPORT_FORMAT}\"")));
+        return Err(LedgerError::invalid(format!(
+            "data has format \"{f}\"; expected \"{EXPORT_FORMAT}\""
+        )));
     }
     if let Some(v) = value.get("version").and_then(Value::as_u64)
         && v > u64::from(EXPORT_VERSION)
@@ -499,7 +570,8 @@ pub fn parse_export(value: &Value) -> Result<SessionExport> {
             "data is export version {v}, newer than this glassbox reads ({EXPORT_VERSION})"
         )));
     }
-    serde_json::from_value(value.clone()).map_err(|e| LedgerError::invalid(format!("data is not a session export: {e}")))
+    serde_json::from_value(value.clone())
+        .map_err(|e| LedgerError::invalid(format!("data is not a session export: {e}")))
 }
 
 /// Imports an export in one commit. Ids are kept unless the session or one of the nodes
@@ -508,7 +580,10 @@ pub fn import_session(store: &Store, mut export: SessionExport) -> Result<Import
     let mut seen = HashSet::new();
     for n in &export.nodes {
         if !seen.insert(n.id) {
-            return Err(LedgerError::invalid(format!("data has node {} twice", n.id)));
+            return Err(LedgerError::invalid(format!(
+                "data has node {} twice",
+                n.id
+            )));
         }
     }
     let mut remapped = store.session(export.session.id)?.is_some();
@@ -524,7 +599,9 @@ pub fn import_session(store: &Store, mut export: SessionExport) -> Result<Import
     let mut ids: HashMap<NodeId, NodeId> = export.nodes.iter().map(|n| (n.id, n.id)).collect();
     let mut session = export.session;
     if remapped {
-        session.meta.insert("importedFrom".into(), json!(session.id));
+        session
+            .meta
+            .insert("importedFrom".into(), json!(session.id));
         session.id = SessionId::new();
         for n in &mut export.nodes {
             let fresh = NodeId::new();
@@ -558,7 +635,13 @@ pub fn import_session(store: &Store, mut export: SessionExport) -> Result<Import
         }
         Ok(())
     })?;
-    Ok(ImportReport { session_id: session.id, nodes: export.nodes.len(), edges: edges.len(), skipped_edges: skipped, remapped })
+    Ok(ImportReport {
+        session_id: session.id,
+        nodes: export.nodes.len(),
+        edges: edges.len(),
+        skipped_edges: skipped,
+        remapped,
+    })
 }
 
 /// One search result.
@@ -577,9 +660,16 @@ pub struct LedgerHit {
 
 /// Full-text search over ledger thoughts and annotations through the store's index (BM25:
 /// nodes holding more of the query's words, more often, rank higher), in one session or all.
-pub fn search(store: &Store, query: &str, session: Option<SessionId>, limit: usize) -> Result<Vec<LedgerHit>> {
+pub fn search(
+    store: &Store,
+    query: &str,
+    session: Option<SessionId>,
+    limit: usize,
+) -> Result<Vec<LedgerHit>> {
     if crate::store::search::tokenize(query).next().is_none() {
-        return Err(LedgerError::invalid("query must contain a word (two or more letters or digits)"));
+        return Err(LedgerError::invalid(
+            "query must contain a word (two or more letters or digits)",
+        ));
     }
     if let Some(id) = session
         && store.session(id)?.is_none()
@@ -591,7 +681,10 @@ pub fn search(store: &Store, query: &str, session: Option<SessionId>, limit: usi
     let mut titles: HashMap<SessionId, String> = HashMap::new();
     let mut out = Vec::new();
     for hit in store.search(query, session, wanted)? {
-        if !matches!(hit.kind, NodeType::LedgerThought | NodeType::HumanAnnotation) {
+        if !matches!(
+            hit.kind,
+            NodeType::LedgerThought | NodeType::HumanAnnotation
+        ) {
             continue;
         }
         let meta = match store.node(hit.node)? {
@@ -601,7 +694,10 @@ pub fn search(store: &Store, query: &str, session: Option<SessionId>, limit: usi
         let title = match titles.get(&hit.session) {
             Some(t) => t.clone(),
             None => {
-                let t = store.session(hit.session)?.map(|s| s.title).unwrap_or_default();
+                let t = store
+                    .session(hit.session)?
+                    .map(|s| s.title)
+                    .unwrap_or_default();
                 titles.insert(hit.session, t.clone());
                 t
             }
@@ -630,7 +726,9 @@ pub fn thought_by_number(store: &Store, session: SessionId, number: u32) -> Resu
         .rev()
         .find(|(_, m)| m.number == number)
         .map(|(n, _)| n.id)
-        .ok_or_else(|| StoreError::NotFound(format!("thought {number} in session {session}")).into())
+        .ok_or_else(|| {
+            StoreError::NotFound(format!("thought {number} in session {session}")).into()
+        })
 }
 
 #[cfg(test)]
@@ -659,7 +757,9 @@ mod tests {
         let target = SessionTarget::Create(Session::new("", SessionSource::Mcp));
         let mut ids = Vec::new();
         for n in 1..=4 {
-            ids.push(record_thought(&store, &target, &thought(n, 3), "sequentialthinking").unwrap());
+            ids.push(
+                record_thought(&store, &target, &thought(n, 3), "sequentialthinking").unwrap(),
+            );
         }
         assert_eq!(ids[3].total_thoughts, 4);
         assert_eq!(ids[3].history_len, 4);
@@ -693,15 +793,32 @@ mod tests {
         assert_eq!(session.title, "thought number 1");
         assert_eq!(session.source, SessionSource::Mcp);
         let edges = store.session_edges(target.id()).unwrap();
-        assert_eq!(edges.iter().filter(|e| e.kind == EdgeType::Revises).count(), 2);
-        assert_eq!(edges.iter().filter(|e| e.kind == EdgeType::BranchesFrom).count(), 2);
+        assert_eq!(
+            edges.iter().filter(|e| e.kind == EdgeType::Revises).count(),
+            2
+        );
+        assert_eq!(
+            edges
+                .iter()
+                .filter(|e| e.kind == EdgeType::BranchesFrom)
+                .count(),
+            2
+        );
     }
 
     #[test]
     fn an_existing_session_must_exist() {
         let (_d, store) = store();
-        let err = record_thought(&store, &SessionTarget::Existing(SessionId::new()), &thought(1, 1), "thought");
-        assert!(matches!(err, Err(LedgerError::Store(StoreError::NotFound(_)))));
+        let err = record_thought(
+            &store,
+            &SessionTarget::Existing(SessionId::new()),
+            &thought(1, 1),
+            "thought",
+        );
+        assert!(matches!(
+            err,
+            Err(LedgerError::Store(StoreError::NotFound(_)))
+        ));
     }
 
     #[test]
@@ -743,7 +860,11 @@ mod tests {
         t.thought = "Something else entirely.".into();
         t.thought_number = 2;
         record_thought(&store, &target, &t, "thought").unwrap();
-        let other = Node::new(target.id(), NodeType::Thinking, "cache thinking that is not ledger");
+        let other = Node::new(
+            target.id(),
+            NodeType::Thinking,
+            "cache thinking that is not ledger",
+        );
         store.write(|w| w.put_node(&other)).unwrap();
         let hits = search(&store, "cache", None, 10).unwrap();
         assert_eq!(hits.len(), 1);

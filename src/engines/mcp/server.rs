@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, CreateMessageRequest,
-    CreateMessageRequestParams, Implementation, InputRequest, InputRequests, InputRequiredResult, InputResponses,
-    ListToolsResult, PaginatedRequestParams, ProtocolVersion, SamplingMessage, ServerCapabilities, ServerConfig, Tool,
+    CreateMessageRequestParams, Implementation, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses, ListToolsResult, PaginatedRequestParams, ProtocolVersion, SamplingMessage,
+    ServerCapabilities, ServerConfig, Tool,
 };
 use rmcp::service::{RequestContext, ServerInitializeError};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -130,7 +131,9 @@ struct Caller {
 
 impl Caller {
     fn key(&self) -> String {
-        self.client.as_ref().map_or_else(|| "unknown client".to_string(), |c| c.name.clone())
+        self.client
+            .as_ref()
+            .map_or_else(|| "unknown client".to_string(), |c| c.name.clone())
     }
 }
 
@@ -138,7 +141,9 @@ impl Caller {
 async fn blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, LedgerError> + Send + 'static,
 ) -> Result<T, LedgerError> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| LedgerError::Task(e.to_string()))?
+    tokio::task::spawn_blocking(f)
+        .await
+        .map_err(|e| LedgerError::Task(e.to_string()))?
 }
 
 /// A tool error the caller's model can read.
@@ -148,7 +153,8 @@ fn tool_error(msg: impl Into<String>) -> CallToolResult {
 
 /// The reference server's error shape: `{"error": …, "status": "failed"}`.
 fn sequential_error(msg: &str) -> CallToolResult {
-    let text = serde_json::to_string_pretty(&json!({"error": msg, "status": "failed"})).unwrap_or_default();
+    let text = serde_json::to_string_pretty(&json!({"error": msg, "status": "failed"}))
+        .unwrap_or_default();
     CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
@@ -219,7 +225,10 @@ struct Critique {
 /// object or an empty text is an error naming what came back.
 fn critique_from_value(v: &Value) -> Result<Critique, String> {
     if v.get("code").is_some() && v.get("message").is_some() {
-        let msg = v.get("message").and_then(Value::as_str).unwrap_or("no message");
+        let msg = v
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("no message");
         return Err(format!("the client's model declined: {msg}"));
     }
     let blocks: Vec<&Value> = match v.get("content") {
@@ -237,7 +246,11 @@ fn critique_from_value(v: &Value) -> Result<Critique, String> {
         return Err("the client's model returned no text".into());
     }
     let field = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
-    Ok(Critique { text, model: field("model"), stop_reason: field("stopReason") })
+    Ok(Critique {
+        text,
+        model: field("model"),
+        stop_reason: field("stopReason"),
+    })
 }
 
 impl LedgerServer {
@@ -250,18 +263,30 @@ impl LedgerServer {
             pending: Mutex::new(HashMap::new()),
             stateless: Mutex::new(HashMap::new()),
         };
-        Self { shared: Arc::new(shared), conn: Arc::new(Mutex::new(None)), transport }
+        Self {
+            shared: Arc::new(shared),
+            conn: Arc::new(Mutex::new(None)),
+            transport,
+        }
     }
 
     /// A new connection sharing this server's store and state (the HTTP service factory).
     pub fn connection(&self) -> Self {
-        Self { shared: self.shared.clone(), conn: Arc::new(Mutex::new(None)), transport: self.transport }
+        Self {
+            shared: self.shared.clone(),
+            conn: Arc::new(Mutex::new(None)),
+            transport: self.transport,
+        }
     }
 
     fn caller(&self, ctx: &RequestContext<RoleServer>) -> Caller {
         let protocol = ctx.protocol_version();
-        let modern = protocol.as_ref().is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
-        let sampling = ctx.client_capabilities().is_some_and(|c| c.sampling.is_some());
+        let modern = protocol
+            .as_ref()
+            .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str());
+        let sampling = ctx
+            .client_capabilities()
+            .is_some_and(|c| c.sampling.is_some());
         Caller {
             stateless: modern && self.transport == TransportKind::Http,
             modern,
@@ -273,7 +298,8 @@ impl LedgerServer {
 
     fn new_session(&self, caller: &Caller, title: &str) -> Session {
         let mut s = Session::new(title, SessionSource::Mcp);
-        s.meta.insert("transport".into(), json!(self.transport.as_str()));
+        s.meta
+            .insert("transport".into(), json!(self.transport.as_str()));
         if let Some(c) = &caller.client {
             s.meta.insert("client".into(), json!(c.name));
             s.meta.insert("clientVersion".into(), json!(c.version));
@@ -293,7 +319,13 @@ impl LedgerServer {
             let key = caller.key();
             let roll = map.get(&key).is_none_or(|e| fresh_chain && e.thoughts > 0);
             if roll {
-                map.insert(key.clone(), StatelessSession { session: self.new_session(caller, ""), thoughts: 0 });
+                map.insert(
+                    key.clone(),
+                    StatelessSession {
+                        session: self.new_session(caller, ""),
+                        thoughts: 0,
+                    },
+                );
             }
             match map.get(&key) {
                 Some(e) => SessionTarget::Create(e.session.clone()),
@@ -301,13 +333,18 @@ impl LedgerServer {
             }
         } else {
             let mut conn = lock(&self.conn);
-            SessionTarget::Create(conn.get_or_insert_with(|| self.new_session(caller, "")).clone())
+            SessionTarget::Create(
+                conn.get_or_insert_with(|| self.new_session(caller, ""))
+                    .clone(),
+            )
         }
     }
 
     fn current_session(&self, caller: &Caller) -> Option<SessionId> {
         if caller.stateless {
-            lock(&self.shared.stateless).get(&caller.key()).map(|e| e.session.id)
+            lock(&self.shared.stateless)
+                .get(&caller.key())
+                .map(|e| e.session.id)
         } else {
             lock(&self.conn).as_ref().map(|s| s.id)
         }
@@ -315,7 +352,13 @@ impl LedgerServer {
 
     fn set_current(&self, caller: &Caller, session: Session) {
         if caller.stateless {
-            lock(&self.shared.stateless).insert(caller.key(), StatelessSession { session, thoughts: 0 });
+            lock(&self.shared.stateless).insert(
+                caller.key(),
+                StatelessSession {
+                    session,
+                    thoughts: 0,
+                },
+            );
         } else {
             *lock(&self.conn) = Some(session);
         }
@@ -336,17 +379,30 @@ impl LedgerServer {
     }
 
     /// The session named by `sessionId`, else this connection's.
-    async fn session_arg(&self, args: &Map<String, Value>, caller: &Caller) -> Result<SessionId, LedgerError> {
+    async fn session_arg(
+        &self,
+        args: &Map<String, Value>,
+        caller: &Caller,
+    ) -> Result<SessionId, LedgerError> {
         match args::optional_label(args, "sessionId").map_err(|e| LedgerError::invalid(e.0))? {
             Some(s) => self.resolve_session(&s).await,
             None => self.current_session(caller).ok_or_else(|| {
-                LedgerError::invalid("this connection has no session yet; pass sessionId (see session_list)")
+                LedgerError::invalid(
+                    "this connection has no session yet; pass sessionId (see session_list)",
+                )
             }),
         }
     }
 
-    async fn record(&self, args: &ThoughtArgs, caller: &Caller, tool: &'static str) -> Result<Recorded, LedgerError> {
-        let fresh_chain = args.thought_number == 1 && args.revises().is_none() && args.branch_from_thought.is_none();
+    async fn record(
+        &self,
+        args: &ThoughtArgs,
+        caller: &Caller,
+        tool: &'static str,
+    ) -> Result<Recorded, LedgerError> {
+        let fresh_chain = args.thought_number == 1
+            && args.revises().is_none()
+            && args.branch_from_thought.is_none();
         let target = match &args.session_id {
             Some(s) => SessionTarget::Existing(self.resolve_session(s).await?),
             None => self.connection_target(caller, fresh_chain),
@@ -365,12 +421,19 @@ impl LedgerServer {
         Ok(rec)
     }
 
-    async fn sequential_thinking(&self, args: &Map<String, Value>, caller: &Caller) -> CallToolResult {
+    async fn sequential_thinking(
+        &self,
+        args: &Map<String, Value>,
+        caller: &Caller,
+    ) -> CallToolResult {
         let parsed = match ThoughtArgs::parse(args) {
             Ok(t) => t,
             Err(e) => return sequential_error(&e.0),
         };
-        match self.record(&parsed, caller, tools::SEQUENTIAL_THINKING).await {
+        match self
+            .record(&parsed, caller, tools::SEQUENTIAL_THINKING)
+            .await
+        {
             Ok(rec) => {
                 let out = SequentialOutput::new(&parsed, &rec);
                 let text = serde_json::to_string_pretty(&out).unwrap_or_default();
@@ -415,7 +478,10 @@ impl LedgerServer {
         let params = match self.critique_params(&rec).await {
             Ok(p) => p,
             Err(e) => {
-                out.insert("critique".into(), json!({"status": "failed", "reason": e.to_string()}));
+                out.insert(
+                    "critique".into(),
+                    json!({"status": "failed", "reason": e.to_string()}),
+                );
                 return json_result(Value::Object(out)).into();
             }
         };
@@ -425,32 +491,64 @@ impl LedgerServer {
             {
                 let mut pending = lock(&self.shared.pending);
                 pending.retain(|_, p| p.created.elapsed() < PENDING_TTL);
-                pending.insert(token.clone(), PendingCritique { thought: rec.node.id, output: out, created: Instant::now() });
+                pending.insert(
+                    token.clone(),
+                    PendingCritique {
+                        thought: rec.node.id,
+                        output: out,
+                        created: Instant::now(),
+                    },
+                );
             }
             let mut requests = InputRequests::new();
-            requests.insert(CRITIQUE_KEY.into(), InputRequest::CreateMessage(CreateMessageRequest::new(params)));
-            return CallToolResponse::InputRequired(InputRequiredResult::new(Some(requests), Some(token)));
+            requests.insert(
+                CRITIQUE_KEY.into(),
+                InputRequest::CreateMessage(CreateMessageRequest::new(params)),
+            );
+            return CallToolResponse::InputRequired(InputRequiredResult::new(
+                Some(requests),
+                Some(token),
+            ));
         }
-        let reply = tokio::time::timeout(self.shared.settings.sampling_timeout, ctx.peer.create_message(params)).await;
+        let reply = tokio::time::timeout(
+            self.shared.settings.sampling_timeout,
+            ctx.peer.create_message(params),
+        )
+        .await;
         let critique = match reply {
-            Ok(Ok(result)) => serde_json::to_value(&result).map_err(|e| e.to_string()).and_then(|v| critique_from_value(&v)),
+            Ok(Ok(result)) => serde_json::to_value(&result)
+                .map_err(|e| e.to_string())
+                .and_then(|v| critique_from_value(&v)),
             Ok(Err(e)) => Err(format!("the sampling request failed: {e}")),
             Err(_) => Err(format!(
                 "the client's model did not answer within {} s",
                 self.shared.settings.sampling_timeout.as_secs()
             )),
         };
-        out.insert("critique".into(), self.store_critique(rec.node.id, critique).await);
+        out.insert(
+            "critique".into(),
+            self.store_critique(rec.node.id, critique).await,
+        );
         json_result(Value::Object(out)).into()
     }
 
-    async fn critique_params(&self, rec: &Recorded) -> Result<CreateMessageRequestParams, LedgerError> {
+    async fn critique_params(
+        &self,
+        rec: &Recorded,
+    ) -> Result<CreateMessageRequestParams, LedgerError> {
         let store = self.shared.store.clone();
-        let (session, node, n) = (rec.session, rec.node.id, self.shared.settings.critique_context);
+        let (session, node, n) = (
+            rec.session,
+            rec.node.id,
+            self.shared.settings.critique_context,
+        );
         let context = blocking(move || ledger::critique_context(&store, session, node, n)).await?;
         let s = &self.shared.settings;
-        Ok(CreateMessageRequestParams::new(vec![SamplingMessage::user_text(context)], s.critique_max_tokens)
-            .with_system_prompt(s.critique_prompt.clone()))
+        Ok(CreateMessageRequestParams::new(
+            vec![SamplingMessage::user_text(context)],
+            s.critique_max_tokens,
+        )
+        .with_system_prompt(s.critique_prompt.clone()))
     }
 
     /// Stores a critique (or reports why there is none) and returns the `critique` field.
@@ -466,13 +564,19 @@ impl LedgerServer {
         })
         .await;
         match stored {
-            Ok(node) => json!({"status": "stored", "annotationId": node.id, "model": c.model, "text": c.text}),
+            Ok(node) => {
+                json!({"status": "stored", "annotationId": node.id, "model": c.model, "text": c.text})
+            }
             Err(e) => json!({"status": "failed", "reason": e.to_string()}),
         }
     }
 
     /// The retry of an input-required `thought` call: store the critique the client sent.
-    async fn finish_critique(&self, state: &str, responses: Option<InputResponses>) -> CallToolResult {
+    async fn finish_critique(
+        &self,
+        state: &str,
+        responses: Option<InputResponses>,
+    ) -> CallToolResult {
         let Some(pending) = lock(&self.shared.pending).remove(state) else {
             return tool_error(
                 "unknown or expired critique request; the thought was stored when first sent — call again without requestState",
@@ -483,11 +587,18 @@ impl LedgerServer {
             None => Err("the client sent no critique back".to_string()),
         };
         let mut out = pending.output;
-        out.insert("critique".into(), self.store_critique(pending.thought, critique).await);
+        out.insert(
+            "critique".into(),
+            self.store_critique(pending.thought, critique).await,
+        );
         json_result(Value::Object(out))
     }
 
-    async fn session_start(&self, args: &Map<String, Value>, caller: &Caller) -> Result<Value, LedgerError> {
+    async fn session_start(
+        &self,
+        args: &Map<String, Value>,
+        caller: &Caller,
+    ) -> Result<Value, LedgerError> {
         let title = args::optional_label(args, "title").map_err(|e| LedgerError::invalid(e.0))?;
         let session = self.new_session(caller, title.as_deref().unwrap_or(""));
         let store = self.shared.store.clone();
@@ -498,14 +609,23 @@ impl LedgerServer {
     }
 
     async fn session_list(&self, args: &Map<String, Value>) -> Result<Value, LedgerError> {
-        let all = args::optional_bool(args, "all").map_err(|e| LedgerError::invalid(e.0))?.unwrap_or(false);
-        let limit = args::optional_count(args, "limit").map_err(|e| LedgerError::invalid(e.0))?.unwrap_or(20).min(500);
+        let all = args::optional_bool(args, "all")
+            .map_err(|e| LedgerError::invalid(e.0))?
+            .unwrap_or(false);
+        let limit = args::optional_count(args, "limit")
+            .map_err(|e| LedgerError::invalid(e.0))?
+            .unwrap_or(20)
+            .min(500);
         let store = self.shared.store.clone();
         let sessions = blocking(move || ledger::list_sessions(&store, all, limit as usize)).await?;
         Ok(json!({"sessions": sessions}))
     }
 
-    async fn session_export(&self, args: &Map<String, Value>, caller: &Caller) -> Result<Value, LedgerError> {
+    async fn session_export(
+        &self,
+        args: &Map<String, Value>,
+        caller: &Caller,
+    ) -> Result<Value, LedgerError> {
         let id = self.session_arg(args, caller).await?;
         let store = self.shared.store.clone();
         let export = blocking(move || ledger::export_session(&store, id)).await?;
@@ -522,11 +642,17 @@ impl LedgerServer {
         serde_json::to_value(report).map_err(|e| LedgerError::invalid(e.to_string()))
     }
 
-    async fn checkpoint(&self, args: &Map<String, Value>, caller: &Caller) -> Result<Value, LedgerError> {
+    async fn checkpoint(
+        &self,
+        args: &Map<String, Value>,
+        caller: &Caller,
+    ) -> Result<Value, LedgerError> {
         let invalid = |e: args::ArgError| LedgerError::invalid(e.0);
         let verdict_text = args::required_string(args, "verdict").map_err(invalid)?;
         let verdict = Verdict::parse(&verdict_text).ok_or_else(|| {
-            LedgerError::invalid(format!("verdict must be verified, questionable or disagree, not \"{verdict_text}\""))
+            LedgerError::invalid(format!(
+                "verdict must be verified, questionable or disagree, not \"{verdict_text}\""
+            ))
         })?;
         let correction = args::optional_string(args, "correction").map_err(invalid)?;
         if let Some(c) = &correction
@@ -538,7 +664,10 @@ impl LedgerServer {
             )));
         }
         let store = self.shared.store.clone();
-        let thought = match (args::optional_label(args, "thoughtId").map_err(invalid)?, args::optional_count(args, "thoughtNumber").map_err(invalid)?) {
+        let thought = match (
+            args::optional_label(args, "thoughtId").map_err(invalid)?,
+            args::optional_count(args, "thoughtNumber").map_err(invalid)?,
+        ) {
             (Some(id), _) => {
                 let s = store.clone();
                 blocking(move || Ok(s.resolve_node(&id)?)).await?
@@ -548,9 +677,15 @@ impl LedgerServer {
                 let s = store.clone();
                 blocking(move || ledger::thought_by_number(&s, session, n)).await?
             }
-            (None, None) => return Err(LedgerError::invalid("give thoughtId, or thoughtNumber (with sessionId if needed)")),
+            (None, None) => {
+                return Err(LedgerError::invalid(
+                    "give thoughtId, or thoughtNumber (with sessionId if needed)",
+                ));
+            }
         };
-        let node = blocking(move || ledger::checkpoint(&store, thought, verdict, correction.as_deref())).await?;
+        let node =
+            blocking(move || ledger::checkpoint(&store, thought, verdict, correction.as_deref()))
+                .await?;
         Ok(json!({
             "annotationId": node.id,
             "thoughtId": thought,
@@ -562,7 +697,10 @@ impl LedgerServer {
     async fn search(&self, args: &Map<String, Value>) -> Result<Value, LedgerError> {
         let invalid = |e: args::ArgError| LedgerError::invalid(e.0);
         let query = args::required_string(args, "query").map_err(invalid)?;
-        let limit = args::optional_count(args, "limit").map_err(invalid)?.unwrap_or(20).min(200);
+        let limit = args::optional_count(args, "limit")
+            .map_err(invalid)?
+            .unwrap_or(20)
+            .min(200);
         let session = match args::optional_label(args, "sessionId").map_err(invalid)? {
             Some(s) => Some(self.resolve_session(&s).await?),
             None => None,
@@ -578,7 +716,8 @@ impl ServerHandler for LedgerServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(
-                Implementation::new("glassbox", env!("CARGO_PKG_VERSION")).with_title("glassbox reasoning ledger"),
+                Implementation::new("glassbox", env!("CARGO_PKG_VERSION"))
+                    .with_title("glassbox reasoning ledger"),
             )
             .with_instructions(INSTRUCTIONS)
     }
@@ -602,7 +741,13 @@ impl ServerHandler for LedgerServer {
             tools::SEQUENTIAL_THINKING => self.sequential_thinking(&args, &caller).await,
             tools::THOUGHT => {
                 return Ok(self
-                    .thought(&args, request.request_state, request.input_responses, &caller, &context)
+                    .thought(
+                        &args,
+                        request.request_state,
+                        request.input_responses,
+                        &caller,
+                        &context,
+                    )
                     .await);
             }
             tools::SESSION_START => json_or_error(self.session_start(&args, &caller).await),
@@ -613,7 +758,10 @@ impl ServerHandler for LedgerServer {
             tools::SEARCH => json_or_error(self.search(&args).await),
             other => {
                 return Err(ErrorData::invalid_params(
-                    format!("unknown tool '{other}'; this server has {}", tools::NAMES.join(", ")),
+                    format!(
+                        "unknown tool '{other}'; this server has {}",
+                        tools::NAMES.join(", ")
+                    ),
                     None,
                 ));
             }
@@ -629,7 +777,10 @@ impl ServerHandler for LedgerServer {
 pub async fn serve_stdio(server: LedgerServer) -> Result<(), LedgerError> {
     match server.serve(rmcp::transport::stdio()).await {
         Ok(running) => {
-            running.waiting().await.map_err(|e| LedgerError::Transport(e.to_string()))?;
+            running
+                .waiting()
+                .await
+                .map_err(|e| LedgerError::Transport(e.to_string()))?;
             Ok(())
         }
         // The client went away before saying anything: nothing to serve.
@@ -644,21 +795,36 @@ mod tests {
 
     #[test]
     fn critiques_are_read_from_single_or_many_blocks() {
-        let c = critique_from_value(&json!({"role": "assistant", "content": {"type": "text", "text": "gap"}, "model": "m"}))
-            .unwrap();
+        let c = critique_from_value(
+            &json!({"role": "assistant", "content": {"type": "text", "text": "gap"}, "model": "m"}),
+        )
+        .unwrap();
         assert_eq!((c.text.as_str(), c.model.as_deref()), ("gap", Some("m")));
         let c = critique_from_value(&json!({"content": [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]}))
             .unwrap();
         assert_eq!(c.text, "a\nb");
-        assert!(critique_from_value(&json!({"code": -1, "message": "no"})).unwrap_err().contains("declined: no"));
+        assert!(
+            critique_from_value(&json!({"code": -1, "message": "no"}))
+                .unwrap_err()
+                .contains("declined: no")
+        );
         assert!(critique_from_value(&json!({"content": {"type": "text", "text": " "}})).is_err());
     }
 
     #[test]
     fn the_reference_output_keeps_its_field_order() {
-        let args = ThoughtArgs { thought: "t".into(), thought_number: 3, total_thoughts: 2, ..Default::default() };
+        let args = ThoughtArgs {
+            thought: "t".into(),
+            thought_number: 3,
+            total_thoughts: 2,
+            ..Default::default()
+        };
         let rec = Recorded {
-            node: crate::store::Node::new(SessionId::new(), crate::store::NodeType::LedgerThought, "t"),
+            node: crate::store::Node::new(
+                SessionId::new(),
+                crate::store::NodeType::LedgerThought,
+                "t",
+            ),
             session: SessionId::new(),
             total_thoughts: 3,
             history_len: 3,

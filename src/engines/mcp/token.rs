@@ -22,9 +22,16 @@ pub struct Token {
     pub created: bool,
 }
 
-fn file_err(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> LedgerError + use<> {
+fn file_err(
+    action: &'static str,
+    path: &Path,
+) -> impl FnOnce(std::io::Error) -> LedgerError + use<> {
     let path = path.to_path_buf();
-    move |source| LedgerError::File { action, path, source }
+    move |source| LedgerError::File {
+        action,
+        path,
+        source,
+    }
 }
 
 /// Reads the token from `<config_dir>/mcp-token`, generating it (mode 0600, in a config dir
@@ -39,11 +46,21 @@ pub fn load_or_create(config_dir: &Path) -> Result<Token, LedgerError> {
             .create(config_dir)
             .map_err(file_err("create", config_dir))?;
         let value = generate(&path)?;
-        match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
+        match std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+        {
             Ok(mut f) => {
-                f.write_all(format!("{value}\n").as_bytes()).map_err(file_err("write", &path))?;
+                f.write_all(format!("{value}\n").as_bytes())
+                    .map_err(file_err("write", &path))?;
                 f.sync_all().map_err(file_err("write", &path))?;
-                return Ok(Token { value, path, created: true });
+                return Ok(Token {
+                    value,
+                    path,
+                    created: true,
+                });
             }
             // Another process created it first: use theirs.
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -53,14 +70,23 @@ pub fn load_or_create(config_dir: &Path) -> Result<Token, LedgerError> {
     let meta = std::fs::metadata(&path).map_err(file_err("read", &path))?;
     if meta.permissions().mode() & 0o077 != 0 {
         tracing::warn!(path = %path.display(), "token file was readable by others; setting mode 0600");
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).map_err(file_err("protect", &path))?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))
+            .map_err(file_err("protect", &path))?;
     }
     let text = std::fs::read_to_string(&path).map_err(file_err("read", &path))?;
     let value = text.trim().to_string();
-    if value.len() < 32 || !value.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+    if value.len() < 32
+        || !value
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
         return Err(LedgerError::BadToken { path });
     }
-    Ok(Token { value, path, created: false })
+    Ok(Token {
+        value,
+        path,
+        created: false,
+    })
 }
 
 /// A new token: `TOKEN_BYTES` bytes from the kernel's CSPRNG, hex-encoded.
@@ -99,9 +125,15 @@ mod tests {
         assert_eq!(a.value, b.value);
         std::fs::set_permissions(&a.path, std::fs::Permissions::from_mode(0o644)).unwrap();
         load_or_create(&cfg).unwrap();
-        assert_eq!(std::fs::metadata(&a.path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(&a.path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
         std::fs::write(&a.path, "short\n").unwrap();
-        assert!(matches!(load_or_create(&cfg), Err(LedgerError::BadToken { .. })));
+        assert!(matches!(
+            load_or_create(&cfg),
+            Err(LedgerError::BadToken { .. })
+        ));
     }
 
     #[test]

@@ -16,8 +16,16 @@ pub const CHECKPOINT: &str = "checkpoint";
 pub const SEARCH: &str = "search";
 
 /// Every tool name, in listing order.
-pub const NAMES: [&str; 8] =
-    [SEQUENTIAL_THINKING, THOUGHT, SESSION_START, SESSION_LIST, SESSION_EXPORT, SESSION_IMPORT, CHECKPOINT, SEARCH];
+pub const NAMES: [&str; 8] = [
+    SEQUENTIAL_THINKING,
+    THOUGHT,
+    SESSION_START,
+    SESSION_LIST,
+    SESSION_EXPORT,
+    SESSION_IMPORT,
+    CHECKPOINT,
+    SEARCH,
+];
 
 const SEQUENTIAL_DESCRIPTION: &str = "Think through a problem one numbered thought at a time, \
 revising or branching as understanding grows.
@@ -64,7 +72,12 @@ fn thought_properties() -> serde_json::Map<String, Value> {
     }
 }
 
-const REQUIRED: [&str; 4] = ["thought", "nextThoughtNeeded", "thoughtNumber", "totalThoughts"];
+const REQUIRED: [&str; 4] = [
+    "thought",
+    "nextThoughtNeeded",
+    "thoughtNumber",
+    "totalThoughts",
+];
 
 fn output_properties() -> Value {
     json!({
@@ -95,7 +108,11 @@ fn sequential_thinking() -> Tool {
         .with_title("Sequential Thinking")
         .with_raw_output_schema(object(output))
         .with_annotations(
-            ToolAnnotations::new().read_only(true).destructive(false).idempotent(true).open_world(false),
+            ToolAnnotations::new()
+                .read_only(true)
+                .destructive(false)
+                .idempotent(true)
+                .open_world(false),
         )
 }
 
@@ -118,7 +135,10 @@ fn thought() -> Tool {
     if let Value::Object(m) = &mut out {
         m.insert("sessionId".into(), json!({"type": "string"}));
         m.insert("thoughtId".into(), json!({"type": "string"}));
-        m.insert("warnings".into(), json!({"type": "array", "items": {"type": "string"}}));
+        m.insert(
+            "warnings".into(),
+            json!({"type": "array", "items": {"type": "string"}}),
+        );
         m.insert("critique".into(), json!({"type": "object"}));
     }
     let output = json!({
@@ -138,10 +158,22 @@ fn thought() -> Tool {
     .with_annotations(ToolAnnotations::new().read_only(false).destructive(false).idempotent(false).open_world(false))
 }
 
-fn simple(name: &'static str, title: &str, description: &'static str, input: Value, read_only: bool) -> Tool {
-    Tool::new(name, description, object(input)).with_title(title).with_annotations(
-        ToolAnnotations::new().read_only(read_only).destructive(false).idempotent(read_only).open_world(false),
-    )
+fn simple(
+    name: &'static str,
+    title: &str,
+    description: &'static str,
+    input: Value,
+    read_only: bool,
+) -> Tool {
+    Tool::new(name, description, object(input))
+        .with_title(title)
+        .with_annotations(
+            ToolAnnotations::new()
+                .read_only(read_only)
+                .destructive(false)
+                .idempotent(read_only)
+                .open_world(false),
+        )
 }
 
 /// Every tool, in listing order.
@@ -227,7 +259,12 @@ mod tests {
         let names: Vec<_> = tools.iter().map(|t| t.name.to_string()).collect();
         assert_eq!(names, NAMES.map(str::to_string).to_vec());
         for t in &tools {
-            assert_eq!(t.input_schema.get("type"), Some(&json!("object")), "{}", t.name);
+            assert_eq!(
+                t.input_schema.get("type"),
+                Some(&json!("object")),
+                "{}",
+                t.name
+            );
         }
         let st = &tools[0];
         assert_eq!(st.input_schema.get("required"), Some(&json!(REQUIRED)));

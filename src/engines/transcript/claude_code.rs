@@ -5,15 +5,15 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Value, json};
 
 use super::{ImportSummary, stable_uuid};
 use crate::engines::thinkgraph;
 use crate::store::{
-    DecisionId, DecisionPoint, Edge, EdgeType, Node, NodeId, NodeStatus, NodeType, SessionId, Store,
-    StoreError,
+    DecisionId, DecisionPoint, Edge, EdgeType, Node, NodeId, NodeStatus, NodeType, SessionId,
+    Store, StoreError,
 };
 
 /// Tool names whose calls start a subagent thread.
@@ -145,7 +145,9 @@ pub(crate) struct RawMessage {
 }
 
 fn parse_timestamp(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc))
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
 }
 
 /// The text of a `tool_result` content (a string or text blocks).
@@ -278,16 +280,22 @@ pub(crate) struct MapCtx<'a> {
 impl FileMapper {
     /// A mapper for the transcript at `path`.
     pub fn new(path: &std::path::Path) -> Self {
-        let stem = path.file_stem().and_then(|s| s.to_str()).map(str::to_string);
+        let stem = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .map(str::to_string);
         let parent = path.parent();
-        let in_subagents = parent.and_then(|p| p.file_name()).and_then(|n| n.to_str()) == Some("subagents");
+        let in_subagents =
+            parent.and_then(|p| p.file_name()).and_then(|n| n.to_str()) == Some("subagents");
         let (file_session, file_agent) = if in_subagents {
             let sid = parent
                 .and_then(|p| p.parent())
                 .and_then(|p| p.file_name())
                 .and_then(|n| n.to_str())
                 .map(str::to_string);
-            let agent = stem.as_deref().map(|s| s.strip_prefix("agent-").unwrap_or(s).to_string());
+            let agent = stem
+                .as_deref()
+                .map(|s| s.strip_prefix("agent-").unwrap_or(s).to_string());
             (sid, agent)
         } else {
             (stem, None)
@@ -315,7 +323,11 @@ impl FileMapper {
     /// Takes what the lines fed since the last call produced.
     pub fn take_batch(&mut self) -> Batch {
         let mut live = std::mem::take(&mut self.live);
-        let nodes = self.order.drain(..).filter_map(|id| live.remove(&id)).collect();
+        let nodes = self
+            .order
+            .drain(..)
+            .filter_map(|id| live.remove(&id))
+            .collect();
         Batch {
             nodes,
             edges: std::mem::take(&mut self.edges),
@@ -341,7 +353,8 @@ impl FileMapper {
         }
         let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let line: RawLine = serde_json::from_slice(raw).map_err(|e| format!("invalid JSON: {e}"))?;
+        let line: RawLine =
+            serde_json::from_slice(raw).map_err(|e| format!("invalid JSON: {e}"))?;
         if let Some(ts) = line.timestamp.as_deref().and_then(parse_timestamp) {
             self.last_ts = Some(ts);
         }
@@ -369,24 +382,41 @@ impl FileMapper {
 
     fn skip(&self, ctx: &mut MapCtx<'_>, reason: &str) {
         if !self.dry {
-            *ctx.summary.skipped_by_reason.entry(reason.to_string()).or_insert(0) += 1;
+            *ctx.summary
+                .skipped_by_reason
+                .entry(reason.to_string())
+                .or_insert(0) += 1;
         }
     }
 
     /// Records a line that made no node: children continue from its parent.
     fn pass_through(&mut self, line: &RawLine) {
-        let Some(uuid) = line.uuid.as_deref() else { return };
+        let Some(uuid) = line.uuid.as_deref() else {
+            return;
+        };
         let parent = line.parent_uuid.as_deref().map(line_key);
         let (tail, query) = parent
             .and_then(|p| self.lines.get(&p))
             .map(|i| (i.tail, i.query))
             .unwrap_or((None, None));
-        self.lines.insert(line_key(uuid), LineInfo { parent, nodes: Vec::new(), tail, query, is_compaction: false });
+        self.lines.insert(
+            line_key(uuid),
+            LineInfo {
+                parent,
+                nodes: Vec::new(),
+                tail,
+                query,
+                is_compaction: false,
+            },
+        );
     }
 
     /// The glassbox session of a line, minting (and recording) one for a new Claude session.
     fn session_of(&mut self, ctx: &mut MapCtx<'_>, line: &RawLine) -> Option<(SessionId, String)> {
-        let claude = line.session_id.clone().or_else(|| self.file_session.clone())?;
+        let claude = line
+            .session_id
+            .clone()
+            .or_else(|| self.file_session.clone())?;
         let ts = self.last_ts?;
         let (id, minted) = match ctx.sessions.get(&claude) {
             Some(id) => (*id, false),
@@ -437,7 +467,11 @@ impl FileMapper {
         text: String,
     ) -> Node {
         let ts = self.last_ts.unwrap_or_default();
-        let id = NodeId(stable_uuid(ts, order, &[claude.as_bytes(), key.as_bytes(), &block.to_le_bytes()]));
+        let id = NodeId(stable_uuid(
+            ts,
+            order,
+            &[claude.as_bytes(), key.as_bytes(), &block.to_le_bytes()],
+        ));
         Node {
             id,
             session,
@@ -470,7 +504,9 @@ impl FileMapper {
             return Ok(None);
         }
         if !self.live.contains_key(&id) {
-            let Some(n) = ctx.store.node(id)? else { return Ok(None) };
+            let Some(n) = ctx.store.node(id)? else {
+                return Ok(None);
+            };
             self.order.push(id);
             self.live.insert(id, n);
         }
@@ -501,8 +537,14 @@ impl FileMapper {
 
     /// The parent's key and info, and whether the parent is missing from the file (counted;
     /// such references are kept as they are).
-    fn parent_info(&self, ctx: &mut MapCtx<'_>, line: &RawLine) -> (Option<LineKey>, LineInfo, bool) {
-        let Some(p) = line.parent_uuid.as_deref() else { return (None, LineInfo::default(), false) };
+    fn parent_info(
+        &self,
+        ctx: &mut MapCtx<'_>,
+        line: &RawLine,
+    ) -> (Option<LineKey>, LineInfo, bool) {
+        let Some(p) = line.parent_uuid.as_deref() else {
+            return (None, LineInfo::default(), false);
+        };
         let key = line_key(p);
         match self.lines.get(&key) {
             Some(info) => (Some(key), info.clone(), false),
@@ -555,7 +597,13 @@ impl FileMapper {
         }
         let (parent, pinfo, dangling) = self.parent_info(ctx, &line);
         let uuid = line.uuid.clone().unwrap_or_default();
-        let mut info = LineInfo { parent, nodes: Vec::new(), tail: pinfo.tail, query: pinfo.query, is_compaction: false };
+        let mut info = LineInfo {
+            parent,
+            nodes: Vec::new(),
+            tail: pinfo.tail,
+            query: pinfo.query,
+            is_compaction: false,
+        };
 
         // The summary that follows a compaction boundary becomes the compaction's text.
         if line.is_compact_summary == Some(true) && pinfo.is_compaction {
@@ -577,7 +625,11 @@ impl FileMapper {
         let small_result = line
             .tool_use_result
             .as_ref()
-            .filter(|v| serde_json::to_vec(v).map(|b| b.len() <= MAX_TOOL_USE_RESULT_BYTES).unwrap_or(false))
+            .filter(|v| {
+                serde_json::to_vec(v)
+                    .map(|b| b.len() <= MAX_TOOL_USE_RESULT_BYTES)
+                    .unwrap_or(false)
+            })
             .cloned();
         let agent = line
             .tool_use_result
@@ -586,7 +638,11 @@ impl FileMapper {
             .and_then(Value::as_str)
             .map(str::to_string);
         for (i, r) in results.iter().enumerate() {
-            let tool_use_id = r.get("tool_use_id").and_then(Value::as_str).unwrap_or_default().to_string();
+            let tool_use_id = r
+                .get("tool_use_id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
             let text = tool_result_text(r.get("content"));
             let is_error = r.get("is_error").and_then(Value::as_bool).unwrap_or(false);
             let target = self.tool_calls.get(&tool_use_id).copied();
@@ -594,7 +650,15 @@ impl FileMapper {
                 Some(id) => id,
                 None => {
                     // A result whose call is not in the file: keep it on a node of its own.
-                    let mut n = self.make_node(session, &claude, NodeType::ToolCall, &uuid, 1000 + i as u32, i as u32, String::new());
+                    let mut n = self.make_node(
+                        session,
+                        &claude,
+                        NodeType::ToolCall,
+                        &uuid,
+                        1000 + i as u32,
+                        i as u32,
+                        String::new(),
+                    );
                     self.annotate(&mut n, &line);
                     n.meta.insert("tool_use_id".into(), json!(tool_use_id));
                     n.meta.insert("orphan_result".into(), json!(true));
@@ -628,13 +692,21 @@ impl FileMapper {
         }
 
         if !texts.is_empty() || images > 0 {
-            let text = if texts.is_empty() { "[image]".to_string() } else { texts.join("\n\n") };
+            let text = if texts.is_empty() {
+                "[image]".to_string()
+            } else {
+                texts.join("\n\n")
+            };
             let mut n = self.make_node(session, &claude, NodeType::Query, &uuid, 0, 0, text);
             self.annotate(&mut n, &line);
             if images > 0 {
                 n.meta.insert("images".into(), json!(images));
             }
-            for (k, v) in [("cwd", &line.cwd), ("git_branch", &line.git_branch), ("version", &line.version)] {
+            for (k, v) in [
+                ("cwd", &line.cwd),
+                ("git_branch", &line.git_branch),
+                ("version", &line.version),
+            ] {
                 if let Some(v) = v {
                     n.meta.insert(k.into(), json!(v));
                 }
@@ -665,7 +737,12 @@ impl FileMapper {
     }
 
     /// Links the first node of a subagent thread to the Task call that started it.
-    fn maybe_branch(&mut self, ctx: &mut MapCtx<'_>, line: &RawLine, root: &Node) -> Result<(), String> {
+    fn maybe_branch(
+        &mut self,
+        ctx: &mut MapCtx<'_>,
+        line: &RawLine,
+        root: &Node,
+    ) -> Result<(), String> {
         let sidechain = line.is_sidechain == Some(true) || self.file_agent.is_some();
         if self.dry || !sidechain || line.parent_uuid.is_some() {
             return Ok(());
@@ -673,26 +750,52 @@ impl FileMapper {
         let agent = line.agent_id.clone().or_else(|| self.file_agent.clone());
         if self.stored_task_calls.is_none() {
             let mut found = Vec::new();
-            for n in ctx.store.session_nodes(root.session).map_err(|e| e.to_string())? {
+            for n in ctx
+                .store
+                .session_nodes(root.session)
+                .map_err(|e| e.to_string())?
+            {
                 if n.kind != NodeType::ToolCall {
                     continue;
                 }
-                let tool = n.meta.get("tool").and_then(Value::as_str).unwrap_or_default();
+                let tool = n
+                    .meta
+                    .get("tool")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
                 if TASK_TOOLS.contains(&tool) {
-                    let prompt = n.meta.get("input").and_then(|i| i.get("prompt")).and_then(Value::as_str).unwrap_or_default();
-                    let agent = n.meta.get("agent_id").and_then(Value::as_str).map(str::to_string);
+                    let prompt = n
+                        .meta
+                        .get("input")
+                        .and_then(|i| i.get("prompt"))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    let agent = n
+                        .meta
+                        .get("agent_id")
+                        .and_then(Value::as_str)
+                        .map(str::to_string);
                     found.push((n.id, prompt.to_string(), agent));
                 }
             }
             self.stored_task_calls = Some(found);
         }
-        let candidates: Vec<&(NodeId, String, Option<String>)> =
-            self.stored_task_calls.iter().flatten().chain(self.task_calls.iter()).filter(|c| c.0 < root.id).collect();
+        let candidates: Vec<&(NodeId, String, Option<String>)> = self
+            .stored_task_calls
+            .iter()
+            .flatten()
+            .chain(self.task_calls.iter())
+            .filter(|c| c.0 < root.id)
+            .collect();
         let text = root.text.trim();
         let origin = candidates
             .iter()
             .find(|c| agent.is_some() && c.2 == agent)
-            .or_else(|| candidates.iter().find(|c| !c.1.is_empty() && c.1.trim() == text))
+            .or_else(|| {
+                candidates
+                    .iter()
+                    .find(|c| !c.1.is_empty() && c.1.trim() == text)
+            })
             .or_else(|| candidates.iter().max_by_key(|c| c.0))
             .map(|c| c.0);
         if let Some(o) = origin {
@@ -701,7 +804,8 @@ impl FileMapper {
         Ok(())
     }
 
-    fn assistant(&mut self, ctx: &mut MapCtx<'_>, line: RawLine) -> Result<(), String> {
+    fn assistant(&mut self, ctx: &mut MapCtx<'_>, mut line: RawLine) -> Result<(), String> {
+        let content = line.message.as_mut().and_then(|m| m.content.take());
         let Some(message) = &line.message else {
             self.skip(ctx, "assistant line without a message");
             self.pass_through(&line);
@@ -714,26 +818,50 @@ impl FileMapper {
         };
         let uuid = line.uuid.clone().unwrap_or_default();
         let msg_id = message.id.clone().unwrap_or_else(|| format!("line:{uuid}"));
-        let blocks: Vec<Value> = match &message.content {
-            Some(Value::Array(b)) => b.clone(),
+        let blocks: Vec<Value> = match content {
+            Some(Value::Array(b)) => b,
             Some(Value::String(s)) => vec![json!({"type": "text", "text": s})],
             _ => Vec::new(),
         };
         let (parent, pinfo, dangling) = self.parent_info(ctx, &line);
-        let mut info = LineInfo { parent, nodes: Vec::new(), tail: pinfo.tail, query: pinfo.query, is_compaction: false };
+        let mut info = LineInfo {
+            parent,
+            nodes: Vec::new(),
+            tail: pinfo.tail,
+            query: pinfo.query,
+            is_compaction: false,
+        };
         let mut prev = pinfo.tail;
         let mut state = self.messages.remove(&msg_id).unwrap_or_default();
         for (bi, block) in blocks.iter().enumerate() {
             let bi = bi as u32;
             let order = state.blocks;
             state.blocks += 1;
-            let btype = block.get("type").and_then(Value::as_str).unwrap_or_default();
+            let btype = block
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             let created = match btype {
                 "thinking" | "redacted_thinking" => {
-                    let text = block.get("thinking").and_then(Value::as_str).unwrap_or_default().to_string();
-                    let mut n = self.make_node(session, &claude, NodeType::Thinking, &uuid, bi, order, text);
+                    let text = block
+                        .get("thinking")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string();
+                    let mut n = self.make_node(
+                        session,
+                        &claude,
+                        NodeType::Thinking,
+                        &uuid,
+                        bi,
+                        order,
+                        text,
+                    );
                     if btype == "redacted_thinking" {
-                        n.meta.insert("redacted".into(), json!([block.get("data").cloned().unwrap_or(Value::Null)]));
+                        n.meta.insert(
+                            "redacted".into(),
+                            json!([block.get("data").cloned().unwrap_or(Value::Null)]),
+                        );
                     }
                     if let Some(sig) = block.get("signature").filter(|v| !v.is_null()) {
                         n.meta.insert("signature".into(), sig.clone());
@@ -745,13 +873,21 @@ impl FileMapper {
                     Some(n)
                 }
                 "text" => {
-                    let text = block.get("text").and_then(Value::as_str).unwrap_or_default().to_string();
+                    let text = block
+                        .get("text")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string();
                     let part = format!("{uuid}#{bi}");
                     match state.response {
                         Some(rid) => {
-                            if let Some(node) = self.node_mut(ctx, rid).map_err(|e| e.to_string())? {
+                            if let Some(node) =
+                                self.node_mut(ctx, rid).map_err(|e| e.to_string())?
+                            {
                                 let parts = node.meta.entry("parts").or_insert_with(|| json!([]));
-                                let seen = parts.as_array().is_some_and(|a| a.iter().any(|p| p.as_str() == Some(&part)));
+                                let seen = parts
+                                    .as_array()
+                                    .is_some_and(|a| a.iter().any(|p| p.as_str() == Some(&part)));
                                 if !seen {
                                     if let Some(a) = parts.as_array_mut() {
                                         a.push(json!(part));
@@ -767,7 +903,15 @@ impl FileMapper {
                             None
                         }
                         None => {
-                            let mut n = self.make_node(session, &claude, NodeType::Response, &format!("msg:{msg_id}"), 0, order, text);
+                            let mut n = self.make_node(
+                                session,
+                                &claude,
+                                NodeType::Response,
+                                &format!("msg:{msg_id}"),
+                                0,
+                                order,
+                                text,
+                            );
                             n.meta.insert("parts".into(), json!([part]));
                             if let Some(q) = pinfo.query {
                                 self.edge(n.id, EdgeType::Answers, q);
@@ -778,15 +922,35 @@ impl FileMapper {
                     }
                 }
                 "tool_use" => {
-                    let tool_id = block.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
-                    let name = block.get("name").and_then(Value::as_str).unwrap_or_default().to_string();
+                    let tool_id = block
+                        .get("id")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string();
+                    let name = block
+                        .get("name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string();
                     let input = block.get("input").cloned().unwrap_or(Value::Null);
                     let text = serde_json::to_string(&input).unwrap_or_default();
-                    let mut n = self.make_node(session, &claude, NodeType::ToolCall, &uuid, bi, order, text);
+                    let mut n = self.make_node(
+                        session,
+                        &claude,
+                        NodeType::ToolCall,
+                        &uuid,
+                        bi,
+                        order,
+                        text,
+                    );
                     n.meta.insert("tool".into(), json!(name));
                     n.meta.insert("tool_use_id".into(), json!(tool_id));
                     if TASK_TOOLS.contains(&name.as_str()) {
-                        let prompt = input.get("prompt").and_then(Value::as_str).unwrap_or_default().to_string();
+                        let prompt = input
+                            .get("prompt")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string();
                         self.task_calls.push((n.id, prompt, None));
                     }
                     n.meta.insert("input".into(), input);
@@ -866,7 +1030,11 @@ impl FileMapper {
         for (i, d) in analysis.decisions.into_iter().enumerate() {
             let i = i as u32;
             self.decisions.push(DecisionPoint {
-                id: DecisionId(stable_uuid(n.created_at, i, &[b"decision", n.id.0.as_bytes(), &i.to_le_bytes()])),
+                id: DecisionId(stable_uuid(
+                    n.created_at,
+                    i,
+                    &[b"decision", n.id.0.as_bytes(), &i.to_le_bytes()],
+                )),
                 node: n.id,
                 step_number: d.step_index,
                 description: d.description,
@@ -881,7 +1049,11 @@ impl FileMapper {
     fn system(&mut self, ctx: &mut MapCtx<'_>, line: RawLine) -> Result<(), String> {
         let subtype = line.subtype.clone().unwrap_or_default();
         if subtype != "compact_boundary" {
-            let reason = if subtype.is_empty() { "system line".to_string() } else { format!("system:{subtype}") };
+            let reason = if subtype.is_empty() {
+                "system line".to_string()
+            } else {
+                format!("system:{subtype}")
+            };
             self.skip(ctx, &reason);
             self.pass_through(&line);
             return Ok(());
@@ -893,7 +1065,11 @@ impl FileMapper {
         };
         let uuid = line.uuid.clone().unwrap_or_default();
         let meta = line.compact_metadata.clone().unwrap_or(Value::Null);
-        let trigger = meta.get("trigger").and_then(Value::as_str).unwrap_or("unknown").to_string();
+        let trigger = meta
+            .get("trigger")
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+            .to_string();
         let pre = meta.get("preTokens").and_then(Value::as_u64);
         let text = match pre {
             Some(p) => format!("Conversation compacted ({trigger}, {p} tokens before)"),
@@ -906,7 +1082,13 @@ impl FileMapper {
             n.meta.insert("pre_tokens".into(), json!(p));
         }
         let parent = line.parent_uuid.as_deref().map(line_key);
-        let info = LineInfo { parent, nodes: vec![n.id], tail: Some(n.id), query: None, is_compaction: true };
+        let info = LineInfo {
+            parent,
+            nodes: vec![n.id],
+            tail: Some(n.id),
+            query: None,
+            is_compaction: true,
+        };
         if let Some(lp) = &line.logical_parent_uuid {
             n.meta.insert("logical_parent_uuid".into(), json!(lp));
             let mut cur = Some(line_key(lp));
@@ -948,7 +1130,10 @@ impl FileMapper {
             return Ok(());
         };
         let entry = (text, line.leaf_uuid.clone());
-        let known = self.file_session.as_ref().and_then(|c| ctx.sessions.get(c).copied());
+        let known = self
+            .file_session
+            .as_ref()
+            .and_then(|c| ctx.sessions.get(c).copied());
         match known {
             Some(id) => {
                 let claude = self.file_session.clone().unwrap_or_default();

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use super::TranscriptError;
 use crate::store::{
-    DecisionPoint, Edge, Insight, Node, NodeId, NodeType, RawStream, Run, Session, SessionId, Store, StoredChunk,
+    DecisionPoint, Edge, Insight, Node, NodeId, NodeType, RawStream, Run, Session, SessionId,
+    Store, StoredChunk,
 };
 
 /// The `format` tag of a JSON export.
@@ -71,7 +72,10 @@ pub fn collect(store: &Store, id: SessionId) -> Result<SessionExport, Transcript
         let chunks = store
             .raw_chunks(header.id)?
             .into_iter()
-            .map(|c| ChunkExport { offset_us: c.offset_us, bytes_base64: BASE64.encode(&c.bytes) })
+            .map(|c| ChunkExport {
+                offset_us: c.offset_us,
+                bytes_base64: BASE64.encode(&c.bytes),
+            })
             .collect();
         raw_streams.push(StreamExport { header, chunks });
     }
@@ -90,7 +94,8 @@ pub fn collect(store: &Store, id: SessionId) -> Result<SessionExport, Transcript
 
 /// The JSON export of a session (pretty, newline-terminated).
 pub fn to_json(export: &SessionExport) -> Result<String, TranscriptError> {
-    let mut s = serde_json::to_string_pretty(export).map_err(|e| TranscriptError::Invalid(e.to_string()))?;
+    let mut s = serde_json::to_string_pretty(export)
+        .map_err(|e| TranscriptError::Invalid(e.to_string()))?;
     s.push('\n');
     Ok(s)
 }
@@ -124,7 +129,9 @@ pub fn parse_json(text: &str, source: &str) -> Result<SessionExport, TranscriptE
         .map_err(|e| TranscriptError::Invalid(format!("{source}: invalid session export: {e}")))?;
     let sid = export.session.id;
     let foreign = |what: &str, id: &dyn std::fmt::Display| {
-        TranscriptError::Invalid(format!("{source}: {what} {id} belongs to another session than {sid}"))
+        TranscriptError::Invalid(format!(
+            "{source}: {what} {id} belongs to another session than {sid}"
+        ))
     };
     let mut node_ids = std::collections::HashSet::new();
     for n in &export.nodes {
@@ -165,7 +172,10 @@ pub fn parse_json(text: &str, source: &str) -> Result<SessionExport, TranscriptE
         }
         for (i, c) in s.chunks.iter().enumerate() {
             BASE64.decode(&c.bytes_base64).map_err(|e| {
-                TranscriptError::Invalid(format!("{source}: raw stream {} chunk {i}: bad base64: {e}", s.header.id))
+                TranscriptError::Invalid(format!(
+                    "{source}: raw stream {} chunk {i}: bad base64: {e}",
+                    s.header.id
+                ))
             })?;
         }
     }
@@ -185,10 +195,13 @@ pub fn import(store: &Store, export: &SessionExport, replace: bool) -> Result<()
     for s in &export.raw_streams {
         let mut chunks = Vec::with_capacity(s.chunks.len());
         for c in &s.chunks {
-            let bytes = BASE64
-                .decode(&c.bytes_base64)
-                .map_err(|e| TranscriptError::Invalid(format!("raw stream {}: bad base64: {e}", s.header.id)))?;
-            chunks.push(StoredChunk { offset_us: c.offset_us, bytes });
+            let bytes = BASE64.decode(&c.bytes_base64).map_err(|e| {
+                TranscriptError::Invalid(format!("raw stream {}: bad base64: {e}", s.header.id))
+            })?;
+            chunks.push(StoredChunk {
+                offset_us: c.offset_us,
+                bytes,
+            });
         }
         decoded.push((&s.header, chunks));
     }
@@ -225,7 +238,11 @@ pub fn import(store: &Store, export: &SessionExport, replace: bool) -> Result<()
 
 /// The first non-empty line of `text`, at most `max` characters.
 fn excerpt(text: &str, max: usize) -> String {
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
     if line.chars().count() > max {
         let mut s: String = line.chars().take(max.saturating_sub(1)).collect();
         s.push('…');
@@ -238,12 +255,20 @@ fn excerpt(text: &str, max: usize) -> String {
 fn node_label(n: &Node) -> String {
     let text = match n.kind {
         NodeType::ToolCall => {
-            let tool = n.meta.get("tool").and_then(|v| v.as_str()).unwrap_or("tool");
+            let tool = n
+                .meta
+                .get("tool")
+                .and_then(|v| v.as_str())
+                .unwrap_or("tool");
             format!("{tool} {}", excerpt(&n.text, 40))
         }
         _ => excerpt(&n.text, 60),
     };
-    if text.is_empty() { n.kind.as_str().to_string() } else { text }
+    if text.is_empty() {
+        n.kind.as_str().to_string()
+    } else {
+        text
+    }
 }
 
 fn dot_escape(s: &str) -> String {
@@ -275,9 +300,19 @@ fn type_colour(kind: NodeType) -> &'static str {
 /// their type; nodes of other sessions that edges reach are drawn dashed.
 pub fn to_dot(export: &SessionExport) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "digraph \"{}\" {{", dot_escape(&export.session.id.to_string()));
-    let _ = writeln!(out, "  label=\"{}\";", dot_escape(&excerpt(&export.session.title, 80)));
-    out.push_str("  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n");
+    let _ = writeln!(
+        out,
+        "digraph \"{}\" {{",
+        dot_escape(&export.session.id.to_string())
+    );
+    let _ = writeln!(
+        out,
+        "  label=\"{}\";",
+        dot_escape(&excerpt(&export.session.title, 80))
+    );
+    out.push_str(
+        "  rankdir=TB;\n  node [shape=box, style=\"rounded,filled\", fontname=\"Helvetica\"];\n",
+    );
     let known: std::collections::HashSet<NodeId> = export.nodes.iter().map(|n| n.id).collect();
     for n in &export.nodes {
         let _ = writeln!(
@@ -289,14 +324,29 @@ pub fn to_dot(export: &SessionExport) -> String {
             type_colour(n.kind)
         );
     }
-    let mut external: Vec<NodeId> = export.edges.iter().map(|e| e.dst).filter(|d| !known.contains(d)).collect();
+    let mut external: Vec<NodeId> = export
+        .edges
+        .iter()
+        .map(|e| e.dst)
+        .filter(|d| !known.contains(d))
+        .collect();
     external.sort();
     external.dedup();
     for x in external {
-        let _ = writeln!(out, "  \"{x}\" [label=\"other session\\n{}\", style=dashed];", x.short());
+        let _ = writeln!(
+            out,
+            "  \"{x}\" [label=\"other session\\n{}\", style=dashed];",
+            x.short()
+        );
     }
     for e in &export.edges {
-        let _ = writeln!(out, "  \"{}\" -> \"{}\" [label=\"{}\"];", e.src, e.dst, e.kind.as_str());
+        let _ = writeln!(
+            out,
+            "  \"{}\" -> \"{}\" [label=\"{}\"];",
+            e.src,
+            e.dst,
+            e.kind.as_str()
+        );
     }
     out.push_str("}\n");
     out
@@ -325,7 +375,12 @@ pub fn to_mermaid(export: &SessionExport) -> String {
     let mut ids: HashMap<NodeId, String> = HashMap::new();
     for (i, n) in export.nodes.iter().enumerate() {
         let id = format!("n{i}");
-        let _ = writeln!(out, "  {id}[\"{}: {}\"]", n.kind.as_str(), mermaid_escape(&node_label(n)));
+        let _ = writeln!(
+            out,
+            "  {id}[\"{}: {}\"]",
+            n.kind.as_str(),
+            mermaid_escape(&node_label(n))
+        );
         ids.insert(n.id, id);
     }
     let mut next_external = 0;
@@ -365,15 +420,27 @@ fn fence_for(text: &str) -> String {
 pub fn to_markdown(export: &SessionExport) -> String {
     let s = &export.session;
     let mut out = String::new();
-    let title = if s.title.trim().is_empty() { "Untitled session" } else { s.title.trim() };
+    let title = if s.title.trim().is_empty() {
+        "Untitled session"
+    } else {
+        s.title.trim()
+    };
     let _ = writeln!(out, "# {title}\n");
     let _ = writeln!(out, "- session: `{}`", s.id);
     let _ = writeln!(out, "- source: {}", s.source.as_str());
     if let Some(m) = &s.model {
         let _ = writeln!(out, "- model: {m}");
     }
-    let _ = writeln!(out, "- created: {}", s.created_at.format("%Y-%m-%d %H:%M:%S UTC"));
-    let _ = writeln!(out, "- updated: {}", s.updated_at.format("%Y-%m-%d %H:%M:%S UTC"));
+    let _ = writeln!(
+        out,
+        "- created: {}",
+        s.created_at.format("%Y-%m-%d %H:%M:%S UTC")
+    );
+    let _ = writeln!(
+        out,
+        "- updated: {}",
+        s.updated_at.format("%Y-%m-%d %H:%M:%S UTC")
+    );
     for key in ["cwd", "git_branch", "version"] {
         if let Some(v) = s.meta.get(key).and_then(|v| v.as_str()) {
             let _ = writeln!(out, "- {}: {v}", key.replace('_', " "));
@@ -387,14 +454,30 @@ pub fn to_markdown(export: &SessionExport) -> String {
     nodes.sort_by_key(|n| (n.created_at, n.id));
     for n in nodes {
         let when = n.created_at.format("%H:%M:%S");
-        let side = if n.meta.get("sidechain").and_then(|v| v.as_bool()) == Some(true) { " (subagent)" } else { "" };
+        let side = if n.meta.get("sidechain").and_then(|v| v.as_bool()) == Some(true) {
+            " (subagent)"
+        } else {
+            ""
+        };
         match n.kind {
             NodeType::Query => {
-                let _ = writeln!(out, "\n## User{side} · {when} · `{}`\n\n{}", n.id.short(), n.text.trim_end());
+                let _ = writeln!(
+                    out,
+                    "\n## User{side} · {when} · `{}`\n\n{}",
+                    n.id.short(),
+                    n.text.trim_end()
+                );
             }
             NodeType::Thinking => {
-                let conf = n.confidence.map(|c| format!(" · confidence {c:.2}")).unwrap_or_default();
-                let _ = writeln!(out, "\n### Thinking{side} · {when} · `{}`{conf}\n", n.id.short());
+                let conf = n
+                    .confidence
+                    .map(|c| format!(" · confidence {c:.2}"))
+                    .unwrap_or_default();
+                let _ = writeln!(
+                    out,
+                    "\n### Thinking{side} · {when} · `{}`{conf}\n",
+                    n.id.short()
+                );
                 if n.text.trim().is_empty() {
                     out.push_str("> (no thinking text: redacted or omitted)\n");
                 }
@@ -404,15 +487,32 @@ pub fn to_markdown(export: &SessionExport) -> String {
                 if let Some(ds) = decisions.get(&n.id) {
                     out.push_str("\nDecision points:\n");
                     for d in ds {
-                        let alts: Vec<&str> = d.alternatives.iter().map(|a| a.path.as_str()).collect();
-                        let alts = if alts.is_empty() { String::new() } else { format!(" (instead of: {})", alts.join("; ")) };
-                        let _ = writeln!(out, "- step {}: {} → {}{alts}", d.step_number, d.description, d.chosen_path);
+                        let alts: Vec<&str> =
+                            d.alternatives.iter().map(|a| a.path.as_str()).collect();
+                        let alts = if alts.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (instead of: {})", alts.join("; "))
+                        };
+                        let _ = writeln!(
+                            out,
+                            "- step {}: {} → {}{alts}",
+                            d.step_number, d.description, d.chosen_path
+                        );
                     }
                 }
             }
             NodeType::ToolCall => {
-                let tool = n.meta.get("tool").and_then(|v| v.as_str()).unwrap_or("tool");
-                let _ = writeln!(out, "\n### Tool call{side}: {tool} · {when} · `{}`\n", n.id.short());
+                let tool = n
+                    .meta
+                    .get("tool")
+                    .and_then(|v| v.as_str())
+                    .unwrap_or("tool");
+                let _ = writeln!(
+                    out,
+                    "\n### Tool call{side}: {tool} · {when} · `{}`\n",
+                    n.id.short()
+                );
                 let input = n
                     .meta
                     .get("input")
@@ -421,7 +521,11 @@ pub fn to_markdown(export: &SessionExport) -> String {
                 let f = fence_for(&input);
                 let _ = writeln!(out, "{f}json\n{input}\n{f}");
                 if let Some(r) = n.meta.get("result").and_then(|v| v.as_str()) {
-                    let err = if n.meta.get("is_error").and_then(|v| v.as_bool()) == Some(true) { " (error)" } else { "" };
+                    let err = if n.meta.get("is_error").and_then(|v| v.as_bool()) == Some(true) {
+                        " (error)"
+                    } else {
+                        ""
+                    };
                     let f = fence_for(r);
                     let _ = writeln!(out, "\nResult{err}:\n\n{f}\n{}\n{f}", r.trim_end());
                 }
@@ -435,10 +539,21 @@ pub fn to_markdown(export: &SessionExport) -> String {
                 }
             }
             NodeType::Compaction => {
-                let _ = writeln!(out, "\n---\n\n### Compaction · {when} · `{}`\n\n{}\n\n---", n.id.short(), n.text.trim_end());
+                let _ = writeln!(
+                    out,
+                    "\n---\n\n### Compaction · {when} · `{}`\n\n{}\n\n---",
+                    n.id.short(),
+                    n.text.trim_end()
+                );
             }
             other => {
-                let _ = writeln!(out, "\n### {} · {when} · `{}`\n\n{}", other.as_str(), n.id.short(), n.text.trim_end());
+                let _ = writeln!(
+                    out,
+                    "\n### {} · {when} · `{}`\n\n{}",
+                    other.as_str(),
+                    n.id.short(),
+                    n.text.trim_end()
+                );
             }
         }
     }
@@ -481,14 +596,19 @@ mod tests {
         assert!(dot.contains("why \\\"x\\\" < y?"), "{dot}");
         assert!(dot.contains("[label=\"answers\"]"));
         let mm = to_mermaid(&e);
-        assert!(mm.contains("n0[\"query: why #quot;x#quot; #lt; y?\"]"), "{mm}");
+        assert!(
+            mm.contains("n0[\"query: why #quot;x#quot; #lt; y?\"]"),
+            "{mm}"
+        );
         assert!(mm.contains("n1 -->|answers| n0"), "{mm}");
         assert!(mm.contains("because 'a' #35; b"), "{mm}");
     }
 
     #[test]
     fn bad_exports_name_the_problem() {
-        let err = parse_json("{\"format\":\"other\"}", "f.json").unwrap_err().to_string();
+        let err = parse_json("{\"format\":\"other\"}", "f.json")
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("f.json: format is 'other'"), "{err}");
         let err = parse_json("[1,", "f.json").unwrap_err().to_string();
         assert!(err.starts_with("f.json: not JSON"), "{err}");

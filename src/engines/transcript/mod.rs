@@ -20,9 +20,9 @@ use crate::store::{Session, SessionId, SessionSource, Store, StoreError, Transcr
 use claude_code::{Batch, FileMapper, MapCtx, SessionDelta};
 
 /// Lines per write transaction while importing.
-pub const BATCH_LINES: usize = 1000;
+pub const BATCH_LINES: usize = 10000;
 /// Bytes per write transaction while importing (whichever limit comes first).
-pub const BATCH_BYTES: u64 = 8 << 20;
+pub const BATCH_BYTES: u64 = 32 << 20;
 
 /// Transcript import failures (bad lines are never failures: they are counted and skipped).
 #[derive(Debug, thiserror::Error)]
@@ -176,16 +176,26 @@ impl Importer {
     }
 
     /// Imports `files` (already discovered), skipping those last modified before `since`.
-    pub fn import_files(&mut self, files: &[PathBuf], since: Option<SystemTime>) -> Result<(), TranscriptError> {
+    pub fn import_files(
+        &mut self,
+        files: &[PathBuf],
+        since: Option<SystemTime>,
+    ) -> Result<(), TranscriptError> {
         self.files_total = files.len() as u64;
         self.files_done = 0;
         for f in files {
             if let Some(since) = since
-                && std::fs::metadata(f).and_then(|m| m.modified()).is_ok_and(|m| m < since)
+                && std::fs::metadata(f)
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|m| m < since)
             {
                 self.summary.files += 1;
                 self.files_done += 1;
-                *self.summary.skipped_by_reason.entry("file older than --since".into()).or_insert(0) += 1;
+                *self
+                    .summary
+                    .skipped_by_reason
+                    .entry("file older than --since".into())
+                    .or_insert(0) += 1;
                 continue;
             }
             self.sync_file(f)?;
@@ -208,18 +218,33 @@ impl Importer {
             }
         };
         let (inode, size) = (meta.ino(), meta.len());
-        let mtime_ns = meta.mtime().saturating_mul(1_000_000_000).saturating_add(meta.mtime_nsec());
+        let mtime_ns = meta
+            .mtime()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(meta.mtime_nsec());
         let key = path.display().to_string();
         // (state, whether its mapper is current: kept in memory rather than new for a cursor)
         let known = match self.files.remove(path) {
             Some(state) => Some((state, true)),
-            None => self
-                .store
-                .transcript_cursor(&key)?
-                .map(|cursor| (FileState { cursor, mapper: FileMapper::new(path) }, false)),
+            None => self.store.transcript_cursor(&key)?.map(|cursor| {
+                (
+                    FileState {
+                        cursor,
+                        mapper: FileMapper::new(path),
+                    },
+                    false,
+                )
+            }),
         };
         let fresh = || FileState {
-            cursor: TranscriptCursor { path: key.clone(), inode, offset: 0, mtime_ns, size: 0, lines: 0 },
+            cursor: TranscriptCursor {
+                path: key.clone(),
+                inode,
+                offset: 0,
+                mtime_ns,
+                size: 0,
+                lines: 0,
+            },
             mapper: FileMapper::new(path),
         };
         let (mut state, current) = match known {
@@ -259,7 +284,12 @@ impl Importer {
 
     /// Feeds the first `end` bytes of `path` to `mapper` without producing anything. Returns
     /// the number of complete lines, or `None` when the file no longer has them.
-    fn replay_prefix(&mut self, path: &Path, mapper: &mut FileMapper, end: u64) -> Result<Option<u64>, TranscriptError> {
+    fn replay_prefix(
+        &mut self,
+        path: &Path,
+        mapper: &mut FileMapper,
+        end: u64,
+    ) -> Result<Option<u64>, TranscriptError> {
         let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
         let mut reader = BufReader::with_capacity(1 << 20, file);
         let mut buf = Vec::new();
@@ -269,14 +299,20 @@ impl Importer {
         let mut scratch = ImportSummary::default();
         while offset < end {
             buf.clear();
-            let n = reader.read_until(b'\n', &mut buf).map_err(|e| io_err(path, e))? as u64;
+            let n = reader
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| io_err(path, e))? as u64;
             if n == 0 || !buf.ends_with(b"\n") || offset + n > end {
                 mapper.dry = false;
                 return Ok(None);
             }
             offset += n;
             lines += 1;
-            let mut ctx = MapCtx { store: &self.store, sessions: &mut self.sessions, summary: &mut scratch };
+            let mut ctx = MapCtx {
+                store: &self.store,
+                sessions: &mut self.sessions,
+                summary: &mut scratch,
+            };
             let _ = mapper.feed(&mut ctx, &buf);
         }
         mapper.discard_batch();
@@ -293,7 +329,8 @@ impl Importer {
         inode: u64,
     ) -> Result<bool, TranscriptError> {
         let mut file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
-        file.seek(SeekFrom::Start(state.cursor.offset)).map_err(|e| io_err(path, e))?;
+        file.seek(SeekFrom::Start(state.cursor.offset))
+            .map_err(|e| io_err(path, e))?;
         let mut reader = BufReader::with_capacity(1 << 20, file);
         let mut buf = Vec::new();
         let mut since_flush = (0usize, 0u64);
@@ -301,7 +338,9 @@ impl Importer {
         let mut partial = false;
         loop {
             buf.clear();
-            let n = reader.read_until(b'\n', &mut buf).map_err(|e| io_err(path, e))? as u64;
+            let n = reader
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| io_err(path, e))? as u64;
             if n == 0 {
                 break;
             }
@@ -318,9 +357,15 @@ impl Importer {
             self.summary.lines += 1;
             self.summary.bytes += n;
             let line_no = state.cursor.lines;
-            let mut ctx = MapCtx { store: &self.store, sessions: &mut self.sessions, summary: &mut self.summary };
+            let mut ctx = MapCtx {
+                store: &self.store,
+                sessions: &mut self.sessions,
+                summary: &mut self.summary,
+            };
             if let Err(reason) = state.mapper.feed(&mut ctx, &buf) {
-                self.summary.errors.push(format!("{}:{line_no}: {reason}", path.display()));
+                self.summary
+                    .errors
+                    .push(format!("{}:{line_no}: {reason}", path.display()));
             }
             since_flush.0 += 1;
             since_flush.1 += n;
@@ -351,7 +396,11 @@ impl Importer {
     }
 
     /// Commits one batch and the cursor in one write transaction.
-    fn flush(&mut self, mapper: &mut FileMapper, cursor: &TranscriptCursor) -> Result<(), TranscriptError> {
+    fn flush(
+        &mut self,
+        mapper: &mut FileMapper,
+        cursor: &TranscriptCursor,
+    ) -> Result<(), TranscriptError> {
         let batch: Batch = mapper.take_batch();
         let (created, updated, sessions_created, touched) = self.store.write(|w| {
             let mut created: BTreeMap<String, u64> = BTreeMap::new();
@@ -400,12 +449,19 @@ impl Importer {
 }
 
 fn io_err(path: &Path, e: std::io::Error) -> TranscriptError {
-    TranscriptError::Io { path: path.display().to_string(), reason: e.to_string() }
+    TranscriptError::Io {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    }
 }
 
 /// The first line of `text`, at most 80 characters.
 fn title_excerpt(text: &str) -> String {
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("untitled");
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("untitled");
     let mut t: String = line.chars().take(80).collect();
     if line.chars().count() > 80 {
         t.push('…');
@@ -491,18 +547,27 @@ pub fn default_root() -> Option<PathBuf> {
     if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(dir).join("projects"));
     }
-    std::env::var_os("HOME").filter(|v| !v.is_empty()).map(|h| PathBuf::from(h).join(".claude").join("projects"))
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(|h| PathBuf::from(h).join(".claude").join("projects"))
 }
 
 /// The transcript files under `paths` (files are taken as given; folders are searched for
 /// `*.jsonl`, subagent folders included), sorted so a session's main file comes before its
 /// subagents. A missing path is an error; unreadable folders are reported in `errors`.
-pub fn discover(paths: &[PathBuf], errors: &mut Vec<String>) -> Result<Vec<PathBuf>, TranscriptError> {
+pub fn discover(
+    paths: &[PathBuf],
+    errors: &mut Vec<String>,
+) -> Result<Vec<PathBuf>, TranscriptError> {
     let mut out = Vec::new();
     for p in paths {
         let meta = std::fs::metadata(p).map_err(|e| TranscriptError::Io {
             path: p.display().to_string(),
-            reason: if e.kind() == std::io::ErrorKind::NotFound { "does not exist".into() } else { e.to_string() },
+            reason: if e.kind() == std::io::ErrorKind::NotFound {
+                "does not exist".into()
+            } else {
+                e.to_string()
+            },
         })?;
         if meta.is_file() {
             out.push(std::path::absolute(p).unwrap_or_else(|_| p.clone()));
@@ -519,7 +584,11 @@ pub fn discover(paths: &[PathBuf], errors: &mut Vec<String>) -> Result<Vec<PathB
 /// Sorts paths by their bytes, which puts `<session>.jsonl` before `<session>/subagents/…`
 /// (component order would not), so a subagent's Task call is in the store before its thread.
 pub fn sort_transcripts(paths: &mut [PathBuf]) {
-    paths.sort_by(|a, b| a.as_os_str().as_encoded_bytes().cmp(b.as_os_str().as_encoded_bytes()));
+    paths.sort_by(|a, b| {
+        a.as_os_str()
+            .as_encoded_bytes()
+            .cmp(b.as_os_str().as_encoded_bytes())
+    });
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
@@ -552,7 +621,11 @@ pub fn parse_since(text: &str) -> Result<SystemTime, TranscriptError> {
     };
     if let Some(n) = t.strip_suffix('d').or_else(|| t.strip_suffix('h')) {
         let n: u64 = n.parse().map_err(|_| bad())?;
-        let secs = if t.ends_with('d') { n * 86_400 } else { n * 3_600 };
+        let secs = if t.ends_with('d') {
+            n * 86_400
+        } else {
+            n * 3_600
+        };
         return Ok(SystemTime::now() - std::time::Duration::from_secs(secs));
     }
     if let Ok(dt) = DateTime::parse_from_rfc3339(t) {
@@ -570,12 +643,19 @@ mod tests {
 
     #[test]
     fn stable_ids_are_deterministic_and_time_ordered() {
-        let t1 = DateTime::parse_from_rfc3339("2025-01-01T00:00:00.000Z").unwrap().with_timezone(&Utc);
-        let t2 = DateTime::parse_from_rfc3339("2025-01-01T00:00:00.001Z").unwrap().with_timezone(&Utc);
+        let t1 = DateTime::parse_from_rfc3339("2025-01-01T00:00:00.000Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let t2 = DateTime::parse_from_rfc3339("2025-01-01T00:00:00.001Z")
+            .unwrap()
+            .with_timezone(&Utc);
         let a = stable_uuid(t1, 0, &[b"s", b"u"]);
         assert_eq!(a, stable_uuid(t1, 0, &[b"s", b"u"]));
         assert_ne!(a, stable_uuid(t1, 0, &[b"s", b"v"]));
-        assert_ne!(stable_uuid(t1, 0, &[b"su"]), stable_uuid(t1, 0, &[b"s", b"u"]));
+        assert_ne!(
+            stable_uuid(t1, 0, &[b"su"]),
+            stable_uuid(t1, 0, &[b"s", b"u"])
+        );
         assert!(stable_uuid(t2, 0, &[b"a"]) > stable_uuid(t1, 5, &[b"z"]));
         assert!(stable_uuid(t1, 2, &[b"a"]) > stable_uuid(t1, 1, &[b"z"]));
         assert_eq!(a.get_version_num(), 7);

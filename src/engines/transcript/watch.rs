@@ -26,7 +26,9 @@ pub struct WatchOptions {
 
 impl Default for WatchOptions {
     fn default() -> Self {
-        Self { reconcile_every: Duration::from_secs(3) }
+        Self {
+            reconcile_every: Duration::from_secs(3),
+        }
     }
 }
 
@@ -43,7 +45,10 @@ pub fn watch(
     stop: &AtomicBool,
     mut on_round: impl FnMut(ImportSummary),
 ) -> Result<(), TranscriptError> {
-    let roots: Vec<PathBuf> = roots.iter().map(|r| std::path::absolute(r).unwrap_or_else(|_| r.clone())).collect();
+    let roots: Vec<PathBuf> = roots
+        .iter()
+        .map(|r| std::path::absolute(r).unwrap_or_else(|_| r.clone()))
+        .collect();
     let roots = roots.as_slice();
     let mut errors = Vec::new();
     let files = discover(roots, &mut errors)?;
@@ -67,9 +72,16 @@ pub fn watch(
     };
     if let Some(w) = watcher.as_mut() {
         for root in roots {
-            let mode = if root.is_dir() { RecursiveMode::Recursive } else { RecursiveMode::NonRecursive };
+            let mode = if root.is_dir() {
+                RecursiveMode::Recursive
+            } else {
+                RecursiveMode::NonRecursive
+            };
             if let Err(e) = w.watch(root, mode) {
-                on_round(warning(format!("{}: cannot watch ({e}); relying on the periodic scan", root.display())));
+                on_round(warning(format!(
+                    "{}: cannot watch ({e}); relying on the periodic scan",
+                    root.display()
+                )));
             }
         }
     }
@@ -98,7 +110,8 @@ pub fn watch(
                 importer.sync_file(p)?;
             }
         }
-        if last_scan.elapsed() >= opts.reconcile_every || (watcher.is_none() && pending.is_empty()) {
+        if last_scan.elapsed() >= opts.reconcile_every || (watcher.is_none() && pending.is_empty())
+        {
             if watcher.is_none() {
                 std::thread::sleep(opts.reconcile_every.saturating_sub(last_scan.elapsed()));
             }
@@ -118,7 +131,10 @@ pub fn watch(
 }
 
 fn warning(text: String) -> ImportSummary {
-    ImportSummary { errors: vec![text], ..Default::default() }
+    ImportSummary {
+        errors: vec![text],
+        ..Default::default()
+    }
 }
 
 fn collect(ev: notify::Result<notify::Event>, pending: &mut BTreeSet<PathBuf>) {
