@@ -18,7 +18,7 @@ trap 'rm -rf "$WORK"' EXIT
 
 echo "generating a ${TARGET_MB} MB corpus in $WORK/projects …"
 python3 - "$PWD/tests/fixtures/claude_code/projects" "$WORK/projects" "$TARGET_MB" <<'EOF'
-import json, os, sys
+import datetime, json, os, re, sys
 src, dst, target = sys.argv[1], sys.argv[2], int(sys.argv[3]) * 1_000_000
 fixtures = []
 for dirpath, _, names in os.walk(src):
@@ -38,6 +38,14 @@ for dirpath, _, names in os.walk(src):
                     lines.append(line)
             fixtures.append((os.path.relpath(path, src), lines))
 REPS = 150  # repetitions of a fixture session inside one generated file
+EPOCH = datetime.datetime(2025, 6, 1, 10, 0, 0, tzinfo=datetime.timezone.utc)
+TS = re.compile(r'"timestamp": ?"([^"]+)"')
+def shifted(line, base):
+    # Each repetition happens later, as real sessions do: times keep the fixture's spacing.
+    def sub(m):
+        t = datetime.datetime.fromisoformat(m.group(1).replace("Z", "+00:00"))
+        return '"timestamp": "' + (base + (t - EPOCH)).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + 'Z"'
+    return TS.sub(sub, line)
 written, file_no = 0, 0
 while written < target:
     for rel, lines in fixtures:
@@ -51,6 +59,7 @@ while written < target:
         with open(out, "w", encoding="utf-8") as f:
             for rep in range(REPS):
                 tag = f"{file_no:04x}{rep:04x}"
+                base = EPOCH + datetime.timedelta(days=file_no // 3, minutes=10 * rep)
                 for line in lines:
                     line = (line.replace("11111111-1111-4111-8111-111111111111", sid_new)
                                 .replace("22222222-2222-4222-8222-222222222222", sid_new)
@@ -60,6 +69,7 @@ while written < target:
                                 .replace("30000000-0000-4000-8000-", f"3{tag[1:]}-0000-4000-8000-")
                                 .replace('"msg', f'"r{tag}msg').replace('"toolu_', f'"toolu_{tag}_')
                                 .replace('"req_', f'"req_{tag}_'))
+                    line = shifted(line, base)
                     f.write(line)
                     written += len(line.encode())
         file_no += 1
