@@ -237,18 +237,13 @@ impl Store {
 
     /// A session's nodes in creation order.
     pub fn session_nodes(&self, session: SessionId) -> Result<Vec<Node>> {
-        let r = self.read()?;
-        let idx = r.open_table(SESSION_NODES)?;
-        let nodes = r.open_table(NODES)?;
-        let mut out = Vec::new();
-        for row in idx.range(prefix32(session.to_bytes()))? {
-            let (k, _) = row?;
-            let (_, node) = split32(k.value());
-            if let Some(v) = nodes.get(node)? {
-                out.push(codec::decode("nodes", v.value())?);
-            }
-        }
-        Ok(out)
+        joined(
+            &self.read()?,
+            SESSION_NODES,
+            NODES,
+            "nodes",
+            session.to_bytes(),
+        )
     }
 
     pub fn session_node_count(&self, session: SessionId) -> Result<u64> {
@@ -266,13 +261,7 @@ impl Store {
     pub fn edges_from(&self, node: NodeId, kind: Option<EdgeType>) -> Result<Vec<Edge>> {
         let r = self.read()?;
         let t = r.open_table(EDGES_OUT)?;
-        let range = match kind {
-            Some(k) => {
-                key33(node.to_bytes(), k.code(), [0; 16])
-                    ..=key33(node.to_bytes(), k.code(), [0xff; 16])
-            }
-            None => prefix33(node.to_bytes()),
-        };
+        let range = edge_range(node, kind);
         let mut out = Vec::new();
         for row in t.range(range)? {
             let (_, v) = row?;
@@ -286,13 +275,7 @@ impl Store {
         let r = self.read()?;
         let idx = r.open_table(EDGES_IN)?;
         let out_t = r.open_table(EDGES_OUT)?;
-        let range = match kind {
-            Some(k) => {
-                key33(node.to_bytes(), k.code(), [0; 16])
-                    ..=key33(node.to_bytes(), k.code(), [0xff; 16])
-            }
-            None => prefix33(node.to_bytes()),
-        };
+        let range = edge_range(node, kind);
         let mut out = Vec::new();
         for row in idx.range(range)? {
             let (k, _) = row?;
@@ -322,25 +305,16 @@ impl Store {
     }
 
     pub fn decision_points(&self, node: NodeId) -> Result<Vec<DecisionPoint>> {
-        let r = self.read()?;
-        let t = r.open_table(DECISION_POINTS)?;
-        let mut out = Vec::new();
-        for row in t.range(prefix32(node.to_bytes()))? {
-            let (_, v) = row?;
-            out.push(codec::decode("decision_points", v.value())?);
-        }
-        Ok(out)
+        prefixed(
+            &self.read()?,
+            DECISION_POINTS,
+            "decision_points",
+            node.to_bytes(),
+        )
     }
 
     pub fn insights(&self, session: SessionId) -> Result<Vec<Insight>> {
-        let r = self.read()?;
-        let t = r.open_table(INSIGHTS)?;
-        let mut out = Vec::new();
-        for row in t.range(prefix32(session.to_bytes()))? {
-            let (_, v) = row?;
-            out.push(codec::decode("insights", v.value())?);
-        }
-        Ok(out)
+        prefixed(&self.read()?, INSIGHTS, "insights", session.to_bytes())
     }
 
     pub fn run(&self, id: RunId) -> Result<Option<Run>> {
@@ -348,18 +322,13 @@ impl Store {
     }
 
     pub fn session_runs(&self, session: SessionId) -> Result<Vec<Run>> {
-        let r = self.read()?;
-        let idx = r.open_table(SESSION_RUNS)?;
-        let t = r.open_table(RUNS)?;
-        let mut out = Vec::new();
-        for row in idx.range(prefix32(session.to_bytes()))? {
-            let (k, _) = row?;
-            let (_, run) = split32(k.value());
-            if let Some(v) = t.get(run)? {
-                out.push(codec::decode("runs", v.value())?);
-            }
-        }
-        Ok(out)
+        joined(
+            &self.read()?,
+            SESSION_RUNS,
+            RUNS,
+            "runs",
+            session.to_bytes(),
+        )
     }
 
     pub fn raw_stream(&self, id: StreamId) -> Result<Option<RawStream>> {
@@ -367,18 +336,13 @@ impl Store {
     }
 
     pub fn session_streams(&self, session: SessionId) -> Result<Vec<RawStream>> {
-        let r = self.read()?;
-        let idx = r.open_table(SESSION_STREAMS)?;
-        let t = r.open_table(RAW_STREAMS)?;
-        let mut out = Vec::new();
-        for row in idx.range(prefix32(session.to_bytes()))? {
-            let (k, _) = row?;
-            let (_, id) = split32(k.value());
-            if let Some(v) = t.get(id)? {
-                out.push(codec::decode("raw_streams", v.value())?);
-            }
-        }
-        Ok(out)
+        joined(
+            &self.read()?,
+            SESSION_STREAMS,
+            RAW_STREAMS,
+            "raw_streams",
+            session.to_bytes(),
+        )
     }
 
     /// The recorded chunks of a stream, in order.
@@ -775,6 +739,52 @@ impl Writer<'_> {
         self.journal(ChangeKind::SessionDeleted, Some(id), Some(id.0))?;
         Ok(true)
     }
+}
+
+/// Edge keys of `node` (as first id), of one type or all.
+fn edge_range(node: NodeId, kind: Option<EdgeType>) -> std::ops::RangeInclusive<[u8; 33]> {
+    match kind {
+        Some(k) => {
+            key33(node.to_bytes(), k.code(), [0; 16])..=key33(node.to_bytes(), k.code(), [0xff; 16])
+        }
+        None => prefix33(node.to_bytes()),
+    }
+}
+
+/// Values of a `prefix ‖ id` keyed table under one prefix, in key order.
+fn prefixed<T: serde::de::DeserializeOwned>(
+    r: &ReadTransaction,
+    def: redb::TableDefinition<[u8; 32], &[u8]>,
+    name: &str,
+    prefix: [u8; 16],
+) -> Result<Vec<T>> {
+    let t = r.open_table(def)?;
+    let mut out = Vec::new();
+    for row in t.range(prefix32(prefix))? {
+        let (_, v) = row?;
+        out.push(codec::decode(name, v.value())?);
+    }
+    Ok(out)
+}
+
+/// Records listed by an `owner ‖ id` index, read from the table keyed by id.
+fn joined<T: serde::de::DeserializeOwned>(
+    r: &ReadTransaction,
+    index: redb::TableDefinition<[u8; 32], ()>,
+    table: redb::TableDefinition<[u8; 16], &[u8]>,
+    name: &str,
+    owner: [u8; 16],
+) -> Result<Vec<T>> {
+    let idx = r.open_table(index)?;
+    let t = r.open_table(table)?;
+    let mut out = Vec::new();
+    for row in idx.range(prefix32(owner))? {
+        let (k, _) = row?;
+        if let Some(v) = t.get(split32(k.value()).1)? {
+            out.push(codec::decode(name, v.value())?);
+        }
+    }
+    Ok(out)
 }
 
 fn decode_chunk(v: &[u8]) -> Result<StoredChunk> {
