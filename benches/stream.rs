@@ -103,6 +103,7 @@ fn stream_and_persist(c: &mut Criterion) {
                 temperature: None,
                 top_p: None,
                 seed: None,
+                branch_from: None,
             };
             rt.block_on(async {
                 let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();

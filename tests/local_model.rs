@@ -151,6 +151,7 @@ async fn cancellation_stops_generation_early_and_keeps_the_partial_node() {
         temperature: Some(0.0),
         top_p: None,
         seed: None,
+        branch_from: None,
     };
     let run = tokio::spawn({
         let cancel = cancel.clone();

@@ -52,6 +52,7 @@ async fn ask(
         temperature: None,
         top_p: None,
         seed: None,
+        branch_from: None,
     };
     let orch = orch.clone();
     let run = tokio::spawn(async move { orch.run_turn(req, tx, Default::default()).await });

@@ -22,6 +22,7 @@ fn request(question: &str) -> TurnRequest {
         temperature: Some(0.0),
         top_p: None,
         seed: Some(1),
+        branch_from: None,
     }
 }
 

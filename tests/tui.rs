@@ -441,3 +441,34 @@ async fn sessions_rename_switch_new_and_delete_from_the_keyboard() {
     assert!(app.state.loaded.session.is_none());
     assert_eq!(app.state.focus, glassbox::app::state::Focus::Input);
 }
+
+#[tokio::test]
+async fn continue_from_a_thinking_node_branches_with_the_history_up_to_it() {
+    let server = ScriptedServer::start(Script::forever(Step::sse(anthropic_stream(&["Branching."], "Branched.")))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = seeded_store(dir.path());
+    let mut app = app(store.clone(), &server.url(), "dark");
+    app.start();
+    pump_until(&mut app, |a| a.state.loaded.session.is_some()).await;
+    press(&mut app, KeyCode::Esc);
+    // Select the thinking node (second row) and continue from it.
+    press(&mut app, KeyCode::Char('g'));
+    press(&mut app, KeyCode::Char('g'));
+    press(&mut app, KeyCode::Char('j'));
+    let thinking = app.state.graph.selected_node().unwrap();
+    assert_eq!(store.node(thinking).unwrap().unwrap().kind, NodeType::Thinking);
+    press(&mut app, KeyCode::Char('c'));
+    assert_eq!(app.state.branch_from, Some(thinking));
+    type_text(&mut app, "What if order mattered?");
+    press(&mut app, KeyCode::Enter);
+    pump_until(&mut app, |a| !a.running() && a.state.loaded.nodes.len() > 3).await;
+    let sent = server.requests()[0].json["messages"].to_string();
+    assert!(sent.contains("My reasoning so far"), "{sent}");
+    assert!(sent.contains("What if order mattered?"));
+    assert!(!sent.contains("Use a **hash map**"), "the answer after the branch point is not sent: {sent}");
+    let nodes = store.session_nodes(app.state.loaded.id().unwrap()).unwrap();
+    let query = nodes.iter().rev().find(|n| n.kind == NodeType::Query).unwrap();
+    let edges = store.edges_from(query.id, Some(EdgeType::BranchesFrom)).unwrap();
+    assert_eq!(edges.len(), 1);
+    assert_eq!(edges[0].dst, thinking);
+}

@@ -86,6 +86,7 @@ pub enum Action {
     NewSession,
     RenameSession,
     DeleteSession,
+    ContinueFromHere,
 }
 
 /// The bindable actions, grouped by section, in a stable order.
@@ -125,6 +126,7 @@ const BINDABLE: &[Action] = &[
     Action::NewSession,
     Action::RenameSession,
     Action::DeleteSession,
+    Action::ContinueFromHere,
 ];
 
 impl Action {
@@ -176,6 +178,7 @@ impl Action {
             Action::NewSession => "new_session",
             Action::RenameSession => "rename_session",
             Action::DeleteSession => "delete_session",
+            Action::ContinueFromHere => "continue_from_here",
         }
     }
 
@@ -217,6 +220,7 @@ impl Action {
             Action::NewSession => "Start a new session",
             Action::RenameSession => "Rename the session",
             Action::DeleteSession => "Delete the session",
+            Action::ContinueFromHere => "Ask on from the selected node (a branch)",
         }
     }
 
@@ -258,7 +262,8 @@ impl Action {
             | Action::CycleRoute
             | Action::NewSession
             | Action::RenameSession
-            | Action::DeleteSession => Section::Normal,
+            | Action::DeleteSession
+            | Action::ContinueFromHere => Section::Normal,
         }
     }
 }

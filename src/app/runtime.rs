@@ -306,7 +306,8 @@ impl App {
                 question,
                 effort,
                 route,
-            } => self.start_turn(run, session, question, effort, route),
+                branch_from,
+            } => self.start_turn(run, session, question, effort, route, branch_from),
         }
     }
 
@@ -317,6 +318,7 @@ impl App {
         question: String,
         effort: crate::engines::llm::Effort,
         route: crate::engines::orchestrator::Route,
+        branch_from: Option<crate::store::NodeId>,
     ) {
         let Ok((orch, kind)) = &self.engine else {
             return;
@@ -341,6 +343,7 @@ impl App {
             temperature: Some(self.cfg.generation.temperature as f32),
             top_p: Some(self.cfg.generation.top_p as f32),
             seed: Some(self.cfg.generation.seed),
+            branch_from,
         };
         tracing::info!(
             run,

@@ -194,6 +194,8 @@ pub struct State {
     /// Lines scrolled up from the bottom; 0 follows new text.
     pub thinking_scroll: u16,
     pub response_scroll: u16,
+    /// The next question continues from this node (a branch) instead of the session's end.
+    pub branch_from: Option<NodeId>,
     pub effort_override: Option<Effort>,
     pub route_override: Option<Route>,
     /// What the router made of the text in the input box.
@@ -229,6 +231,7 @@ impl State {
             thinking_view: ThinkingView::Streaming,
             thinking_scroll: 0,
             response_scroll: 0,
+            branch_from: None,
             effort_override: None,
             route_override: None,
             route_preview: Route::Simple,

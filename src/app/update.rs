@@ -53,6 +53,7 @@ pub enum Effect {
         question: String,
         effort: Effort,
         route: Route,
+        branch_from: Option<NodeId>,
     },
     LoadSessions,
     LoadSession(SessionId),
@@ -361,6 +362,9 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
             } else if let Some(r) = state.run.as_ref().filter(|_| state.phase.is_running()) {
                 r.cancel.cancel();
                 state.notice = Some(("cancelling — what arrived is kept".into(), Level::Info));
+            } else if state.branch_from.is_some() {
+                state.branch_from = None;
+                state.notice = Some(("branch cancelled".into(), Level::Info));
             } else if state.focus == Focus::Input {
                 state.focus = Focus::Graph;
             }
@@ -497,6 +501,18 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
                 state.overlay = Some(Overlay::Rename { session, input });
             }
         }
+        Action::ContinueFromHere => match (state.graph.selected_node(), state.loaded.id()) {
+            (Some(node), Some(_)) if !state.phase.is_running() => {
+                state.branch_from = Some(node);
+                state.workspace = Workspace::Think;
+                state.focus = Focus::Input;
+                state.notice = Some((
+                    "the next question continues from the selected node".into(),
+                    Level::Info,
+                ));
+            }
+            _ => state.notice = Some(("select a node in the graph first".into(), Level::Info)),
+        },
         Action::DeleteSession => {
             if let Some((session, title)) = target_session(state) {
                 state.overlay = Some(Overlay::ConfirmDelete { session, title });
@@ -573,12 +589,14 @@ fn submit(state: &mut State, settings: &Settings<'_>, fx: &mut Vec<Effect>) {
     state.thinking_scroll = 0;
     state.response_scroll = 0;
     state.notice = None;
+    let branch_from = state.branch_from.take();
     fx.push(Effect::StartTurn {
         run,
         session: state.loaded.id(),
         question,
         effort,
         route,
+        branch_from,
     });
 }
 

@@ -18,8 +18,12 @@ pub struct AskArgs {
     /// The question; `-` reads it from stdin.
     pub question: String,
     /// Continue this session (id or unique prefix), sending its history.
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", conflicts_with = "from")]
     pub session: Option<String>,
+    /// Branch from this node (id or unique prefix): its session's history up to it is sent
+    /// and the new question branches from it.
+    #[arg(long, value_name = "NODE")]
+    pub from: Option<String>,
     /// Thinking effort (budget from [effort] in the config).
     #[arg(long, value_enum)]
     pub effort: Option<Effort>,
@@ -123,11 +127,22 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
     }
     let cfg = &ctx.loaded.config;
     let store = ctx.open_store()?;
-    let session = args
+    let mut session = args
         .session
         .as_deref()
         .map(|s| store.resolve_session(s))
         .transpose()?;
+    let branch_from = match args.from.as_deref() {
+        Some(text) => {
+            let id = store.resolve_node(text)?;
+            let node = store
+                .node(id)?
+                .with_context(|| format!("node '{text}' not found"))?;
+            session = Some(node.session);
+            Some(id)
+        }
+        None => None,
+    };
     let built = factory::build(ctx)?;
     let route = classify(&question, &cfg.routing);
     let effort = match args.effort {
@@ -155,6 +170,7 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
         ),
         top_p: Some(cfg.generation.top_p as f32),
         seed: Some(args.seed.unwrap_or(cfg.generation.seed)),
+        branch_from,
     };
 
     let cancel = CancellationToken::new();

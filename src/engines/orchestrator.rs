@@ -182,6 +182,9 @@ pub struct TurnRequest {
     pub temperature: Option<f32>,
     pub top_p: Option<f32>,
     pub seed: Option<u64>,
+    /// Continue from this node of the session instead of its end: the history up to it is
+    /// sent, and the new query branches from it.
+    pub branch_from: Option<NodeId>,
 }
 
 /// How a turn ended.
@@ -258,6 +261,25 @@ pub fn session_history(
         out.pop();
     }
     out
+}
+
+/// The history of a branch that continues from `node`: the conversation up to and
+/// including it. Thinking at the branch point is restated as text (signed thinking cannot
+/// be sent back as thinking). `None` when the node is not in `nodes`.
+pub fn history_until(nodes: &[Node], node: NodeId) -> Option<Vec<Message>> {
+    let pos = nodes.iter().position(|n| n.id == node)?;
+    let upto = &nodes[..=pos];
+    let mut out = session_history(upto, &Default::default());
+    let at = &nodes[pos];
+    if !matches!(at.kind, NodeType::Query | NodeType::Response) {
+        // The open question of this turn, then the text at the branch point.
+        if let Some(q) = upto.iter().rev().find(|n| n.kind == NodeType::Query) {
+            out.push(Message::user(q.text.clone()));
+        }
+        let label = if at.kind == NodeType::Thinking { "My reasoning so far" } else { "So far" };
+        out.push(Message::assistant(format!("{label}:\n{}", at.text)));
+    }
+    Some(out)
 }
 
 /// Nodes of the session that a compaction node supersedes.
@@ -574,15 +596,22 @@ impl Orchestrator {
                 if limit > 0 && used * 100 >= limit * u64::from(self.budget.warn_percent) {
                     let _ = events.send(TurnEvent::BudgetWarning { used, limit });
                 }
-                let prev = nodes
-                    .iter()
-                    .rev()
-                    .find(|n| n.kind == NodeType::Response)
-                    .map(|n| n.id);
-                let history = self
-                    .compact_if_needed(&s, &nodes, &req.question, &events, &cancel)
-                    .await?;
-                (s, history, prev)
+                if let Some(from) = req.branch_from {
+                    let history = history_until(&nodes, from).ok_or_else(|| {
+                        StoreError::NotFound(format!("node {from} in session {id}"))
+                    })?;
+                    (s, history, None)
+                } else {
+                    let prev = nodes
+                        .iter()
+                        .rev()
+                        .find(|n| n.kind == NodeType::Response)
+                        .map(|n| n.id);
+                    let history = self
+                        .compact_if_needed(&s, &nodes, &req.question, &events, &cancel)
+                        .await?;
+                    (s, history, prev)
+                }
             }
             None => {
                 let mut s = Session::new(title_from(&req.question), SessionSource::Glassbox);
@@ -636,6 +665,9 @@ impl Orchestrator {
             w.put_node(&query)?;
             if let Some(prev) = previous {
                 w.put_edge(&Edge::new(prev, EdgeType::Influences, query.id))?;
+            }
+            if let Some(from) = req.branch_from {
+                w.put_edge(&Edge::new(query.id, EdgeType::BranchesFrom, from))?;
             }
             w.put_raw_stream(&header)
         })?;
@@ -845,6 +877,27 @@ mod tests {
         assert!(h[0].content.contains("they asked q1"));
         assert_eq!(h[2], Message::user("q2"));
         assert_eq!(h[3], Message::assistant("a2"));
+    }
+
+    #[test]
+    fn a_branch_sends_the_history_up_to_its_node() {
+        let s = SessionId::new();
+        let q1 = Node::new(s, NodeType::Query, "q1");
+        let t1 = Node::new(s, NodeType::Thinking, "hmm");
+        let a1 = Node::new(s, NodeType::Response, "a1");
+        let q2 = Node::new(s, NodeType::Query, "q2");
+        let a2 = Node::new(s, NodeType::Response, "a2");
+        let nodes = vec![q1.clone(), t1.clone(), a1.clone(), q2, a2];
+        assert_eq!(
+            history_until(&nodes, a1.id).unwrap(),
+            vec![Message::user("q1"), Message::assistant("a1")]
+        );
+        assert_eq!(
+            history_until(&nodes, t1.id).unwrap(),
+            vec![Message::user("q1"), Message::assistant("My reasoning so far:\nhmm")]
+        );
+        assert_eq!(history_until(&nodes, q1.id).unwrap(), Vec::<Message>::new());
+        assert!(history_until(&nodes, NodeId::new()).is_none());
     }
 
     #[test]

@@ -236,10 +236,17 @@ pub fn render(
     {
         let focused = state.focus == Focus::Input;
         let route = state.route_override.unwrap_or(state.route_preview);
-        let title = Line::from(vec![
+        let mut title = vec![
             Span::raw(" Ask "),
             Span::styled(format!("· {} ", route.as_str()), theme.style(Role::Dim)),
-        ]);
+        ];
+        if let Some(from) = state.branch_from {
+            title.push(Span::styled(
+                format!("· branching from {} (Esc cancels) ", from.short()),
+                theme.style(Role::Accent),
+            ));
+        }
+        let title = Line::from(title);
         let block = pane(title, focused, theme);
         let inner = block.inner(areas.input);
         f.render_widget(block, areas.input);
