@@ -7,7 +7,10 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use glassbox::engines::transcript::{Importer, discover};
 use glassbox::store::Store;
 
-const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude_code/projects");
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/claude_code/projects"
+);
 const SESSION_IDS: [&str; 3] = [
     "11111111-1111-4111-8111-111111111111",
     "22222222-2222-4222-8222-222222222222",
@@ -19,13 +22,18 @@ fn fixture_lines() -> Vec<(PathBuf, Vec<String>)> {
     let mut errors = Vec::new();
     let mut out = Vec::new();
     for path in discover(&[PathBuf::from(FIXTURES)], &mut errors).unwrap_or_default() {
-        let Ok(text) = std::fs::read_to_string(&path) else { continue };
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
         let lines = text
             .split_inclusive('\n')
             .filter(|l| l.ends_with('\n') && serde_json::from_str::<serde_json::Value>(l).is_ok())
             .map(str::to_string)
             .collect();
-        let rel = path.strip_prefix(FIXTURES).map(Path::to_path_buf).unwrap_or(path);
+        let rel = path
+            .strip_prefix(FIXTURES)
+            .map(Path::to_path_buf)
+            .unwrap_or(path);
         out.push((rel, lines));
     }
     out
@@ -54,9 +62,14 @@ fn write_corpus(root: &Path, copies: usize, reps: usize) -> u64 {
                         l = l.replace(old, &sid);
                     }
                     for prefix in ["1", "2", "3"] {
-                        l = l.replace(&format!("{prefix}0000000-0000-4000-8000-"), &format!("{prefix}{}-0000-4000-8000-", &tag[1..]));
+                        l = l.replace(
+                            &format!("{prefix}0000000-0000-4000-8000-"),
+                            &format!("{prefix}{}-0000-4000-8000-", &tag[1..]),
+                        );
                     }
-                    l = l.replace("\"msg", &format!("\"r{tag}msg")).replace("\"toolu_", &format!("\"toolu_{tag}_"));
+                    l = l
+                        .replace("\"msg", &format!("\"r{tag}msg"))
+                        .replace("\"toolu_", &format!("\"toolu_{tag}_"));
                     text.push_str(&l);
                 }
             }
@@ -70,7 +83,9 @@ fn write_corpus(root: &Path, copies: usize, reps: usize) -> u64 {
 fn import_all(store: &Store, root: &Path) -> u64 {
     let mut errors = Vec::new();
     let files = discover(&[root.to_path_buf()], &mut errors).unwrap_or_default();
-    let Ok(mut importer) = Importer::new(store.clone()) else { return 0 };
+    let Ok(mut importer) = Importer::new(store.clone()) else {
+        return 0;
+    };
     let _ = importer.import_files(&files, None);
     importer.take_summary().new_nodes()
 }
@@ -86,17 +101,25 @@ fn bench_import(c: &mut Criterion) {
         b.iter_batched(
             || {
                 let store_dir = tempfile::tempdir().ok();
-                let store = store_dir.as_ref().and_then(|d| Store::open(&d.path().join("s.redb")).ok());
+                let store = store_dir
+                    .as_ref()
+                    .and_then(|d| Store::open(&d.path().join("s.redb")).ok());
                 (store_dir, store)
             },
             |(_dir, store)| store.map(|s| import_all(&s, &root)),
             criterion::BatchSize::PerIteration,
         )
     });
-    let Ok(store_dir) = tempfile::tempdir() else { return };
-    let Ok(store) = Store::open(&store_dir.path().join("s.redb")) else { return };
+    let Ok(store_dir) = tempfile::tempdir() else {
+        return;
+    };
+    let Ok(store) = Store::open(&store_dir.path().join("s.redb")) else {
+        return;
+    };
     import_all(&store, &root);
-    group.bench_function("reimport_unchanged", |b| b.iter(|| import_all(&store, &root)));
+    group.bench_function("reimport_unchanged", |b| {
+        b.iter(|| import_all(&store, &root))
+    });
     group.finish();
 }
 

@@ -7,15 +7,20 @@ use std::path::Path;
 use chrono::TimeZone;
 use glassbox::engines::transcript::{Importer, discover, export};
 use glassbox::store::{
-    Alternative, DecisionId, DecisionPoint, Edge, EdgeType, Insight, InsightId, Node, NodeStatus, NodeType, RawStream,
-    Run, RunId, RunKind, RunStatus, SCHEMA_VERSION, Session, SessionSource, Store, StoredChunk, StreamId,
+    Alternative, DecisionId, DecisionPoint, Edge, EdgeType, Insight, InsightId, Node, NodeStatus,
+    NodeType, RawStream, Run, RunId, RunKind, RunStatus, SCHEMA_VERSION, Session, SessionSource,
+    Store, StoredChunk, StreamId,
 };
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
 fn import_fixtures(store: &Store) {
     let mut errors = Vec::new();
-    let files = discover(&[Path::new(FIXTURES).join("claude_code/projects")], &mut errors).unwrap();
+    let files = discover(
+        &[Path::new(FIXTURES).join("claude_code/projects")],
+        &mut errors,
+    )
+    .unwrap();
     let mut importer = Importer::new(store.clone()).unwrap();
     importer.import_files(&files, None).unwrap();
 }
@@ -26,15 +31,28 @@ fn rich_session(store: &Store) -> Session {
     let mut s = Session::new("rich \"session\"", SessionSource::Glassbox);
     s.provider = Some("anthropic".into());
     s.meta.insert("zeta".into(), serde_json::json!(1));
-    s.meta.insert("alpha".into(), serde_json::json!({"b": [1.5, null, "x"], "a": true}));
+    s.meta.insert(
+        "alpha".into(),
+        serde_json::json!({"b": [1.5, null, "x"], "a": true}),
+    );
     let q = Node::new(s.id, NodeType::Query, "What is 0.1 + 0.2?");
-    let mut th = Node::new(s.id, NodeType::Thinking, "Either round or use decimals. I'll use decimals.");
+    let mut th = Node::new(
+        s.id,
+        NodeType::Thinking,
+        "Either round or use decimals. I'll use decimals.",
+    );
     th.confidence = Some(0.731_234_567_89);
     th.meta.insert("steps".into(), serde_json::json!([{"index": 0, "kind": "analysis", "text": "x", "start": 0, "confidence": 0.6}]));
     let stream = StreamId::new();
     th.raw_stream = Some(stream);
-    let mut r = Node::new(s.id, NodeType::Response, "0.30000000000000004 — use Decimal.");
-    r.status = NodeStatus::Failed { error: "cut off".into() };
+    let mut r = Node::new(
+        s.id,
+        NodeType::Response,
+        "0.30000000000000004 — use Decimal.",
+    );
+    r.status = NodeStatus::Failed {
+        error: "cut off".into(),
+    };
     let note = Node::new(s.id, NodeType::HumanAnnotation, "a reviewer's note ✓");
     let header = RawStream {
         id: stream,
@@ -48,8 +66,14 @@ fn rich_session(store: &Store) -> Session {
         total_bytes: 7,
     };
     let chunks = [
-        StoredChunk { offset_us: 0, bytes: vec![0, 159, 146, 150] },
-        StoredChunk { offset_us: 1_500, bytes: b"ok\n".to_vec() },
+        StoredChunk {
+            offset_us: 0,
+            bytes: vec![0, 159, 146, 150],
+        },
+        StoredChunk {
+            offset_us: 1_500,
+            bytes: b"ok\n".to_vec(),
+        },
     ];
     let dp = DecisionPoint {
         id: DecisionId::new(),
@@ -57,7 +81,10 @@ fn rich_session(store: &Store) -> Session {
         step_number: 1,
         description: "round or decimals".into(),
         chosen_path: "decimals".into(),
-        alternatives: vec![Alternative { path: "round".into(), reason_rejected: Some("hides it".into()) }],
+        alternatives: vec![Alternative {
+            path: "round".into(),
+            reason_rejected: Some("hides it".into()),
+        }],
         confidence: 0.8,
         created_at: t,
     };
@@ -120,7 +147,10 @@ fn json_export_import_round_trips_byte_identically() {
         let second = export::to_json(&export::collect(&b, s.id).unwrap()).unwrap();
         assert_eq!(first, second, "second export of {} differs", s.title);
         assert_eq!(a.session(s.id).unwrap(), b.session(s.id).unwrap());
-        assert_eq!(a.session_nodes(s.id).unwrap(), b.session_nodes(s.id).unwrap());
+        assert_eq!(
+            a.session_nodes(s.id).unwrap(),
+            b.session_nodes(s.id).unwrap()
+        );
     }
     let e = export::collect(&b, rich.id).unwrap();
     assert_eq!(e.nodes.len(), 4);
@@ -131,7 +161,10 @@ fn json_export_import_round_trips_byte_identically() {
     assert_eq!(e.raw_streams.len(), 1);
     let stream = e.raw_streams[0].header.id;
     assert_eq!(b.raw_chunks(stream).unwrap(), a.raw_chunks(stream).unwrap());
-    assert_eq!(b.raw_chunks(stream).unwrap()[0].bytes, vec![0, 159, 146, 150]);
+    assert_eq!(
+        b.raw_chunks(stream).unwrap()[0].bytes,
+        vec![0, 159, 146, 150]
+    );
     // The imported copy is searchable too.
     assert_eq!(b.search("reviewer", None, 5).unwrap().len(), 1);
 
@@ -141,7 +174,10 @@ fn json_export_import_round_trips_byte_identically() {
     let err = export::import(&b, &parsed, false).unwrap_err().to_string();
     assert!(err.contains("already in the store"), "{err}");
     export::import(&b, &parsed, true).unwrap();
-    assert_eq!(export::to_json(&export::collect(&b, rich.id).unwrap()).unwrap(), text);
+    assert_eq!(
+        export::to_json(&export::collect(&b, rich.id).unwrap()).unwrap(),
+        text
+    );
 }
 
 #[test]
@@ -193,8 +229,18 @@ fn search_finds_a_word_only_in_one_thinking_block() {
     let (s, e) = hit.highlights[0];
     assert_eq!(&hit.snippet[s..e], "zygomorphic");
     // Restricting to another session finds nothing; tool results are searchable too.
-    let other = store.sessions().unwrap().into_iter().find(|s| s.id != hit.session).unwrap();
-    assert!(store.search("zygomorphic", Some(other.id), 10).unwrap().is_empty());
+    let other = store
+        .sessions()
+        .unwrap()
+        .into_iter()
+        .find(|s| s.id != hit.session)
+        .unwrap();
+    assert!(
+        store
+            .search("zygomorphic", Some(other.id), 10)
+            .unwrap()
+            .is_empty()
+    );
     let tool_hits = store.search("SignupForm", None, 10).unwrap();
     assert!(tool_hits.iter().any(|h| h.kind == NodeType::ToolCall));
     // Deleting the session removes its entries.
@@ -210,14 +256,129 @@ fn v1_store_migrates_through_v2_to_v3_and_is_searchable() {
     let store = Store::open(&path).unwrap();
     assert_eq!(SCHEMA_VERSION, 3);
     assert_eq!(store.schema_version().unwrap(), 3);
-    assert_eq!(store.search_doc_count().unwrap(), 1, "\"4\" has no searchable word");
+    assert_eq!(
+        store.search_doc_count().unwrap(),
+        1,
+        "\"4\" has no searchable word"
+    );
     let hits = store.search("what", None, 10).unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].kind, NodeType::Query);
-    assert_eq!(store.node(hits[0].node).unwrap().unwrap().text, "What is 2+2?");
+    assert_eq!(
+        store.node(hits[0].node).unwrap().unwrap().text,
+        "What is 2+2?"
+    );
     drop(store);
     // Reopening does not index twice.
     let store = Store::open(&path).unwrap();
-    assert_eq!(store.search_doc_count().unwrap(), 1, "\"4\" has no searchable word");
+    assert_eq!(
+        store.search_doc_count().unwrap(),
+        1,
+        "\"4\" has no searchable word"
+    );
     assert_eq!(store.search("what", None, 10).unwrap().len(), 1);
+}
+
+/// Runs the glassbox binary on `data` with `args`; returns (success, stdout, stderr).
+fn glassbox(data: &Path, args: &[&str]) -> (bool, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
+        .args(args)
+        .env("GLASSBOX_DATA_DIR", data)
+        .env("GLASSBOX_CONFIG_DIR", data.join("config"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn replay_print_plays_recorded_streams_and_imported_sessions() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir_all(&data).unwrap();
+    let store = Store::open(&data.join("glassbox.redb")).unwrap();
+    // A glassbox session whose answer was recorded from the Anthropic stream fixture.
+    let s = Session::new("17 × 23", SessionSource::Glassbox);
+    let q = Node::new(s.id, NodeType::Query, "What is 17 × 23?");
+    let stream = StreamId::new();
+    let mut r = Node::new(s.id, NodeType::Response, "17 × 23 = **391**.");
+    r.raw_stream = Some(stream);
+    let bytes = std::fs::read(Path::new(FIXTURES).join("streams/anthropic_thinking.sse")).unwrap();
+    let header = RawStream {
+        id: stream,
+        session: s.id,
+        provider: "anthropic".into(),
+        model: "claude-sonnet-4-5".into(),
+        request: serde_json::json!({}),
+        created_at: r.created_at,
+        nodes: vec![r.id],
+        chunk_count: 2,
+        total_bytes: bytes.len() as u64,
+    };
+    let (a, b) = bytes.split_at(bytes.len() / 2);
+    store
+        .write(|w| {
+            w.put_session(&s)?;
+            w.put_node(&q)?;
+            w.put_node(&r)?;
+            w.put_raw_stream(&header)?;
+            w.put_raw_chunk(
+                stream,
+                0,
+                &StoredChunk {
+                    offset_us: 0,
+                    bytes: a.to_vec(),
+                },
+            )?;
+            w.put_raw_chunk(
+                stream,
+                1,
+                &StoredChunk {
+                    offset_us: 20_000,
+                    bytes: b.to_vec(),
+                },
+            )
+        })
+        .unwrap();
+    import_fixtures(&store);
+    drop(store);
+
+    let sid = s.id.to_string();
+    let (ok, out, err) = glassbox(&data, &["replay", &sid, "--print", "--speed", "0"]);
+    assert!(ok, "{err}");
+    assert!(out.contains("What is 17 × 23?"), "{out}");
+    assert!(
+        out.contains(
+            "The user asks for 17 × 23. 17 × 20 = 340, 17 × 3 = 51, so 391 — «ça va» 漢字."
+        ),
+        "{out}"
+    );
+    assert!(out.contains("17 × 23 = **391**."), "{out}");
+
+    let (ok, out, err) = glassbox(&data, &["search", "zygomorphic", "--json"]);
+    assert!(ok, "{err}");
+    let hits: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let imported = hits[0]["session"].as_str().unwrap().to_string();
+    assert_eq!(hits[0]["kind"], "thinking");
+    let (ok, out, err) = glassbox(&data, &["replay", &imported, "--print", "--speed", "0"]);
+    assert!(ok, "{err}");
+    let user = out.find("Why does 0.1 + 0.2").unwrap();
+    let thinking = out.find("zygomorphic").unwrap();
+    let answer = out.find("Glad it helped!").unwrap();
+    assert!(user < thinking && thinking < answer, "{out}");
+    assert!(out.contains("tool call: Read"), "{out}");
+
+    let (ok, _, err) = glassbox(&data, &["replay", &imported]);
+    assert!(!ok);
+    assert!(
+        err.contains("TUI replay mode is not available yet") && err.contains("--print"),
+        "{err}"
+    );
+    let (ok, _, err) = glassbox(&data, &["search", "qwxzvvkq"]);
+    assert!(!ok, "no match exits 1");
+    assert!(err.contains("no matches"), "{err}");
 }

@@ -557,7 +557,9 @@ fn help_overlay_80x24_scrolled_past_the_end() {
     });
     insta::assert_snapshot!(end);
     // Scrolling further than the last page shows the last page, however far.
-    let further = draw(80, 24, |f, area| help::render(f, area, &keymap, &theme, 500));
+    let further = draw(80, 24, |f, area| {
+        help::render(f, area, &keymap, &theme, 500)
+    });
     assert_eq!(end, further);
     let first = draw(80, 24, |f, area| help::render(f, area, &keymap, &theme, 0));
     assert_ne!(end, first);

@@ -75,7 +75,10 @@ fn import_gives_exact_counts_and_structure() {
     let s = import(&store, &root);
 
     assert_eq!(s.files, 4);
-    assert_eq!(s.lines, 67, "the truncated last line of the 2.1.x file is not read yet");
+    assert_eq!(
+        s.lines, 67,
+        "the truncated last line of the 2.1.x file is not read yet"
+    );
     assert_eq!(s.sessions, 3);
     assert_eq!(s.sessions_created, 3);
     assert_eq!(by_type(&s, "query"), 10);
@@ -91,10 +94,22 @@ fn import_gives_exact_counts_and_structure() {
     assert_eq!(s.skipped_by_reason.get("file-history-snapshot"), Some(&1));
     assert_eq!(s.skipped_by_reason.get("queue-operation"), Some(&1));
     assert_eq!(s.skipped_by_reason.get("system:turn_duration"), Some(&1));
-    assert_eq!(s.skipped_by_reason.get("system:stop_hook_summary"), Some(&1));
-    assert_eq!(s.skipped_by_reason.get("unknown line type 'custom-title'"), Some(&1));
+    assert_eq!(
+        s.skipped_by_reason.get("system:stop_hook_summary"),
+        Some(&1)
+    );
+    assert_eq!(
+        s.skipped_by_reason.get("unknown line type 'custom-title'"),
+        Some(&1)
+    );
     assert_eq!(s.errors.len(), 1, "{:?}", s.errors);
-    assert!(s.errors[0].ends_with(&format!("{S2}.jsonl:33: invalid JSON: EOF while parsing a string at line 1 column 155")), "{}", s.errors[0]);
+    assert!(
+        s.errors[0].ends_with(&format!(
+            "{S2}.jsonl:33: invalid JSON: EOF while parsing a string at line 1 column 155"
+        )),
+        "{}",
+        s.errors[0]
+    );
     assert_eq!(store.counts().unwrap().sessions, 3);
     assert_eq!(store.counts().unwrap().nodes, 32);
 
@@ -107,7 +122,15 @@ fn import_gives_exact_counts_and_structure() {
     assert_eq!(s1.meta["git_branch"], "main");
     assert_eq!(s1.meta["version"], "1.0.43");
     let n1 = store.session_nodes(s1.id).unwrap();
-    assert_eq!((count(&n1, NodeType::Query), count(&n1, NodeType::Response), count(&n1, NodeType::Thinking), count(&n1, NodeType::ToolCall)), (2, 3, 1, 1));
+    assert_eq!(
+        (
+            count(&n1, NodeType::Query),
+            count(&n1, NodeType::Response),
+            count(&n1, NodeType::Thinking),
+            count(&n1, NodeType::ToolCall)
+        ),
+        (2, 3, 1, 1)
+    );
     let thinking = n1.iter().find(|n| n.kind == NodeType::Thinking).unwrap();
     assert_eq!(thinking.meta["signature"], "sig-placeholder-not-base64");
     let steps = thinking.meta["steps"].as_array().unwrap();
@@ -116,10 +139,18 @@ fn import_gives_exact_counts_and_structure() {
         assert!(steps[0].get(key).is_some(), "step without {key}");
     }
     assert!(thinking.confidence.is_some());
-    assert!(!store.decision_points(thinking.id).unwrap().is_empty(), "thinking with a choice has decision points");
+    assert!(
+        !store.decision_points(thinking.id).unwrap().is_empty(),
+        "thinking with a choice has decision points"
+    );
     let tool = n1.iter().find(|n| n.kind == NodeType::ToolCall).unwrap();
     assert_eq!(tool.meta["tool"], "Read");
-    assert!(tool.meta["result"].as_str().unwrap().contains("return a + b"));
+    assert!(
+        tool.meta["result"]
+            .as_str()
+            .unwrap()
+            .contains("return a + b")
+    );
     assert_eq!(tool.meta["is_error"], false);
     // Usage is kept once per message, on its first node.
     assert_eq!(thinking.meta["usage"]["output_tokens"], 210);
@@ -127,33 +158,66 @@ fn import_gives_exact_counts_and_structure() {
     // Node order is time order.
     let mut sorted = n1.clone();
     sorted.sort_by_key(|n| n.created_at);
-    assert_eq!(sorted.iter().map(|n| n.id).collect::<Vec<_>>(), n1.iter().map(|n| n.id).collect::<Vec<_>>());
+    assert_eq!(
+        sorted.iter().map(|n| n.id).collect::<Vec<_>>(),
+        n1.iter().map(|n| n.id).collect::<Vec<_>>()
+    );
 
     // 2.0.x: a message split over three lines is one response, usage counted once (latest).
     let s2 = session_by_claude_id(&store, S2);
     let n2 = store.session_nodes(s2.id).unwrap();
     assert_eq!(n2.len(), 18);
-    assert_eq!((count(&n2, NodeType::Query), count(&n2, NodeType::Response), count(&n2, NodeType::Thinking), count(&n2, NodeType::ToolCall), count(&n2, NodeType::Compaction)), (6, 7, 2, 2, 1));
-    let msg1: Vec<&Node> = n2.iter().filter(|n| n.meta.get("message_id").and_then(|v| v.as_str()) == Some("msg_v2_1")).collect();
-    assert_eq!(msg1.len(), 3, "thinking, response and tool call of one message");
-    assert_eq!(msg1.iter().filter(|n| n.meta.contains_key("usage")).count(), 1);
+    assert_eq!(
+        (
+            count(&n2, NodeType::Query),
+            count(&n2, NodeType::Response),
+            count(&n2, NodeType::Thinking),
+            count(&n2, NodeType::ToolCall),
+            count(&n2, NodeType::Compaction)
+        ),
+        (6, 7, 2, 2, 1)
+    );
+    let msg1: Vec<&Node> = n2
+        .iter()
+        .filter(|n| n.meta.get("message_id").and_then(|v| v.as_str()) == Some("msg_v2_1"))
+        .collect();
+    assert_eq!(
+        msg1.len(),
+        3,
+        "thinking, response and tool call of one message"
+    );
+    assert_eq!(
+        msg1.iter().filter(|n| n.meta.contains_key("usage")).count(),
+        1
+    );
     let holder = msg1.iter().find(|n| n.meta.contains_key("usage")).unwrap();
     assert_eq!(holder.meta["usage"]["output_tokens"], 60);
     assert_eq!(holder.meta["stop_reason"], "tool_use");
     // Inline sidechain: a branch from the Task call.
-    let task = n2.iter().find(|n| n.meta.get("tool").and_then(|v| v.as_str()) == Some("Task")).unwrap();
+    let task = n2
+        .iter()
+        .find(|n| n.meta.get("tool").and_then(|v| v.as_str()) == Some("Task"))
+        .unwrap();
     let side_root = by_uuid(&n2, "20000000-0000-4000-8000-000000000s01");
     assert_eq!(side_root.meta["sidechain"], true);
-    let branch = store.edges_from(side_root.id, Some(EdgeType::BranchesFrom)).unwrap();
+    let branch = store
+        .edges_from(side_root.id, Some(EdgeType::BranchesFrom))
+        .unwrap();
     assert_eq!(branch.len(), 1);
     assert_eq!(branch[0].dst, task.id);
     assert_eq!(task.meta["result"], "Found SignupForm.tsx.");
     // The explicit `is_error: null` of the sidechain's tool result reads as false.
-    let glob = n2.iter().find(|n| n.meta.get("tool").and_then(|v| v.as_str()) == Some("Glob")).unwrap();
+    let glob = n2
+        .iter()
+        .find(|n| n.meta.get("tool").and_then(|v| v.as_str()) == Some("Glob"))
+        .unwrap();
     assert_eq!(glob.meta["is_error"], false);
     // Rewind: two user turns continue from the same response.
     let done = by_uuid(&n2, "20000000-0000-4000-8000-000000000a06");
-    assert!(done.text.contains("\u{1b}[32mDone") && done.text.contains("â€”"), "ANSI and mojibake kept as they are");
+    assert!(
+        done.text.contains("\u{1b}[32mDone") && done.text.contains("â€”"),
+        "ANSI and mojibake kept as they are"
+    );
     let mut siblings: Vec<String> = store
         .edges_from(done.id, Some(EdgeType::Influences))
         .unwrap()
@@ -161,26 +225,59 @@ fn import_gives_exact_counts_and_structure() {
         .map(|e| store.node(e.dst).unwrap().unwrap().text)
         .collect();
     siblings.sort();
-    assert_eq!(siblings, ["Actually, make the email field required instead", "Make the password field required"]);
+    assert_eq!(
+        siblings,
+        [
+            "Actually, make the email field required instead",
+            "Make the password field required"
+        ]
+    );
     // Compaction: its text is the summary; it supersedes the chain it replaced (not the
     // abandoned rewind branch, not the sidechain).
     let compaction = n2.iter().find(|n| n.kind == NodeType::Compaction).unwrap();
-    assert!(compaction.text.starts_with("This session is being continued"));
+    assert!(
+        compaction
+            .text
+            .starts_with("This session is being continued")
+    );
     assert_eq!(compaction.meta["trigger"], "auto");
     assert_eq!(compaction.meta["pre_tokens"], 155000);
-    assert_eq!(compaction.meta["logical_parent_uuid"], "20000000-0000-4000-8000-000000000a11");
-    let superseded: Vec<_> = store.edges_from(compaction.id, Some(EdgeType::Supersedes)).unwrap().iter().map(|e| e.dst).collect();
+    assert_eq!(
+        compaction.meta["logical_parent_uuid"],
+        "20000000-0000-4000-8000-000000000a11"
+    );
+    let superseded: Vec<_> = store
+        .edges_from(compaction.id, Some(EdgeType::Supersedes))
+        .unwrap()
+        .iter()
+        .map(|e| e.dst)
+        .collect();
     assert_eq!(superseded.len(), 7);
     assert!(superseded.contains(&by_uuid(&n2, "20000000-0000-4000-8000-000000000a01").id));
     assert!(!superseded.contains(&by_uuid(&n2, "20000000-0000-4000-8000-000000000a08").id));
     assert!(!superseded.contains(&side_root.id));
     let after = by_uuid(&n2, "20000000-0000-4000-8000-000000000c03");
-    assert_eq!(store.edges_to(after.id, Some(EdgeType::Influences)).unwrap()[0].src, compaction.id);
+    assert_eq!(
+        store
+            .edges_to(after.id, Some(EdgeType::Influences))
+            .unwrap()[0]
+            .src,
+        compaction.id
+    );
     // A parent that is not in the file is kept, marked, and makes no edge.
     let orphan = by_uuid(&n2, "20000000-0000-4000-8000-000000000m01");
     assert_eq!(orphan.meta["dangling_parent"], true);
-    assert_eq!(orphan.meta["parent_uuid"], "ffffffff-dead-4bee-8000-000000000000");
-    assert!(store.edges_to(orphan.id, None).unwrap().iter().all(|e| e.kind == EdgeType::Answers));
+    assert_eq!(
+        orphan.meta["parent_uuid"],
+        "ffffffff-dead-4bee-8000-000000000000"
+    );
+    assert!(
+        store
+            .edges_to(orphan.id, None)
+            .unwrap()
+            .iter()
+            .all(|e| e.kind == EdgeType::Answers)
+    );
 
     // 2.1.x: the subagent file joins the session as a branch from its Task call.
     let s3 = session_by_claude_id(&store, S3);
@@ -192,9 +289,24 @@ fn import_gives_exact_counts_and_structure() {
     assert_eq!(agent_root.meta["agent_id"], "a1b2c3");
     let task3 = n3.iter().find(|n| n.kind == NodeType::ToolCall).unwrap();
     assert_eq!(task3.meta["agent_id"], "a1b2c3");
-    assert_eq!(store.edges_from(agent_root.id, Some(EdgeType::BranchesFrom)).unwrap()[0].dst, task3.id);
-    let merged = n3.iter().find(|n| n.meta.get("message_id").and_then(|v| v.as_str()) == Some("msg3_s1") && n.kind == NodeType::Response).unwrap();
-    assert_eq!(merged.text, "4 endpoints:\n\nGET /users, POST /users, GET /items, DELETE /items.");
+    assert_eq!(
+        store
+            .edges_from(agent_root.id, Some(EdgeType::BranchesFrom))
+            .unwrap()[0]
+            .dst,
+        task3.id
+    );
+    let merged = n3
+        .iter()
+        .find(|n| {
+            n.meta.get("message_id").and_then(|v| v.as_str()) == Some("msg3_s1")
+                && n.kind == NodeType::Response
+        })
+        .unwrap();
+    assert_eq!(
+        merged.text,
+        "4 endpoints:\n\nGET /users, POST /users, GET /items, DELETE /items."
+    );
 }
 
 #[test]
@@ -216,7 +328,12 @@ fn reimport_adds_nothing_and_appended_lines_add_only_themselves() {
     // Finish the truncated line and add an answer: exactly one query and one response.
     let main = root.join("-home-ann-api").join(format!("{S3}.jsonl"));
     let extra = std::fs::read_to_string(Path::new(FIXTURES).join("appended_line_3.txt")).unwrap();
-    std::fs::OpenOptions::new().append(true).open(&main).unwrap().write_all(extra.as_bytes()).unwrap();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(&main)
+        .unwrap()
+        .write_all(extra.as_bytes())
+        .unwrap();
     let s = import(&store, &root);
     assert_eq!(s.lines, 2);
     assert_eq!(s.new_nodes(), 2);
@@ -225,12 +342,17 @@ fn reimport_adds_nothing_and_appended_lines_add_only_themselves() {
     assert!(s.errors.is_empty(), "{:?}", s.errors);
     assert_eq!(store.counts().unwrap().nodes, before.nodes + 2);
     // The new turn continues the chain read by the earlier run (through a skipped line).
-    let n3 = store.session_nodes(session_by_claude_id(&store, S3).id).unwrap();
+    let n3 = store
+        .session_nodes(session_by_claude_id(&store, S3).id)
+        .unwrap();
     let q = by_uuid(&n3, "30000000-0000-4000-8000-000000000b06");
     assert_eq!(q.text, "And the changelog?");
     let from = store.edges_to(q.id, Some(EdgeType::Influences)).unwrap();
     assert_eq!(from.len(), 1);
-    assert_eq!(from[0].src, by_uuid(&n3, "30000000-0000-4000-8000-000000000b05").id);
+    assert_eq!(
+        from[0].src,
+        by_uuid(&n3, "30000000-0000-4000-8000-000000000b05").id
+    );
 
     let last = import(&store, &root);
     assert_eq!(last.new_nodes(), 0);
@@ -252,13 +374,29 @@ fn truncated_and_rewritten_file_is_read_again_safely() {
     new.push_str(r#"{"parentUuid":"10000000-0000-4000-8000-000000000001","isSidechain":false,"type":"assistant","uuid":"10000000-0000-4000-8000-0000000000a1","timestamp":"2025-06-01T11:00:00.000Z","sessionId":"11111111-1111-4111-8111-111111111111","message":{"id":"msg_v1_new","role":"assistant","model":"claude-opus-4-20250514","content":[{"type":"text","text":"A rewritten answer."}],"usage":{"input_tokens":1,"output_tokens":1}}}"#);
     new.push('\n');
     assert!((new.len() as u64) < std::fs::metadata(&file).unwrap().len());
-    std::fs::OpenOptions::new().write(true).truncate(true).open(&file).unwrap().write_all(new.as_bytes()).unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&file)
+        .unwrap()
+        .write_all(new.as_bytes())
+        .unwrap();
     let s = import(&store, &root);
     assert_eq!(s.files_reread, 1);
-    assert_eq!(s.new_nodes(), 1, "only the new answer is new; the kept lines map to the same nodes");
+    assert_eq!(
+        s.new_nodes(),
+        1,
+        "only the new answer is new; the kept lines map to the same nodes"
+    );
     assert_eq!(s.nodes_updated, 0);
-    assert_eq!(store.counts().unwrap().nodes, before + 1, "nothing stored is lost");
-    let n1 = store.session_nodes(session_by_claude_id(&store, S1).id).unwrap();
+    assert_eq!(
+        store.counts().unwrap().nodes,
+        before + 1,
+        "nothing stored is lost"
+    );
+    let n1 = store
+        .session_nodes(session_by_claude_id(&store, S1).id)
+        .unwrap();
     assert!(n1.iter().any(|n| n.text == "A rewritten answer."));
     assert_eq!(import(&store, &root).new_nodes(), 0);
 
@@ -273,8 +411,12 @@ fn truncated_and_rewritten_file_is_read_again_safely() {
 
 /// Counts the nodes of the session imported from `claude`, or 0 while it is not there yet.
 fn node_count(store_path: &Path, claude: &str) -> usize {
-    let Ok(store) = Store::open(store_path) else { return 0 };
-    let Ok(sessions) = store.sessions() else { return 0 };
+    let Ok(store) = Store::open(store_path) else {
+        return 0;
+    };
+    let Ok(sessions) = store.sessions() else {
+        return 0;
+    };
     sessions
         .iter()
         .find(|s| s.meta.get("claude_session_id").and_then(|v| v.as_str()) == Some(claude))
@@ -302,32 +444,79 @@ fn watch_in_another_process_picks_up_appended_lines() {
             let _ = self.0.wait();
         }
     }
-    let mut child = Kill(std::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
-        .args(["import", "claude-code", "--watch", "--json", "--reconcile-secs", "1"])
-        .arg(&root)
-        .env("GLASSBOX_DATA_DIR", &data)
-        .env("GLASSBOX_CONFIG_DIR", dir.path().join("config"))
-        .env("NO_COLOR", "1")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap());
+    let mut child = Kill(
+        std::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
+            .args([
+                "import",
+                "claude-code",
+                "--watch",
+                "--json",
+                "--reconcile-secs",
+                "1",
+            ])
+            .arg(&root)
+            .env("GLASSBOX_DATA_DIR", &data)
+            .env("GLASSBOX_CONFIG_DIR", dir.path().join("config"))
+            .env("NO_COLOR", "1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let store_path = data.join("glassbox.redb");
     let timeout = Duration::from_secs(30);
-    wait_for("the initial import", timeout, || node_count(&store_path, S3) == 7);
+    wait_for("the initial import", timeout, || {
+        node_count(&store_path, S3) == 7
+    });
 
     let main = root.join("-home-ann-api").join(format!("{S3}.jsonl"));
     let extra = std::fs::read_to_string(Path::new(FIXTURES).join("appended_line_3.txt")).unwrap();
-    let mut f = std::fs::OpenOptions::new().append(true).open(&main).unwrap();
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&main)
+        .unwrap();
     f.write_all(extra.as_bytes()).unwrap();
     f.flush().unwrap();
-    wait_for("the appended lines", timeout, || node_count(&store_path, S3) == 9);
+    wait_for("the appended lines", timeout, || {
+        node_count(&store_path, S3) == 9
+    });
 
     // A new transcript file in a new project folder shows up too.
     let other = root.join("-home-ann-new");
     std::fs::create_dir_all(&other).unwrap();
-    let src = std::fs::read_to_string(root.join("-home-ann-calc").join(format!("{S1}.jsonl"))).unwrap();
-    std::fs::write(other.join("44444444-4444-4444-8444-444444444444.jsonl"), src.replace(S1, "44444444-4444-4444-8444-444444444444")).unwrap();
-    wait_for("the new file", timeout, || node_count(&store_path, "44444444-4444-4444-8444-444444444444") == 7);
-    assert!(child.0.try_wait().unwrap().is_none(), "the watcher keeps running");
+    let src =
+        std::fs::read_to_string(root.join("-home-ann-calc").join(format!("{S1}.jsonl"))).unwrap();
+    std::fs::write(
+        other.join("44444444-4444-4444-8444-444444444444.jsonl"),
+        src.replace(S1, "44444444-4444-4444-8444-444444444444"),
+    )
+    .unwrap();
+    wait_for("the new file", timeout, || {
+        node_count(&store_path, "44444444-4444-4444-8444-444444444444") == 7
+    });
+    assert!(
+        child.0.try_wait().unwrap().is_none(),
+        "the watcher keeps running"
+    );
+}
+
+#[test]
+fn a_deleted_session_comes_back_on_the_next_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = copy_fixtures(dir.path());
+    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    import(&store, &root);
+    let s1 = session_by_claude_id(&store, S1);
+    let nodes = store.session_nodes(s1.id).unwrap();
+    store.write(|w| w.delete_session(s1.id)).unwrap();
+    let s = import(&store, &root);
+    assert_eq!(
+        s.files_reread, 1,
+        "only the deleted session's file is read again"
+    );
+    assert_eq!(s.new_nodes(), 7);
+    let back = session_by_claude_id(&store, S1);
+    assert_eq!(back.id, s1.id, "ids are deterministic");
+    assert_eq!(store.session_nodes(back.id).unwrap(), nodes);
+    assert_eq!(import(&store, &root).new_nodes(), 0);
 }

@@ -444,7 +444,11 @@ async fn sessions_rename_switch_new_and_delete_from_the_keyboard() {
 
 #[tokio::test]
 async fn continue_from_a_thinking_node_branches_with_the_history_up_to_it() {
-    let server = ScriptedServer::start(Script::forever(Step::sse(anthropic_stream(&["Branching."], "Branched.")))).await;
+    let server = ScriptedServer::start(Script::forever(Step::sse(anthropic_stream(
+        &["Branching."],
+        "Branched.",
+    ))))
+    .await;
     let dir = tempfile::tempdir().unwrap();
     let store = seeded_store(dir.path());
     let mut app = app(store.clone(), &server.url(), "dark");
@@ -456,7 +460,10 @@ async fn continue_from_a_thinking_node_branches_with_the_history_up_to_it() {
     press(&mut app, KeyCode::Char('g'));
     press(&mut app, KeyCode::Char('j'));
     let thinking = app.state.graph.selected_node().unwrap();
-    assert_eq!(store.node(thinking).unwrap().unwrap().kind, NodeType::Thinking);
+    assert_eq!(
+        store.node(thinking).unwrap().unwrap().kind,
+        NodeType::Thinking
+    );
     press(&mut app, KeyCode::Char('c'));
     assert_eq!(app.state.branch_from, Some(thinking));
     type_text(&mut app, "What if order mattered?");
@@ -465,10 +472,56 @@ async fn continue_from_a_thinking_node_branches_with_the_history_up_to_it() {
     let sent = server.requests()[0].json["messages"].to_string();
     assert!(sent.contains("My reasoning so far"), "{sent}");
     assert!(sent.contains("What if order mattered?"));
-    assert!(!sent.contains("Use a **hash map**"), "the answer after the branch point is not sent: {sent}");
+    assert!(
+        !sent.contains("Use a **hash map**"),
+        "the answer after the branch point is not sent: {sent}"
+    );
     let nodes = store.session_nodes(app.state.loaded.id().unwrap()).unwrap();
-    let query = nodes.iter().rev().find(|n| n.kind == NodeType::Query).unwrap();
-    let edges = store.edges_from(query.id, Some(EdgeType::BranchesFrom)).unwrap();
+    let query = nodes
+        .iter()
+        .rev()
+        .find(|n| n.kind == NodeType::Query)
+        .unwrap();
+    let edges = store
+        .edges_from(query.id, Some(EdgeType::BranchesFrom))
+        .unwrap();
     assert_eq!(edges.len(), 1);
     assert_eq!(edges[0].dst, thinking);
+}
+
+#[tokio::test]
+async fn the_ledger_workspace_follows_thoughts_written_by_another_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = loaded_app(dir.path(), "dark").await;
+    press(&mut app, KeyCode::Esc);
+    press(&mut app, KeyCode::Char('3'));
+    assert_eq!(app.state.workspace, glassbox::app::state::Workspace::Ledger);
+    let empty = draw(&mut app, 120, 30).backend().to_string();
+    assert!(empty.contains("No MCP thoughts yet"), "{empty}");
+    // Another writer (an MCP server process) records a session of thoughts.
+    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let s = Session::new("mcp ledger", SessionSource::Mcp);
+    let mut thoughts = Vec::new();
+    for i in 1..=3u32 {
+        let mut n = Node::new(s.id, NodeType::LedgerThought, format!("thought number {i}"));
+        n.meta.insert("thoughtNumber".into(), serde_json::json!(i));
+        n.meta.insert("totalThoughts".into(), serde_json::json!(3));
+        n.meta
+            .insert("nextThoughtNeeded".into(), serde_json::json!(i < 3));
+        thoughts.push(n);
+    }
+    store
+        .write(|w| {
+            w.put_session(&s)?;
+            for n in &thoughts {
+                w.put_node(n)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    app.poll_store();
+    pump_until(&mut app, |a| a.state.ledger.thoughts().len() == 3).await;
+    let screen = draw(&mut app, 120, 30).backend().to_string();
+    assert!(screen.contains("thought number 3"), "{screen}");
+    assert!(screen.contains("mcp ledger"), "{screen}");
 }

@@ -60,6 +60,7 @@ pub enum Action {
     PrevWorkspace,
     WorkspaceThink,
     WorkspaceSessions,
+    WorkspaceLedger,
     // Question box.
     Submit,
     Newline,
@@ -102,6 +103,7 @@ const BINDABLE: &[Action] = &[
     Action::PrevWorkspace,
     Action::WorkspaceThink,
     Action::WorkspaceSessions,
+    Action::WorkspaceLedger,
     Action::Submit,
     Action::Newline,
     Action::HistoryPrev,
@@ -154,6 +156,7 @@ impl Action {
             Action::PrevWorkspace => "prev_workspace",
             Action::WorkspaceThink => "workspace_think",
             Action::WorkspaceSessions => "workspace_sessions",
+            Action::WorkspaceLedger => "workspace_ledger",
             Action::Submit => "submit",
             Action::Newline => "newline",
             Action::HistoryPrev => "history_prev",
@@ -196,6 +199,7 @@ impl Action {
             Action::PrevWorkspace => "Previous workspace",
             Action::WorkspaceThink => "Go to the Think workspace",
             Action::WorkspaceSessions => "Go to the Sessions workspace",
+            Action::WorkspaceLedger => "Go to the Ledger workspace (MCP thoughts)",
             Action::Submit => "Send the question",
             Action::Newline => "Insert a line break",
             Action::HistoryPrev => "Previous question from history",
@@ -238,7 +242,8 @@ impl Action {
             | Action::NextWorkspace
             | Action::PrevWorkspace
             | Action::WorkspaceThink
-            | Action::WorkspaceSessions => Section::Global,
+            | Action::WorkspaceSessions
+            | Action::WorkspaceLedger => Section::Global,
             Action::Submit
             | Action::Newline
             | Action::HistoryPrev

@@ -124,6 +124,9 @@ pub struct Config {
     pub routing: RoutingConfig,
     pub budget: BudgetConfig,
     pub network: NetworkConfig,
+    pub got: GotConfig,
+    pub verify: VerifyConfig,
+    pub metacog: MetacogConfig,
     #[serde(default)]
     pub profiles: BTreeMap<String, Profile>,
 }
@@ -253,6 +256,55 @@ pub struct BudgetConfig {
     pub context_tokens: u32,
     pub compact_at_percent: u8,
     pub keep_recent_turns: usize,
+}
+
+/// `[got]`: Graph of Thoughts defaults, parameter ranges, pruning and aggregation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GotConfig {
+    pub strategy: crate::engines::got::Strategy,
+    pub max_depth: u32,
+    pub max_depth_limit: u32,
+    pub branching_factor: u32,
+    pub branching_factor_limit: u32,
+    pub max_thoughts: u32,
+    pub max_thoughts_limit: u32,
+    pub enable_aggregation: bool,
+    pub prune_threshold: f64,
+    pub aggregation_min_thoughts: usize,
+    pub aggregation_min_score: f64,
+    pub boost_step: f64,
+    pub effort: Effort,
+    pub max_tokens: u32,
+}
+
+/// `[verify]`: step verification (PRM) chain scoring and pattern thresholds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyConfig {
+    pub correctness_threshold: f64,
+    pub incorrect_factor: f64,
+    pub neutral_factor: f64,
+    pub uncertain_factor: f64,
+    pub declining_spread: f64,
+    pub declining_min_steps: usize,
+    pub recurring_min_steps: usize,
+    pub high_confidence: f64,
+    pub max_steps: usize,
+    pub effort: Effort,
+    pub max_tokens: u32,
+}
+
+/// `[metacog]`: how much of a session metacognition reads, and at what effort.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetacogConfig {
+    pub min_nodes: usize,
+    pub max_nodes: usize,
+    pub node_chars: usize,
+    pub total_chars: usize,
+    pub effort: Effort,
+    pub max_tokens: u32,
 }
 
 /// `[network]`: timeouts, retries and key rotation.

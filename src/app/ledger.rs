@@ -6,7 +6,9 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 
-use crate::store::{Edge, EdgeType, Node, NodeId, NodeType, Session, SessionId, Store, StoreError};
+use crate::store::{
+    Edge, EdgeType, Node, NodeId, NodeType, Session, SessionId, SessionSource, Store, StoreError,
+};
 
 /// Identifies a row across reloads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -178,6 +180,15 @@ impl LedgerModel {
         let nodes = store.session_nodes(session)?;
         let edges = store.session_edges(session)?;
         Ok(Self::from_parts(s.as_ref(), &nodes, &edges))
+    }
+
+    /// The session the Ledger workspace opens on: the most recently updated MCP session.
+    pub fn latest_session(store: &Store) -> Result<Option<SessionId>, StoreError> {
+        Ok(store
+            .sessions()?
+            .into_iter()
+            .find(|s| s.source == SessionSource::Mcp)
+            .map(|s| s.id))
     }
 
     /// The ledger of a session's nodes (creation order) and edges.
@@ -476,26 +487,32 @@ impl LedgerModel {
         self.selected = self.selected.min(self.rows.len().saturating_sub(1));
     }
 
+    /// The session shown, if any.
     pub fn session(&self) -> Option<SessionId> {
         self.session
     }
 
+    /// The session's title (empty when none is loaded).
     pub fn title(&self) -> &str {
         &self.title
     }
 
+    /// The visible rows, in drawing order.
     pub fn rows(&self) -> &[Row] {
         &self.rows
     }
 
+    /// Every ledger thought, in the order they were stored.
     pub fn thoughts(&self) -> &[ThoughtEntry] {
         &self.thoughts
     }
 
+    /// The thought with this node id.
     pub fn thought(&self, id: NodeId) -> Option<&ThoughtEntry> {
         self.by_id.get(&id).map(|&i| &self.thoughts[i])
     }
 
+    /// The branches, in the order they started.
     pub fn branches(&self) -> &[BranchEntry] {
         &self.branches
     }
@@ -510,6 +527,7 @@ impl LedgerModel {
         self.annotations.values().flatten().find(|a| a.id == id)
     }
 
+    /// How many thoughts revise an earlier one.
     pub fn revision_count(&self) -> usize {
         self.thoughts
             .iter()
@@ -522,6 +540,7 @@ impl LedgerModel {
         self.number_of(id)
     }
 
+    /// The key of the selected row.
     pub fn selected_key(&self) -> Option<RowKey> {
         self.rows.get(self.selected).map(|r| r.key)
     }
@@ -557,6 +576,7 @@ impl LedgerModel {
         self.reselect(keep);
     }
 
+    /// Moves the selection by `delta` rows, stopping at either end.
     pub fn move_by(&mut self, delta: isize) {
         if self.rows.is_empty() {
             return;
@@ -565,10 +585,12 @@ impl LedgerModel {
         self.selected = (self.selected as isize + delta).clamp(0, max) as usize;
     }
 
+    /// Selects the first row.
     pub fn select_first(&mut self) {
         self.selected = 0;
     }
 
+    /// Selects the last row (the newest thought, when nothing is closed).
     pub fn select_last(&mut self) {
         self.selected = self.rows.len().saturating_sub(1);
     }
@@ -696,7 +718,6 @@ impl LedgerModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::SessionSource;
     use serde_json::json;
 
     /// Main 1 2 3, branch "alt" (4, 5) from 2, revision 6 of 3, a critique on 2.
@@ -777,6 +798,35 @@ mod tests {
         assert_eq!(m.branches().len(), 1);
         // A fresh model follows the newest thought.
         assert_eq!(m.selected, m.rows().len() - 1);
+    }
+
+    #[test]
+    fn the_latest_mcp_session_is_the_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        assert_eq!(LedgerModel::latest_session(&store).unwrap(), None);
+        let (s, nodes, edges) = ledger();
+        let mut other = Session::new("ask", SessionSource::Glassbox);
+        other.updated_at = s.updated_at + chrono::Duration::seconds(5);
+        store
+            .write(|w| {
+                w.put_session(&s)?;
+                w.put_session(&other)?;
+                for n in &nodes {
+                    w.put_node(n)?;
+                }
+                for e in &edges {
+                    w.put_edge(e)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(LedgerModel::latest_session(&store).unwrap(), Some(s.id));
+        let m = LedgerModel::from_store(&store, s.id).unwrap();
+        assert_eq!(
+            (m.title(), m.thoughts().len(), m.rows().len()),
+            ("ledger", 6, 8)
+        );
     }
 
     #[test]

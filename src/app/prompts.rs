@@ -18,6 +18,70 @@ const DEFAULTS: &[(&str, &str)] = &[
         "orchestrator/compaction",
         include_str!("../../configs/prompts/orchestrator/compaction.md"),
     ),
+    (
+        "got/generate",
+        include_str!("../../configs/prompts/got/generate.md"),
+    ),
+    (
+        "got/evaluate",
+        include_str!("../../configs/prompts/got/evaluate.md"),
+    ),
+    (
+        "got/aggregate",
+        include_str!("../../configs/prompts/got/aggregate.md"),
+    ),
+    (
+        "verify/step",
+        include_str!("../../configs/prompts/verify/step.md"),
+    ),
+    (
+        "metacog/analyze",
+        include_str!("../../configs/prompts/metacog/analyze.md"),
+    ),
+    (
+        "thinkfork/conservative",
+        include_str!("../../configs/prompts/thinkfork/conservative.md"),
+    ),
+    (
+        "thinkfork/aggressive",
+        include_str!("../../configs/prompts/thinkfork/aggressive.md"),
+    ),
+    (
+        "thinkfork/balanced",
+        include_str!("../../configs/prompts/thinkfork/balanced.md"),
+    ),
+    (
+        "thinkfork/contrarian",
+        include_str!("../../configs/prompts/thinkfork/contrarian.md"),
+    ),
+    (
+        "thinkfork/comparison",
+        include_str!("../../configs/prompts/thinkfork/comparison.md"),
+    ),
+    (
+        "thinkfork/debate",
+        include_str!("../../configs/prompts/thinkfork/debate.md"),
+    ),
+    (
+        "thinkfork/expand",
+        include_str!("../../configs/prompts/thinkfork/expand.md"),
+    ),
+    (
+        "thinkfork/merge",
+        include_str!("../../configs/prompts/thinkfork/merge.md"),
+    ),
+    (
+        "thinkfork/challenge",
+        include_str!("../../configs/prompts/thinkfork/challenge.md"),
+    ),
+    (
+        "thinkfork/repair",
+        include_str!("../../configs/prompts/thinkfork/repair.md"),
+    ),
+    (
+        "thinkfork/correction",
+        include_str!("../../configs/prompts/thinkfork/correction.md"),
+    ),
 ];
 
 /// The loaded prompt set.

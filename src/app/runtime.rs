@@ -216,6 +216,10 @@ impl App {
             .iter()
             .any(|(_, c)| c.session.is_some() && c.session == current);
         self.run_effect(Effect::LoadSessions);
+        if self.state.workspace == Workspace::Ledger {
+            // The newest MCP session may be a new one: follow it.
+            self.run_effect(Effect::LoadLedger(None));
+        }
         if touches_current
             && self.state.run.is_none()
             && let Some(id) = current
@@ -260,6 +264,24 @@ impl App {
                         Err(e) => Msg::Notice(format!("cannot read sessions: {e}"), Level::Error),
                     };
                     let _ = tx.send(msg);
+                });
+            }
+            Effect::LoadLedger(session) => {
+                let store = self.store.clone();
+                let tx = self.tx.clone();
+                tokio::task::spawn_blocking(move || {
+                    let model = session
+                        .map(Ok)
+                        .or_else(|| super::ledger::LedgerModel::latest_session(&store).transpose())
+                        .transpose()
+                        .and_then(|id| match id {
+                            Some(id) => super::ledger::LedgerModel::from_store(&store, id),
+                            None => Ok(Default::default()),
+                        });
+                    let _ = tx.send(match model {
+                        Ok(m) => Msg::LedgerLoaded(m),
+                        Err(e) => Msg::Notice(format!("cannot read the ledger: {e}"), Level::Error),
+                    });
                 });
             }
             Effect::LoadSession(id) => {
@@ -385,6 +407,8 @@ impl App {
             height,
             self.state.graph.rows().len(),
         );
+        let ledger_height = body.height.saturating_sub(2) as usize;
+        self.state.ledger.scroll_into_view(ledger_height);
         views::render(f, &self.state, &self.theme, &self.keymap, &self.highlights);
         self.dirty = false;
     }

@@ -15,15 +15,17 @@ use crate::store::{Node, NodeId, NodeStatus, NodeType, Session, SessionId};
 pub enum Workspace {
     Think,
     Sessions,
+    Ledger,
 }
 
 impl Workspace {
-    pub const ALL: [Workspace; 2] = [Workspace::Think, Workspace::Sessions];
+    pub const ALL: [Workspace; 3] = [Workspace::Think, Workspace::Sessions, Workspace::Ledger];
 
     pub fn title(self) -> &'static str {
         match self {
             Workspace::Think => "Think",
             Workspace::Sessions => "Sessions",
+            Workspace::Ledger => "Ledger",
         }
     }
 }
@@ -186,6 +188,8 @@ pub struct State {
     pub filtering: bool,
     pub loaded: LoadedSession,
     pub graph: GraphModel,
+    /// The Ledger workspace: thoughts an MCP client sent, as a tree.
+    pub ledger: super::ledger::LedgerModel,
     pub shown: Shown,
     pub input: InputBox,
     pub run: Option<RunView>,
@@ -224,6 +228,7 @@ impl State {
             filtering: false,
             loaded: LoadedSession::default(),
             graph: GraphModel::default(),
+            ledger: Default::default(),
             shown: Shown::default(),
             input: InputBox::default(),
             run: None,

@@ -36,6 +36,7 @@ pub enum Msg {
         outcome: Result<TurnOutcome, String>,
     },
     SessionsLoaded(Vec<SessionRow>),
+    LedgerLoaded(super::ledger::LedgerModel),
     SessionLoaded {
         loaded: LoadedSession,
         decisions: HashMap<NodeId, Vec<DecisionPoint>>,
@@ -57,6 +58,8 @@ pub enum Effect {
     },
     LoadSessions,
     LoadSession(SessionId),
+    /// Load the ledger of this MCP session, or of the most recent one.
+    LoadLedger(Option<SessionId>),
     RenameSession(SessionId, String),
     DeleteSession(SessionId),
     Quit,
@@ -160,6 +163,17 @@ pub fn update(state: &mut State, msg: Msg, settings: &Settings<'_>) -> Vec<Effec
             }
         }
         Msg::Notice(text, level) => state.notice = Some((text, level)),
+        Msg::LedgerLoaded(mut model) => {
+            // Keep the reader's place when the same ledger grows.
+            if model.session() == state.ledger.session() {
+                if let Some(id) = state.ledger.selected_node() {
+                    model.select_node(id);
+                }
+            } else {
+                model.select_last();
+            }
+            state.ledger = model;
+        }
     }
     fx
 }
@@ -378,8 +392,15 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
             if state.workspace == Workspace::Sessions {
                 state.focus = Focus::Sidebar;
             }
+            if state.workspace == Workspace::Ledger {
+                fx.push(Effect::LoadLedger(state.ledger.session()));
+            }
         }
         Action::WorkspaceThink => state.workspace = Workspace::Think,
+        Action::WorkspaceLedger => {
+            state.workspace = Workspace::Ledger;
+            fx.push(Effect::LoadLedger(state.ledger.session()));
+        }
         Action::WorkspaceSessions => {
             state.workspace = Workspace::Sessions;
             state.focus = Focus::Sidebar;
@@ -404,6 +425,8 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
             };
             move_in_focus(state, step);
         }
+        Action::Top if state.workspace == Workspace::Ledger => state.ledger.select_first(),
+        Action::Bottom if state.workspace == Workspace::Ledger => state.ledger.select_last(),
         Action::Top | Action::Bottom => match state.focus {
             Focus::Graph => {
                 if a == Action::Top {
@@ -425,6 +448,8 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
                 state.response_scroll = if a == Action::Top { u16::MAX } else { 0 }
             }
         },
+        Action::Expand if state.workspace == Workspace::Ledger => state.ledger.expand(),
+        Action::Collapse if state.workspace == Workspace::Ledger => state.ledger.collapse(),
         Action::Expand => {
             if state.focus == Focus::Graph {
                 state.graph.expand();
@@ -531,6 +556,10 @@ fn open_selected_session(state: &mut State, fx: &mut Vec<Effect>) {
 }
 
 fn move_in_focus(state: &mut State, step: i32) {
+    if state.workspace == Workspace::Ledger {
+        state.ledger.move_by(step as isize);
+        return;
+    }
     match state.focus {
         Focus::Graph => {
             state.graph.move_by(step as isize);

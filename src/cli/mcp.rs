@@ -1,10 +1,12 @@
 //! `glassbox mcp`: the reasoning ledger as an MCP server, over stdio (default) or streamable
 //! HTTP with a bearer token.
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
+use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use super::Ctx;
@@ -14,6 +16,7 @@ use crate::engines::mcp::{LedgerServer, LedgerSettings, http, serve_stdio, token
 /// Where a user's critique prompt overrides the built-in one (under the config dir).
 const CRITIQUE_PROMPT_FILE: &str = "prompts/mcp/critique.md";
 
+/// Options of `glassbox mcp`.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  claude mcp add glassbox -- glassbox mcp\n  glassbox mcp --http\n  glassbox mcp --http 127.0.0.1:8931\n  glassbox mcp --print-token"
@@ -49,7 +52,7 @@ pub async fn run(ctx: &Ctx, args: McpArgs) -> Result<ExitCode> {
     if args.print_token {
         let t = token::load_or_create(&ctx.paths.config_dir)?;
         if t.created {
-            eprintln!("glassbox: created {}", t.path.display());
+            note(&format!("created {}", t.path.display()));
         }
         println!("{}", t.value);
         return Ok(ExitCode::SUCCESS);
@@ -76,44 +79,38 @@ pub async fn run(ctx: &Ctx, args: McpArgs) -> Result<ExitCode> {
     let bound = listener
         .local_addr()
         .context("cannot read the bound address")?;
-    if !addr.ip().is_loopback() {
-        eprintln!(
-            "glassbox: warning: listening on {bound}, reachable from other machines; anyone with the token can read and write the ledger. Put TLS in front of it for untrusted networks."
-        );
-    }
-    eprintln!(
-        "glassbox: MCP ledger listening on http://{bound}{}",
-        http::ENDPOINT
-    );
-    eprintln!(
-        "glassbox: send `Authorization: Bearer <token>`; the token is in {} (glassbox mcp --print-token)",
-        bearer.path.display()
-    );
-    tracing::info!(%bound, "mcp: serving http");
-
+    // Signals are caught from here on, before anyone is told the server is up.
+    let mut interrupt = signal(SignalKind::interrupt()).context("cannot catch SIGINT")?;
+    let mut terminate = signal(SignalKind::terminate()).context("cannot catch SIGTERM")?;
     let shutdown = CancellationToken::new();
     let on_signal = shutdown.clone();
     tokio::spawn(async move {
-        wait_for_signal().await;
+        tokio::select! {
+            _ = interrupt.recv() => {}
+            _ = terminate.recv() => {}
+        }
         on_signal.cancel();
     });
+    if !addr.ip().is_loopback() {
+        note(&format!(
+            "warning: listening on {bound}, reachable from other machines; anyone with the token can read and write the ledger. Put TLS in front of it for untrusted networks."
+        ));
+    }
+    note(&format!(
+        "send `Authorization: Bearer <token>`; the token is in {} (glassbox mcp --print-token)",
+        bearer.path.display()
+    ));
+    note(&format!(
+        "MCP ledger listening on http://{bound}{}",
+        http::ENDPOINT
+    ));
+    tracing::info!(%bound, "mcp: serving http");
     let server = LedgerServer::new(store, settings(ctx), TransportKind::Http);
     http::serve(listener, server, bearer.value, args.allow_remote, shutdown).await?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Ctrl-C or SIGTERM.
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                _ = term.recv() => {}
-            }
-        }
-        Err(_) => {
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
+/// A status line on stderr. A server whose stderr nobody reads any more keeps serving.
+fn note(line: &str) {
+    let _ = writeln!(std::io::stderr(), "glassbox: {line}");
 }

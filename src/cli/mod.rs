@@ -2,13 +2,19 @@
 //! `--json`; with no subcommand glassbox opens the TUI.
 
 mod ask;
+mod checkpoint;
 mod doctor;
 mod export;
+mod fork;
+mod got;
 mod import;
+mod insights;
 mod mcp;
 mod replay;
 mod search;
 mod sessions;
+mod steer;
+mod verify;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -72,6 +78,12 @@ pub struct GlobalArgs {
 pub enum Command {
     /// Ask a question headless: stream thinking and answer to stdout, persist the session.
     Ask(ask::AskArgs),
+    /// Fork a question into reasoning styles run side by side, compared (and --debate N).
+    Fork(fork::ForkArgs),
+    /// Steer a fork run: --expand, --merge, --challenge or --refork.
+    Steer(steer::SteerArgs),
+    /// A human verdict on a node: verified, questionable or disagree (with --correction).
+    Checkpoint(checkpoint::CheckpointArgs),
     /// List, show or delete sessions.
     #[command(subcommand)]
     Sessions(sessions::SessionsCmd),
@@ -86,6 +98,12 @@ pub enum Command {
     Search(search::SearchArgs),
     /// Replay a session (--print: to stdout, at recorded pace).
     Replay(replay::ReplayArgs),
+    /// Graph of Thoughts: search a problem with scored, pruned and aggregated thoughts.
+    Got(got::GotArgs),
+    /// Verify a reasoning chain step by step (process reward model).
+    Verify(verify::VerifyArgs),
+    /// Metacognitive insights on a session's recent reasoning, with evidence.
+    Insights(insights::InsightsArgs),
     /// Show the merged configuration and where each value came from.
     #[command(subcommand)]
     Config(ConfigCmd),
@@ -199,12 +217,18 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     match cli.command {
         None => runtime.block_on(crate::app::run(ctx)),
         Some(Command::Ask(args)) => runtime.block_on(ask::run(&ctx, args)),
+        Some(Command::Fork(args)) => runtime.block_on(fork::run(&ctx, args)),
+        Some(Command::Steer(args)) => runtime.block_on(steer::run(&ctx, args)),
+        Some(Command::Checkpoint(args)) => runtime.block_on(checkpoint::run(&ctx, args)),
         Some(Command::Sessions(cmd)) => sessions::run(&ctx, cmd),
         Some(Command::Mcp(args)) => runtime.block_on(mcp::run(&ctx, args)),
         Some(Command::Import(cmd)) => runtime.block_on(import::run(&ctx, cmd)),
         Some(Command::Export(args)) => export::run(&ctx, args),
         Some(Command::Search(args)) => search::run(&ctx, args),
         Some(Command::Replay(args)) => runtime.block_on(replay::run(&ctx, args)),
+        Some(Command::Got(args)) => runtime.block_on(got::run(&ctx, args)),
+        Some(Command::Verify(args)) => runtime.block_on(verify::run(&ctx, args)),
+        Some(Command::Insights(args)) => runtime.block_on(insights::run(&ctx, args)),
         Some(Command::Config(ConfigCmd::Show { json })) => {
             if json {
                 println!("{}", serde_json::to_string_pretty(&ctx.loaded.to_json())?);

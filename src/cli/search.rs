@@ -70,12 +70,13 @@ pub fn run(ctx: &Ctx, args: SearchArgs) -> Result<ExitCode> {
     let hits = store.search(&query, session, args.limit)?;
     let mut titles: HashMap<SessionId, String> = HashMap::new();
     for h in &hits {
-        if !titles.contains_key(&h.session) {
-            let title = store
-                .session(h.session)?
-                .map(|s| s.title)
-                .unwrap_or_default();
-            titles.insert(h.session, title);
+        if let std::collections::hash_map::Entry::Vacant(slot) = titles.entry(h.session) {
+            slot.insert(
+                store
+                    .session(h.session)?
+                    .map(|s| s.title)
+                    .unwrap_or_default(),
+            );
         }
     }
     if args.json {

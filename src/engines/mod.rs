@@ -1,8 +1,13 @@
 //! All reasoning work. Engines are async, talk to the app only through typed events,
 //! and never touch terminal or widget types.
 
+pub mod fork;
+pub mod got;
+pub mod json_extract;
 pub mod llm;
 pub mod mcp;
+pub mod metacog;
 pub mod orchestrator;
 pub mod thinkgraph;
 pub mod transcript;
+pub mod verify;

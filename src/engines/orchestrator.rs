@@ -276,7 +276,11 @@ pub fn history_until(nodes: &[Node], node: NodeId) -> Option<Vec<Message>> {
         if let Some(q) = upto.iter().rev().find(|n| n.kind == NodeType::Query) {
             out.push(Message::user(q.text.clone()));
         }
-        let label = if at.kind == NodeType::Thinking { "My reasoning so far" } else { "So far" };
+        let label = if at.kind == NodeType::Thinking {
+            "My reasoning so far"
+        } else {
+            "So far"
+        };
         out.push(Message::assistant(format!("{label}:\n{}", at.text)));
     }
     Some(out)
@@ -894,7 +898,10 @@ mod tests {
         );
         assert_eq!(
             history_until(&nodes, t1.id).unwrap(),
-            vec![Message::user("q1"), Message::assistant("My reasoning so far:\nhmm")]
+            vec![
+                Message::user("q1"),
+                Message::assistant("My reasoning so far:\nhmm")
+            ]
         );
         assert_eq!(history_until(&nodes, q1.id).unwrap(), Vec::<Message>::new());
         assert!(history_until(&nodes, NodeId::new()).is_none());

@@ -310,7 +310,10 @@ pub fn snippet(text: &str, terms: &HashSet<String>) -> (String, Vec<(usize, usiz
         .unwrap_or(0);
     // Start at a word boundary rather than inside a word.
     let start = if start > 0 {
-        text[start..first].find(char::is_whitespace).map(|i| start + i + 1).unwrap_or(start)
+        text[start..first]
+            .find(char::is_whitespace)
+            .map(|i| start + i + 1)
+            .unwrap_or(start)
     } else {
         start
     };

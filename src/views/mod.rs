@@ -49,6 +49,20 @@ pub fn render(
     match state.workspace {
         Workspace::Think => think::render(f, body, state, theme, highlights),
         Workspace::Sessions => sessions::render(f, body, state, theme),
+        Workspace::Ledger => {
+            if state.ledger.session().is_none() {
+                let hint = "No MCP thoughts yet. Connect a client — `claude mcp add glassbox -- glassbox mcp` — and its thoughts appear here as they arrive.";
+                f.render_widget(
+                    ratatui::widgets::Paragraph::new(hint)
+                        .wrap(ratatui::widgets::Wrap { trim: true })
+                        .style(theme.style(crate::app::theme::Role::Dim))
+                        .block(think::pane(" Ledger ", true, theme)),
+                    body,
+                );
+            } else {
+                ledger::render(f, body, &state.ledger, theme, true);
+            }
+        }
     }
     chrome::render_status(f, status, state, theme);
     match &state.overlay {

@@ -206,8 +206,9 @@ async def scenario_bad(args):
             ("search", {"query": "  "}, "query must contain a word"),
             ("search", {}, "query is required"),
             ("session_export", {"sessionId": "0123456789"}, "not found"),
-            ("session_import", {"data": "{not json"}, "data is not JSON"),
-            ("session_import", {"data": {"format": "other"}}, "expected \"glassbox.session\""),
+            ("session_import", {"data": "{not json"}, "data: not JSON"),
+            ("session_import", {"data": {"format": "other"}}, "expected 'glassbox-session'"),
+            ("session_import", {"data": 7}, "data must be a session export"),
             ("session_import", {}, "data is required"),
             ("session_list", {"limit": -3}, "limit must be a whole number"),
         ]:
@@ -298,15 +299,15 @@ async def scenario_ledger(args):
         listed = (await call_ok(client, "session_list", {}))["sessions"]
         check(any(s["id"] == sid and s["title"] == "Ledger tools walk-through" for s in listed), f"session_list: {listed}")
         export = await call_ok(client, "session_export", {})
-        check(export["format"] == "glassbox.session" and export["session"]["id"] == sid, "export header")
+        check(export["format"] == "glassbox-session" and export["session"]["id"] == sid, "export header")
         kinds = sorted(n["kind"] for n in export["nodes"])
         check(kinds == ["human_annotation"] * 2 + ["ledger_thought"] * 3, f"exported kinds: {kinds}")
-        report = await call_ok(client, "session_import", {"data": json.dumps(export)})
-        check(report["remapped"] and report["sessionId"] != sid, f"import into the same store remaps: {report}")
-        check(report["nodes"] == 5 and report["edges"] == 2 and report["skippedEdges"] == 0, f"import report: {report}")
-        copy = await call_ok(client, "session_export", {"sessionId": report["sessionId"]})
-        check(sorted(n["text"] for n in copy["nodes"]) == sorted(n["text"] for n in export["nodes"]), "imported copy has the same texts")
-        return {"sessionId": sid, "copy": report["sessionId"], "thoughtIds": ids}
+        await call_err(client, "session_import", {"data": json.dumps(export)}, "pass replace: true")
+        report = await call_ok(client, "session_import", {"data": json.dumps(export), "replace": True})
+        check(report == {"sessionId": sid, "nodes": 5, "edges": 2, "replaced": True}, f"import report: {report}")
+        again = await call_ok(client, "session_export", {"sessionId": sid})
+        check(again["nodes"] == export["nodes"] and again["edges"] == export["edges"], "lossless round trip")
+        return {"sessionId": sid, "thoughtIds": ids}
 
 
 SCENARIOS = {

@@ -20,6 +20,8 @@ use super::{LedgerError, LedgerServer, token};
 pub const DEFAULT_PORT: u16 = 7341;
 /// The path of the MCP endpoint.
 pub const ENDPOINT: &str = "/mcp";
+/// How much of a rejected request's body is read before answering 401.
+const DRAIN_LIMIT: usize = 64 * 1024;
 
 /// Parses `PORT`, `HOST:PORT`, `IP:PORT` or `[IPv6]:PORT`; a host name must resolve.
 pub fn parse_addr(text: &str) -> Result<SocketAddr, LedgerError> {
@@ -63,13 +65,17 @@ async fn require_token(State(expected): State<Arc<str>>, req: Request, next: Nex
         .and_then(|v| v.trim().split_once(' '))
         .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
         .map(|(_, t)| t.trim());
-    match presented {
-        Some(t) if token::matches(&expected, t) => next.run(req).await,
-        Some(_) => unauthorized("wrong bearer token"),
-        None => unauthorized(
-            "missing bearer token (Authorization: Bearer <token>; see `glassbox mcp --print-token`)",
-        ),
-    }
+    let why = match presented {
+        Some(t) if token::matches(&expected, t) => return next.run(req).await,
+        Some(_) => "wrong bearer token",
+        None => {
+            "missing bearer token (Authorization: Bearer <token>; see `glassbox mcp --print-token`)"
+        }
+    };
+    // Read what the client sent before answering: closing a socket with unread data resets
+    // the connection, and the client might lose the 401 with it.
+    let _ = axum::body::to_bytes(req.into_body(), DRAIN_LIMIT).await;
+    unauthorized(why)
 }
 
 fn unauthorized(why: &str) -> Response {

@@ -2,22 +2,19 @@
 //! `branches_from` edges, annotations, sessions, export/import and search. Synchronous (redb
 //! commits are durable fsyncs); the server runs these on the blocking pool.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::LedgerError;
 use super::args::{MAX_CORRECTION_CHARS, ThoughtArgs};
+use crate::engines::transcript::TranscriptError;
+use crate::engines::transcript::export as transcript_export;
 use crate::store::{
     Edge, EdgeType, Node, NodeId, NodeType, Session, SessionId, SessionSource, Store, StoreError,
 };
-
-/// The `format` field of a glassbox session export.
-pub const EXPORT_FORMAT: &str = "glassbox.session";
-/// The newest export version this build writes and reads.
-pub const EXPORT_VERSION: u32 = 1;
 
 type Result<T, E = LedgerError> = std::result::Result<T, E>;
 
@@ -324,6 +321,7 @@ impl Verdict {
         }
     }
 
+    /// The verdict's name, as stored in the annotation's meta.
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Verified => "verified",
@@ -500,31 +498,14 @@ pub fn start_session(store: &Store, mut session: Session) -> Result<Session> {
     Ok(session)
 }
 
-/// A session with everything it owns that the ledger exports: glassbox's own JSON.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct SessionExport {
-    pub format: String,
-    pub version: u32,
-    pub exported_at: DateTime<Utc>,
-    pub session: Session,
-    pub nodes: Vec<Node>,
-    pub edges: Vec<Edge>,
-}
-
-/// Exports a session: its record, nodes (creation order) and edges.
-pub fn export_session(store: &Store, id: SessionId) -> Result<SessionExport> {
-    let Some(session) = store.session(id)? else {
-        return Err(StoreError::NotFound(format!("session {id}")).into());
-    };
-    Ok(SessionExport {
-        format: EXPORT_FORMAT.to_string(),
-        version: EXPORT_VERSION,
-        exported_at: Utc::now(),
-        session,
-        nodes: store.session_nodes(id)?,
-        edges: store.session_edges(id)?,
-    })
+/// A session as glassbox's JSON export — the `glassbox-session` format that `glassbox export
+/// --format json` writes and `glassbox import json` reads: everything the session owns. Both
+/// the document's text, byte for byte what the command prints, and its value.
+pub fn export_session(store: &Store, id: SessionId) -> Result<(String, Value)> {
+    let export = transcript_export::collect(store, id).map_err(from_transcript)?;
+    let text = transcript_export::to_json(&export).map_err(from_transcript)?;
+    let value = serde_json::to_value(export).map_err(|e| LedgerError::invalid(e.to_string()))?;
+    Ok((text, value))
 }
 
 /// What an import did.
@@ -534,114 +515,44 @@ pub struct ImportReport {
     pub session_id: SessionId,
     pub nodes: usize,
     pub edges: usize,
-    /// Edges dropped because an end was not among the imported nodes.
-    pub skipped_edges: usize,
-    /// Whether fresh ids were given because the session or a node already existed.
-    pub remapped: bool,
+    /// Whether a session with the same id was replaced.
+    pub replaced: bool,
 }
 
-/// Reads an export from a tool argument: the JSON object itself or a string holding it.
-pub fn parse_export(value: &Value) -> Result<SessionExport> {
-    let owned;
-    let value = match value {
-        Value::String(s) => {
-            owned = serde_json::from_str::<Value>(s)
-                .map_err(|e| LedgerError::invalid(format!("data is not JSON: {e}")))?;
-            &owned
-        }
-        Value::Object(_) => value,
+/// Imports a `glassbox-session` export (a JSON object, or a string holding one) in one
+/// commit. A session already in the store is replaced only when `replace`.
+pub fn import_session(store: &Store, data: &Value, replace: bool) -> Result<ImportReport> {
+    let text = match data {
+        Value::String(s) => s.clone(),
+        Value::Object(_) => data.to_string(),
         _ => {
             return Err(LedgerError::invalid(
                 "data must be a session export (an object, or a string of JSON)",
             ));
         }
     };
-    if let Some(f) = value.get("format").and_then(Value::as_str)
-        && f != EXPORT_FORMAT
-    {
+    let export = transcript_export::parse_json(&text, "data").map_err(from_transcript)?;
+    let sid = export.session.id;
+    let existed = store.session(sid)?.is_some();
+    if existed && !replace {
         return Err(LedgerError::invalid(format!(
-            "data has format \"{f}\"; expected \"{EXPORT_FORMAT}\""
+            "session {sid} is already in the store; pass replace: true to overwrite it"
         )));
     }
-    if let Some(v) = value.get("version").and_then(Value::as_u64)
-        && v > u64::from(EXPORT_VERSION)
-    {
-        return Err(LedgerError::invalid(format!(
-            "data is export version {v}, newer than this glassbox reads ({EXPORT_VERSION})"
-        )));
-    }
-    serde_json::from_value(value.clone())
-        .map_err(|e| LedgerError::invalid(format!("data is not a session export: {e}")))
+    transcript_export::import(store, &export, replace).map_err(from_transcript)?;
+    Ok(ImportReport {
+        session_id: sid,
+        nodes: export.nodes.len(),
+        edges: export.edges.len(),
+        replaced: existed,
+    })
 }
 
-/// Imports an export in one commit. Ids are kept unless the session or one of the nodes
-/// already exists, in which case everything gets fresh ids (in the original order).
-pub fn import_session(store: &Store, mut export: SessionExport) -> Result<ImportReport> {
-    let mut seen = HashSet::new();
-    for n in &export.nodes {
-        if !seen.insert(n.id) {
-            return Err(LedgerError::invalid(format!(
-                "data has node {} twice",
-                n.id
-            )));
-        }
+fn from_transcript(e: TranscriptError) -> LedgerError {
+    match e {
+        TranscriptError::Store(e) => LedgerError::Store(e),
+        other => LedgerError::Invalid(other.to_string()),
     }
-    let mut remapped = store.session(export.session.id)?.is_some();
-    if !remapped {
-        for n in &export.nodes {
-            if store.node(n.id)?.is_some() {
-                remapped = true;
-                break;
-            }
-        }
-    }
-    export.nodes.sort_by_key(|n| n.id);
-    let mut ids: HashMap<NodeId, NodeId> = export.nodes.iter().map(|n| (n.id, n.id)).collect();
-    let mut session = export.session;
-    if remapped {
-        session
-            .meta
-            .insert("importedFrom".into(), json!(session.id));
-        session.id = SessionId::new();
-        for n in &mut export.nodes {
-            let fresh = NodeId::new();
-            ids.insert(n.id, fresh);
-            n.id = fresh;
-        }
-    }
-    session.meta.insert("importedAt".into(), json!(Utc::now()));
-    for n in &mut export.nodes {
-        n.session = session.id;
-    }
-    let mut edges = Vec::with_capacity(export.edges.len());
-    let mut skipped = 0;
-    for mut e in export.edges {
-        match (ids.get(&e.src), ids.get(&e.dst)) {
-            (Some(s), Some(d)) => {
-                e.src = *s;
-                e.dst = *d;
-                edges.push(e);
-            }
-            _ => skipped += 1,
-        }
-    }
-    store.write(|w| {
-        w.put_session(&session)?;
-        for n in &export.nodes {
-            w.put_node(n)?;
-        }
-        for e in &edges {
-            w.put_edge(e)?;
-        }
-        Ok(())
-    })?;
-    Ok(ImportReport {
-        session_id: session.id,
-        nodes: export.nodes.len(),
-        edges: edges.len(),
-        skipped_edges: skipped,
-        remapped,
-    })
 }
 
 /// One search result.
@@ -822,7 +733,7 @@ mod tests {
     }
 
     #[test]
-    fn export_import_round_trips_and_remaps_on_conflict() {
+    fn export_import_round_trips_and_replaces_only_when_asked() {
         let (_d, store) = store();
         let target = SessionTarget::Create(Session::new("t", SessionSource::Mcp));
         let a = record_thought(&store, &target, &thought(1, 2), "thought").unwrap();
@@ -830,24 +741,35 @@ mod tests {
         rev.revises_thought = Some(1);
         record_thought(&store, &target, &rev, "thought").unwrap();
         checkpoint(&store, a.node.id, Verdict::Disagree, Some("no, because")).unwrap();
-        let export = export_session(&store, target.id()).unwrap();
-        assert_eq!((export.nodes.len(), export.edges.len()), (3, 2));
-        let text = serde_json::to_value(&export).unwrap();
-        let report = import_session(&store, parse_export(&text).unwrap()).unwrap();
-        assert!(report.remapped);
-        assert_ne!(report.session_id, target.id());
-        let again = export_session(&store, report.session_id).unwrap();
-        assert_eq!((again.nodes.len(), again.edges.len()), (3, 2));
-        let texts = |e: &SessionExport| e.nodes.iter().map(|n| n.text.clone()).collect::<Vec<_>>();
-        assert_eq!(texts(&export), texts(&again));
-
-        // Into an empty store the ids are kept.
+        let (text, export) = export_session(&store, target.id()).unwrap();
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), export);
+        assert_eq!(export["format"], json!("glassbox-session"));
+        assert_eq!(export["nodes"].as_array().unwrap().len(), 3);
+        let err = import_session(&store, &export, false)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("already in the store"), "{err}");
+        let report = import_session(&store, &json!(export.to_string()), true).unwrap();
+        assert_eq!(
+            (
+                report.session_id,
+                report.nodes,
+                report.edges,
+                report.replaced
+            ),
+            (target.id(), 3, 2, true)
+        );
+        assert_eq!(
+            export_session(&store, target.id()).unwrap().0,
+            text,
+            "byte-identical"
+        );
+        // Into an empty store.
         let (_d2, other) = super::tests::store();
-        let kept = import_session(&other, parse_export(&text).unwrap()).unwrap();
-        assert!(!kept.remapped);
-        assert_eq!(kept.session_id, target.id());
-        assert!(parse_export(&json!({"format": "other"})).is_err());
-        assert!(parse_export(&json!("not json")).is_err());
+        assert!(!import_session(&other, &export, false).unwrap().replaced);
+        assert!(import_session(&other, &json!({"format": "other"}), false).is_err());
+        assert!(import_session(&other, &json!("not json"), false).is_err());
+        assert!(import_session(&other, &json!(3), false).is_err());
     }
 
     #[test]

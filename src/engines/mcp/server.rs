@@ -103,6 +103,10 @@ struct Shared {
     tools: Vec<Tool>,
     pending: Mutex<HashMap<String, PendingCritique>>,
     stateless: Mutex<HashMap<String, StatelessSession>>,
+    /// Thoughts are recorded one at a time (FIFO), so calls a client pipelines are stored in
+    /// the order they started and each sees the history before it. (Two processes writing
+    /// one named session can still interleave; each commit stays whole.)
+    record_gate: tokio::sync::Mutex<()>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -262,6 +266,7 @@ impl LedgerServer {
             tools: tools::all(),
             pending: Mutex::new(HashMap::new()),
             stateless: Mutex::new(HashMap::new()),
+            record_gate: tokio::sync::Mutex::new(()),
         };
         Self {
             shared: Arc::new(shared),
@@ -403,6 +408,7 @@ impl LedgerServer {
         let fresh_chain = args.thought_number == 1
             && args.revises().is_none()
             && args.branch_from_thought.is_none();
+        let _turn = self.shared.record_gate.lock().await;
         let target = match &args.session_id {
             Some(s) => SessionTarget::Existing(self.resolve_session(s).await?),
             None => self.connection_target(caller, fresh_chain),
@@ -621,24 +627,31 @@ impl LedgerServer {
         Ok(json!({"sessions": sessions}))
     }
 
-    async fn session_export(
-        &self,
-        args: &Map<String, Value>,
-        caller: &Caller,
-    ) -> Result<Value, LedgerError> {
-        let id = self.session_arg(args, caller).await?;
+    async fn session_export(&self, args: &Map<String, Value>, caller: &Caller) -> CallToolResult {
+        let id = match self.session_arg(args, caller).await {
+            Ok(id) => id,
+            Err(e) => return tool_error(e.to_string()),
+        };
         let store = self.shared.store.clone();
-        let export = blocking(move || ledger::export_session(&store, id)).await?;
-        serde_json::to_value(export).map_err(|e| LedgerError::invalid(e.to_string()))
+        match blocking(move || ledger::export_session(&store, id)).await {
+            Ok((text, value)) => {
+                let mut r = CallToolResult::success(vec![ContentBlock::text(text)]);
+                r.structured_content = Some(value);
+                r
+            }
+            Err(e) => tool_error(e.to_string()),
+        }
     }
 
     async fn session_import(&self, args: &Map<String, Value>) -> Result<Value, LedgerError> {
-        let Some(data) = args.get("data").filter(|v| !v.is_null()) else {
+        let Some(data) = args.get("data").filter(|v| !v.is_null()).cloned() else {
             return Err(LedgerError::invalid("data is required (a session export)"));
         };
-        let export = ledger::parse_export(data)?;
+        let replace = args::optional_bool(args, "replace")
+            .map_err(|e| LedgerError::invalid(e.0))?
+            .unwrap_or(false);
         let store = self.shared.store.clone();
-        let report = blocking(move || ledger::import_session(&store, export)).await?;
+        let report = blocking(move || ledger::import_session(&store, &data, replace)).await?;
         serde_json::to_value(report).map_err(|e| LedgerError::invalid(e.to_string()))
     }
 
@@ -752,7 +765,7 @@ impl ServerHandler for LedgerServer {
             }
             tools::SESSION_START => json_or_error(self.session_start(&args, &caller).await),
             tools::SESSION_LIST => json_or_error(self.session_list(&args).await),
-            tools::SESSION_EXPORT => json_or_error(self.session_export(&args, &caller).await),
+            tools::SESSION_EXPORT => self.session_export(&args, &caller).await,
             tools::SESSION_IMPORT => json_or_error(self.session_import(&args).await),
             tools::CHECKPOINT => json_or_error(self.checkpoint(&args, &caller).await),
             tools::SEARCH => json_or_error(self.search(&args).await),

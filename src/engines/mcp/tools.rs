@@ -6,7 +6,9 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Value, json};
 
+/// The reference server's tool name.
 pub const SEQUENTIAL_THINKING: &str = "sequentialthinking";
+/// The ledger tool names.
 pub const THOUGHT: &str = "thought";
 pub const SESSION_START: &str = "session_start";
 pub const SESSION_LIST: &str = "session_list";
@@ -203,7 +205,9 @@ pub fn all() -> Vec<Tool> {
         simple(
             SESSION_EXPORT,
             "Export a ledger session",
-            "Export a session as glassbox JSON: the session, its nodes and its edges.",
+            "Export a session as glassbox JSON (format \"glassbox-session\", as `glassbox export \
+             --format json` writes it): the session, its nodes, edges, decision points, runs and \
+             recorded streams.",
             json!({"type": "object", "properties": {
                 "sessionId": {"type": "string", "description": "Session id or unique prefix (default: this connection's session)"}
             }}),
@@ -212,12 +216,17 @@ pub fn all() -> Vec<Tool> {
         simple(
             SESSION_IMPORT,
             "Import a ledger session",
-            "Import a session exported by session_export (or `glassbox` JSON export). Ids are kept \
-             unless they already exist, in which case the copy gets fresh ids.",
+            "Import a session exported by session_export or `glassbox export --format json`, ids \
+             and all. A session that is already in the store is replaced only with replace: true.",
             json!({"type": "object", "properties": {
-                "data": {"description": "The export: a JSON object, or a string holding one", "type": ["object", "string"]}
+                "data": {"description": "The export: a JSON object, or a string holding one", "type": ["object", "string"]},
+                "replace": {"type": "boolean", "description": "Replace the session if it is already in the store (default false)"}
             }, "required": ["data"]}),
             false,
+        )
+        // With replace: true it overwrites a session.
+        .with_annotations(
+            ToolAnnotations::new().read_only(false).destructive(true).idempotent(true).open_world(false),
         ),
         simple(
             CHECKPOINT,

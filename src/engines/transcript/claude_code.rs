@@ -320,6 +320,12 @@ impl FileMapper {
         }
     }
 
+    /// The Claude session id the file is named after (`<id>.jsonl`, or the folder of a
+    /// `subagents/` file).
+    pub fn file_session(&self) -> Option<&str> {
+        self.file_session.as_deref()
+    }
+
     /// Takes what the lines fed since the last call produced.
     pub fn take_batch(&mut self) -> Batch {
         let mut live = std::mem::take(&mut self.live);
@@ -458,8 +464,7 @@ impl FileMapper {
     /// A new node, keyed for a stable id by the Claude session, a key and a block index.
     fn make_node(
         &self,
-        session: SessionId,
-        claude: &str,
+        (session, claude): (SessionId, &str),
         kind: NodeType,
         key: &str,
         block: u32,
@@ -651,8 +656,7 @@ impl FileMapper {
                 None => {
                     // A result whose call is not in the file: keep it on a node of its own.
                     let mut n = self.make_node(
-                        session,
-                        &claude,
+                        (session, &claude),
                         NodeType::ToolCall,
                         &uuid,
                         1000 + i as u32,
@@ -697,7 +701,7 @@ impl FileMapper {
             } else {
                 texts.join("\n\n")
             };
-            let mut n = self.make_node(session, &claude, NodeType::Query, &uuid, 0, 0, text);
+            let mut n = self.make_node((session, &claude), NodeType::Query, &uuid, 0, 0, text);
             self.annotate(&mut n, &line);
             if images > 0 {
                 n.meta.insert("images".into(), json!(images));
@@ -849,8 +853,7 @@ impl FileMapper {
                         .unwrap_or_default()
                         .to_string();
                     let mut n = self.make_node(
-                        session,
-                        &claude,
+                        (session, &claude),
                         NodeType::Thinking,
                         &uuid,
                         bi,
@@ -904,8 +907,7 @@ impl FileMapper {
                         }
                         None => {
                             let mut n = self.make_node(
-                                session,
-                                &claude,
+                                (session, &claude),
                                 NodeType::Response,
                                 &format!("msg:{msg_id}"),
                                 0,
@@ -935,8 +937,7 @@ impl FileMapper {
                     let input = block.get("input").cloned().unwrap_or(Value::Null);
                     let text = serde_json::to_string(&input).unwrap_or_default();
                     let mut n = self.make_node(
-                        session,
-                        &claude,
+                        (session, &claude),
                         NodeType::ToolCall,
                         &uuid,
                         bi,
@@ -1075,7 +1076,7 @@ impl FileMapper {
             Some(p) => format!("Conversation compacted ({trigger}, {p} tokens before)"),
             None => format!("Conversation compacted ({trigger})"),
         };
-        let mut n = self.make_node(session, &claude, NodeType::Compaction, &uuid, 0, 0, text);
+        let mut n = self.make_node((session, &claude), NodeType::Compaction, &uuid, 0, 0, text);
         self.annotate(&mut n, &line);
         n.meta.insert("trigger".into(), json!(trigger));
         if let Some(p) = pre {

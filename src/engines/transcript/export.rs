@@ -55,7 +55,7 @@ pub fn collect(store: &Store, id: SessionId) -> Result<SessionExport, Transcript
     let mut nodes = store.session_nodes(id)?;
     nodes.sort_by_key(|n| n.id);
     let mut edges = store.session_edges(id)?;
-    edges.sort_by(|a, b| (a.src, a.kind.code(), a.dst).cmp(&(b.src, b.kind.code(), b.dst)));
+    edges.sort_by_key(|e| (e.src, e.kind.code(), e.dst));
     let mut decision_points = Vec::new();
     for n in &nodes {
         decision_points.extend(store.decision_points(n.id)?);
@@ -385,11 +385,11 @@ pub fn to_mermaid(export: &SessionExport) -> String {
     }
     let mut next_external = 0;
     for e in &export.edges {
-        if !ids.contains_key(&e.dst) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = ids.entry(e.dst) {
             let id = format!("x{next_external}");
             next_external += 1;
             let _ = writeln!(out, "  {id}[\"other session: {}\"]", e.dst.short());
-            ids.insert(e.dst, id);
+            slot.insert(id);
         }
     }
     for e in &export.edges {

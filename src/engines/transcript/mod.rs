@@ -253,6 +253,16 @@ impl Importer {
                 self.summary.files_reread += 1;
                 (fresh(), true)
             }
+            // The session this file fed was deleted since: read the file again to restore it.
+            Some((s, false))
+                if s.cursor.lines > 0
+                    && s.mapper
+                        .file_session()
+                        .is_some_and(|c| !self.sessions.contains_key(c)) =>
+            {
+                self.summary.files_reread += 1;
+                (fresh(), true)
+            }
             Some((s, _)) if s.cursor.size == size && s.cursor.mtime_ns == mtime_ns => {
                 if s.cursor.offset < size {
                     self.summary.partial_lines += 1;

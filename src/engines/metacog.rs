@@ -1,0 +1,453 @@
+//! Metacognition: the model reviews a session's recent reasoning at max effort and records
+//! insights (biases, patterns, improvement hypotheses) with evidence pointing at nodes.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::app::config::MetacogConfig;
+use crate::engines::got::{CallSettings, call_model, json_object, number};
+use crate::engines::llm::{LlmError, Provider};
+use crate::store::{
+    Insight, InsightId, Node, NodeId, NodeType, Run, RunId, RunKind, RunStatus, SessionId, Store,
+    StoreError,
+};
+
+/// What the analysis should concentrate on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum FocusArea {
+    #[value(name = "decision_quality")]
+    DecisionQuality,
+    #[value(name = "reasoning_patterns")]
+    ReasoningPatterns,
+    #[value(name = "confidence_calibration")]
+    ConfidenceCalibration,
+    #[value(name = "alternative_exploration")]
+    AlternativeExploration,
+    #[value(name = "bias_detection")]
+    BiasDetection,
+}
+
+impl FocusArea {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FocusArea::DecisionQuality => "decision_quality",
+            FocusArea::ReasoningPatterns => "reasoning_patterns",
+            FocusArea::ConfidenceCalibration => "confidence_calibration",
+            FocusArea::AlternativeExploration => "alternative_exploration",
+            FocusArea::BiasDetection => "bias_detection",
+        }
+    }
+
+    /// The instruction added to the prompt for this focus.
+    fn instruction(self) -> &'static str {
+        match self {
+            FocusArea::DecisionQuality => {
+                "Focus on decision quality: were choices at decision points well founded?"
+            }
+            FocusArea::ReasoningPatterns => {
+                "Focus on reasoning patterns: habits that recur across the nodes."
+            }
+            FocusArea::ConfidenceCalibration => {
+                "Focus on confidence calibration: did stated confidence match how sound the reasoning was?"
+            }
+            FocusArea::AlternativeExploration => {
+                "Focus on alternative exploration: were other paths considered before committing?"
+            }
+            FocusArea::BiasDetection => {
+                "Focus on biases: confirmation, anchoring, recency, availability, overconfidence."
+            }
+        }
+    }
+}
+
+/// The three kinds of insight.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InsightType {
+    BiasDetection,
+    Pattern,
+    ImprovementHypothesis,
+}
+
+impl InsightType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            InsightType::BiasDetection => "bias_detection",
+            InsightType::Pattern => "pattern",
+            InsightType::ImprovementHypothesis => "improvement_hypothesis",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Self> {
+        match s
+            .trim()
+            .to_ascii_lowercase()
+            .replace([' ', '-'], "_")
+            .as_str()
+        {
+            "bias_detection" | "bias" => Some(InsightType::BiasDetection),
+            "pattern" => Some(InsightType::Pattern),
+            "improvement_hypothesis" | "improvement" => Some(InsightType::ImprovementHypothesis),
+            _ => None,
+        }
+    }
+}
+
+/// A node an insight points at, with the quoted excerpt.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Evidence {
+    pub node_id: NodeId,
+    pub excerpt: String,
+    pub relevance: f64,
+}
+
+/// One insight as the `/api/insights` response shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InsightView {
+    pub id: InsightId,
+    pub insight_type: InsightType,
+    pub insight: String,
+    pub confidence: f64,
+    pub evidence: Vec<Evidence>,
+    pub created_at: DateTime<Utc>,
+}
+
+impl InsightView {
+    /// The stored form.
+    pub fn to_insight(&self, session: SessionId, analysed: &[NodeId]) -> Insight {
+        Insight {
+            id: self.id,
+            session,
+            kind: self.insight_type.as_str().to_string(),
+            text: self.insight.clone(),
+            confidence: self.confidence,
+            evidence: self
+                .evidence
+                .iter()
+                .map(|e| json!({"nodeId": e.node_id, "excerpt": e.excerpt, "relevance": e.relevance}))
+                .collect(),
+            nodes_analyzed: analysed.to_vec(),
+            created_at: self.created_at,
+        }
+    }
+}
+
+/// The insights read from a model answer and what had to be dropped.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ParsedInsights {
+    pub insights: Vec<InsightView>,
+    pub summary: Option<String>,
+    /// Evidence node ids that name no analysed node (possible hallucinations).
+    pub invalid_node_refs: Vec<String>,
+    /// Insights dropped because they did not fit the schema.
+    pub validation_errors: Vec<String>,
+}
+
+/// Reads `{"summary", "insights": [{insightType, insight, confidence, evidence}]}`;
+/// evidence pointing at a node outside `known` is dropped and counted, confidence and
+/// relevance are clamped to [0, 1].
+pub fn parse_insights(text: &str, known: &HashSet<NodeId>) -> ParsedInsights {
+    let mut out = ParsedInsights::default();
+    let Some(obj) = json_object(text) else {
+        out.validation_errors
+            .push("the model's answer holds no JSON object".into());
+        return out;
+    };
+    out.summary = obj
+        .get("summary")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let items = match obj.get("insights") {
+        Some(Value::Array(a)) => a.clone(),
+        _ if obj.contains_key("insight") => vec![Value::Object(obj.clone())],
+        _ => Vec::new(),
+    };
+    for (i, item) in items.iter().enumerate() {
+        let kind = ["insightType", "insight_type", "type"]
+            .iter()
+            .find_map(|k| item.get(*k).and_then(Value::as_str));
+        let Some(kind) = kind.and_then(InsightType::parse) else {
+            out.validation_errors
+                .push(format!("insight {i}: missing or unknown insightType"));
+            continue;
+        };
+        let text = item
+            .get("insight")
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .unwrap_or_default();
+        if text.is_empty() {
+            out.validation_errors
+                .push(format!("insight {i}: empty insight text"));
+            continue;
+        }
+        let clamp = |v: Option<f64>| {
+            v.filter(|c| c.is_finite())
+                .map_or(0.0, |c| c.clamp(0.0, 1.0))
+        };
+        let mut evidence = Vec::new();
+        for e in item
+            .get("evidence")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let raw = ["nodeId", "node_id", "node"]
+                .iter()
+                .find_map(|k| e.get(*k).and_then(Value::as_str))
+                .unwrap_or_default();
+            match raw.trim().parse::<NodeId>() {
+                Ok(id) if known.contains(&id) => evidence.push(Evidence {
+                    node_id: id,
+                    excerpt: e
+                        .get("excerpt")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string(),
+                    relevance: clamp(number(e.get("relevance"))),
+                }),
+                _ => out.invalid_node_refs.push(raw.to_string()),
+            }
+        }
+        out.insights.push(InsightView {
+            id: InsightId::new(),
+            insight_type: kind,
+            insight: text.to_string(),
+            confidence: clamp(number(item.get("confidence"))),
+            evidence,
+            created_at: Utc::now(),
+        });
+    }
+    out
+}
+
+/// The nodes to analyse: the last `max_nodes` thinking nodes, topped up to `min_nodes`
+/// with the newest other nodes, in session order.
+pub fn gather(nodes: &[Node], cfg: &MetacogConfig) -> Vec<Node> {
+    let mut picked: Vec<usize> = nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.kind == NodeType::Thinking)
+        .map(|(i, _)| i)
+        .collect();
+    picked = picked.split_off(picked.len().saturating_sub(cfg.max_nodes));
+    if picked.len() < cfg.min_nodes {
+        let want = cfg.min_nodes.min(cfg.max_nodes) - picked.len().min(cfg.min_nodes);
+        let extra: Vec<usize> = (0..nodes.len())
+            .rev()
+            .filter(|i| !picked.contains(i) && !nodes[*i].text.trim().is_empty())
+            .take(want)
+            .collect();
+        picked.extend(extra);
+        picked.sort_unstable();
+    }
+    picked.into_iter().map(|i| nodes[i].clone()).collect()
+}
+
+/// The analysis context: per node its id, kind, question, confidence, decision count,
+/// time and text (capped at `node_chars`), `total_chars` in all.
+pub fn format_context(
+    store: &Store,
+    all: &[Node],
+    picked: &[Node],
+    cfg: &MetacogConfig,
+) -> Result<String, StoreError> {
+    let mut out = String::new();
+    for n in picked {
+        let query = all
+            .iter()
+            .take_while(|m| m.id != n.id)
+            .filter(|m| m.kind == NodeType::Query)
+            .last()
+            .map(|q| q.text.chars().take(300).collect::<String>())
+            .unwrap_or_default();
+        let decisions = store.decision_points(n.id)?.len();
+        let text: String = n.text.chars().take(cfg.node_chars).collect();
+        let block = format!(
+            "--- node {}\nkind: {}\nquery: {}\nconfidence: {}\ndecisions: {}\ntime: {}\n{}\n\n",
+            n.id,
+            n.kind.as_str(),
+            query,
+            n.confidence
+                .map_or("unknown".to_string(), |c| format!("{:.0}%", c * 100.0)),
+            decisions,
+            n.created_at.to_rfc3339(),
+            text
+        );
+        let room = cfg.total_chars.saturating_sub(out.chars().count());
+        if room == 0 {
+            break;
+        }
+        out.extend(block.chars().take(room));
+    }
+    Ok(out)
+}
+
+/// Failures of an analysis.
+#[derive(Debug, thiserror::Error)]
+pub enum MetacogError {
+    #[error("session {0} has no nodes to analyse")]
+    Empty(SessionId),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("model call failed: {0}")]
+    Model(#[from] LlmError),
+}
+
+/// The outcome of one analysis.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MetacogResult {
+    pub insights: Vec<InsightView>,
+    pub nodes_analyzed: Vec<NodeId>,
+    pub summary: Option<String>,
+    pub invalid_node_refs: Vec<String>,
+    pub validation_errors: Vec<String>,
+    pub run: RunId,
+}
+
+/// Runs metacognitive analyses with one provider and stores the insights.
+pub struct Metacog {
+    pub store: Store,
+    pub provider: Arc<dyn Provider>,
+    pub call: CallSettings,
+    /// The `metacog/analyze` prompt.
+    pub prompt: String,
+    pub config: MetacogConfig,
+}
+
+impl Metacog {
+    /// Analyses the session's recent nodes and stores each insight.
+    pub async fn analyze(
+        &self,
+        session: SessionId,
+        focus: Option<FocusArea>,
+        cancel: &CancellationToken,
+    ) -> Result<MetacogResult, MetacogError> {
+        let all = self.store.session_nodes(session)?;
+        let picked = gather(&all, &self.config);
+        if picked.is_empty() {
+            return Err(MetacogError::Empty(session));
+        }
+        let context = format_context(&self.store, &all, &picked, &self.config)?;
+        let mut system = self.prompt.clone();
+        if let Some(f) = focus {
+            system.push_str("\n\n");
+            system.push_str(f.instruction());
+        }
+        let user = format!("Nodes of the session:\n\n{context}\nRecord your insights.");
+        let reply = call_model(&*self.provider, &self.call, &system, user, cancel).await?;
+        let known: HashSet<NodeId> = picked.iter().map(|n| n.id).collect();
+        let parsed = parse_insights(&reply.text, &known);
+        let analysed: Vec<NodeId> = picked.iter().map(|n| n.id).collect();
+        let run = RunId::new();
+        self.store.write(|w| {
+            for i in &parsed.insights {
+                w.put_insight(&i.to_insight(session, &analysed))?;
+            }
+            w.put_run(&Run {
+                id: run,
+                session,
+                kind: RunKind::Insights,
+                params: json!({"focus": focus.map(FocusArea::as_str)}),
+                summary: json!({
+                    "insights": parsed.insights.iter().map(|i| i.id).collect::<Vec<_>>(),
+                    "nodesAnalyzed": analysed,
+                    "summary": parsed.summary,
+                    "invalidNodeRefs": parsed.invalid_node_refs,
+                    "validationErrors": parsed.validation_errors,
+                    "tokens": reply.tokens,
+                }),
+                status: RunStatus::Done,
+                created_at: Utc::now(),
+                finished_at: Some(Utc::now()),
+            })
+        })?;
+        Ok(MetacogResult {
+            insights: parsed.insights,
+            nodes_analyzed: analysed,
+            summary: parsed.summary,
+            invalid_node_refs: parsed.invalid_node_refs,
+            validation_errors: parsed.validation_errors,
+            run,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evidence_to_unknown_nodes_is_dropped_and_counted() {
+        let a = NodeId::new();
+        let b = NodeId::new();
+        let stranger = NodeId::new();
+        let known: HashSet<NodeId> = [a, b].into_iter().collect();
+        let text = json!({
+            "summary": "s",
+            "insights": [
+                {"insightType": "bias_detection", "insight": "anchoring on the first idea", "confidence": 1.7,
+                 "evidence": [
+                    {"nodeId": a.to_string(), "excerpt": "first", "relevance": 0.9},
+                    {"nodeId": stranger.to_string(), "excerpt": "made up", "relevance": 0.5},
+                    {"nodeId": "not-a-uuid", "excerpt": "?", "relevance": 0.5}
+                 ]},
+                {"insightType": "pattern", "insight": "checks units", "confidence": -0.2,
+                 "evidence": [{"nodeId": b.to_string(), "excerpt": "units", "relevance": 3}]},
+                {"insightType": "mood", "insight": "x", "confidence": 0.5, "evidence": []}
+            ]
+        })
+        .to_string();
+        let p = parse_insights(&format!("Here you go:\n{text}"), &known);
+        assert_eq!(p.insights.len(), 2);
+        assert_eq!(p.insights[0].insight_type, InsightType::BiasDetection);
+        assert_eq!(p.insights[0].evidence.len(), 1);
+        assert_eq!(p.insights[0].evidence[0].node_id, a);
+        assert_eq!(p.insights[0].confidence, 1.0);
+        assert_eq!(p.insights[1].confidence, 0.0);
+        assert_eq!(p.insights[1].evidence[0].relevance, 1.0);
+        assert_eq!(
+            p.invalid_node_refs,
+            vec![stranger.to_string(), "not-a-uuid".to_string()]
+        );
+        assert_eq!(p.validation_errors.len(), 1);
+        assert_eq!(p.summary.as_deref(), Some("s"));
+    }
+
+    #[test]
+    fn gather_prefers_thinking_nodes_and_tops_up_to_the_minimum() {
+        let s = SessionId::new();
+        let cfg = MetacogConfig {
+            min_nodes: 3,
+            max_nodes: 4,
+            node_chars: 10,
+            total_chars: 100,
+            effort: crate::engines::llm::Effort::Max,
+            max_tokens: 100,
+        };
+        let mk = |k, t: &str| Node::new(s, k, t);
+        let nodes = vec![
+            mk(NodeType::Query, "q1"),
+            mk(NodeType::Thinking, "t1"),
+            mk(NodeType::Response, "r1"),
+            mk(NodeType::Query, "q2"),
+            mk(NodeType::Thinking, "t2"),
+            mk(NodeType::Response, "r2"),
+        ];
+        let texts: Vec<String> = gather(&nodes, &cfg).into_iter().map(|n| n.text).collect();
+        assert_eq!(texts, vec!["t1", "t2", "r2"]);
+        let many: Vec<Node> = (0..6)
+            .map(|i| mk(NodeType::Thinking, &format!("t{i}")))
+            .collect();
+        let texts: Vec<String> = gather(&many, &cfg).into_iter().map(|n| n.text).collect();
+        assert_eq!(texts, vec!["t2", "t3", "t4", "t5"]);
+    }
+}
