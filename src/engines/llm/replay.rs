@@ -129,18 +129,14 @@ impl WireDecoder for LocalRecordDecoder {
     }
 }
 
-/// The decoder that reads a recording made by `provider`.
+/// The decoder that reads a recording made by `provider`: the live decoders for HTTP
+/// providers, the token-record decoder for the local model.
 pub fn decoder_for(provider: &str) -> Result<Box<dyn WireDecoder>, LlmError> {
-    Ok(match provider {
-        "anthropic" => Box::new(super::anthropic::AnthropicDecoder::new()),
-        "openai" => Box::new(super::openai::OpenAiDecoder::new(false)),
-        "ollama" => Box::new(super::ollama::OllamaDecoder::new(false)),
-        "local" => Box::new(LocalRecordDecoder::default()),
-        other => {
-            return Err(LlmError::Config {
-                message: format!("cannot replay a recording of provider '{other}'"),
-            });
-        }
+    if provider == "local" {
+        return Ok(Box::new(LocalRecordDecoder::default()));
+    }
+    super::http::decoder_for(provider, false).ok_or_else(|| LlmError::Config {
+        message: format!("cannot replay a recording of provider '{provider}'"),
     })
 }
 
