@@ -249,13 +249,13 @@ fn search_finds_a_word_only_in_one_thinking_block() {
 }
 
 #[test]
-fn v1_store_migrates_through_v2_to_v3_and_is_searchable() {
+fn v1_store_migrates_to_v4_and_is_searchable() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.redb");
     std::fs::copy(Path::new(FIXTURES).join("store_v1.redb"), &path).unwrap();
     let store = Store::open(&path).unwrap();
-    assert_eq!(SCHEMA_VERSION, 3);
-    assert_eq!(store.schema_version().unwrap(), 3);
+    assert_eq!(SCHEMA_VERSION, 4);
+    assert_eq!(store.schema_version().unwrap(), 4);
     assert_eq!(
         store.search_doc_count().unwrap(),
         1,
@@ -375,7 +375,7 @@ fn replay_print_plays_recorded_streams_and_imported_sessions() {
     let (ok, _, err) = glassbox(&data, &["replay", &imported]);
     assert!(!ok);
     assert!(
-        err.contains("TUI replay mode is not available yet") && err.contains("--print"),
+        err.contains("the TUI replay needs a terminal") && err.contains("--print"),
         "{err}"
     );
     let (ok, _, err) = glassbox(&data, &["search", "qwxzvvkq"]);

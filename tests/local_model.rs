@@ -185,3 +185,184 @@ async fn cancellation_stops_generation_early_and_keeps_the_partial_node() {
         "the answer pass must not start after a cancel"
     );
 }
+
+/// Runs the binary against the embedded model with short answers, asserts success and
+/// returns stdout as JSON.
+fn local_json(data: &std::path::Path, args: &[&str]) -> serde_json::Value {
+    let out = glassbox(data)
+        .env("GLASSBOX_GOT__MAX_TOKENS", "64")
+        .env("GLASSBOX_VERIFY__MAX_TOKENS", "64")
+        .env("GLASSBOX_GENERATION__TEMPERATURE", "0")
+        .args(["--provider", "local"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "glassbox {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "glassbox {args:?} printed no JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+fn unit(v: &serde_json::Value, what: &str) -> f64 {
+    let x = v
+        .as_f64()
+        .unwrap_or_else(|| panic!("{what} is not a number: {v}"));
+    assert!((0.0..=1.0).contains(&x), "{what} = {x} is outside [0, 1]");
+    x
+}
+
+#[test]
+fn a_small_graph_of_thoughts_search_completes_with_a_well_formed_result() {
+    if model_path().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let v = local_json(
+        dir.path(),
+        &[
+            "got",
+            "How can a small team cut its cloud bill?",
+            "--max-depth",
+            "2",
+            "--branching",
+            "2",
+            "--max-thoughts",
+            "7",
+            "--json",
+        ],
+    );
+    let answer = v["answer"].as_str().expect("answer is a string");
+    let confidence = unit(&v["confidence"], "confidence");
+    let stats = &v["stats"];
+    let total = stats["totalThoughts"].as_u64().unwrap();
+    assert!((1..=7).contains(&total), "totalThoughts = {total}");
+    assert!(stats["thoughtsExplored"].as_u64().unwrap() <= total);
+    assert!(stats["thoughtsPruned"].as_u64().unwrap() <= total);
+    assert!(stats["maxDepthReached"].as_u64().unwrap() <= 2);
+    assert!(
+        stats["totalTokens"].as_u64().unwrap() > 0,
+        "no tokens counted"
+    );
+    assert_eq!(v["graphState"]["thoughtCount"], total);
+    assert!(v["reasoningSummary"].as_str().unwrap().contains("bfs"));
+
+    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let sid = v["sessionId"].as_str().unwrap().parse().unwrap();
+    let run = store
+        .run(v["runId"].as_str().unwrap().parse().unwrap())
+        .unwrap()
+        .expect("the run is stored");
+    assert_eq!(run.kind, glassbox::store::RunKind::Got);
+    assert_eq!(run.session, sid);
+    let ids = v["nodeIds"].as_array().unwrap();
+    assert_eq!(ids.len() as u64, total);
+    let mut nodes = Vec::new();
+    for id in ids {
+        let n = store
+            .node(id.as_str().unwrap().parse().unwrap())
+            .unwrap()
+            .unwrap_or_else(|| panic!("thought {id} is not stored"));
+        assert_eq!(n.kind, NodeType::GotThought);
+        assert_eq!(n.session, sid);
+        nodes.push(n);
+    }
+    // The answer is the best thought's text and the confidence its score, or nothing at
+    // all when no thought was verified.
+    match v["graphState"]["bestThoughts"].as_array().unwrap().first() {
+        Some(best) => {
+            let n = nodes
+                .iter()
+                .find(|n| n.id.to_string() == best.as_str().unwrap())
+                .expect("the best thought is one of the thoughts");
+            assert_eq!(answer, n.text);
+            assert_eq!(Some(confidence), n.confidence);
+        }
+        None => assert_eq!((answer, confidence), ("", 0.0)),
+    }
+}
+
+#[test]
+fn verifying_three_steps_gives_three_well_formed_verdicts() {
+    if model_path().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("steps.json");
+    std::fs::write(
+        &file,
+        serde_json::json!([
+            {"content": "12 is divisible by 2.", "type": "analysis"},
+            {"content": "12 / 2 = 6, and 6 / 2 = 3."},
+            {"content": "So 12 = 2 × 2 × 3.", "type": "conclusion"},
+        ])
+        .to_string(),
+    )
+    .unwrap();
+    let v = local_json(
+        dir.path(),
+        &[
+            "verify",
+            "--steps-file",
+            file.to_str().unwrap(),
+            "--question",
+            "What is the prime factorisation of 12?",
+            "--json",
+        ],
+    );
+    let steps = v["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3);
+    let mut verdicts = Vec::new();
+    for (i, s) in steps.iter().enumerate() {
+        assert_eq!(s["stepIndex"], i);
+        let verdict = s["verdict"].as_str().unwrap();
+        assert!(
+            ["correct", "incorrect", "neutral", "uncertain"].contains(&verdict),
+            "step {i}: verdict {verdict}"
+        );
+        unit(&s["confidence"], "step confidence");
+        assert!(
+            s["explanation"].is_string() && s["issues"].is_array(),
+            "{s}"
+        );
+        verdicts.push(verdict.to_string());
+    }
+    let score = unit(&v["overallScore"], "chain score");
+    assert_eq!(v["isValid"], score >= 0.7);
+    let first = verdicts
+        .iter()
+        .position(|d| d == "incorrect")
+        .map_or(-1, |i| i as i64);
+    assert_eq!(v["firstErrorAt"], first);
+
+    // Stored as three verify_step nodes carrying the same verdicts.
+    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let ids = v["nodeIds"].as_array().unwrap();
+    assert_eq!(ids.len(), 3);
+    for (id, verdict) in ids.iter().zip(&verdicts) {
+        let n = store
+            .node(id.as_str().unwrap().parse().unwrap())
+            .unwrap()
+            .unwrap();
+        assert_eq!(n.kind, NodeType::VerifyStep);
+        assert_eq!(n.meta["verdict"], verdict.as_str());
+    }
+    drop(store);
+
+    // The ProcessBench label of the session is the model's first error.
+    let out = glassbox(dir.path())
+        .args(["export", v["sessionId"].as_str().unwrap()])
+        .args(["--format", "processbench"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let pb: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(pb[0]["label"], first);
+    assert_eq!(pb[0]["problem"], "What is the prime factorisation of 12?");
+}

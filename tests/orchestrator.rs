@@ -1,18 +1,22 @@
 //! The orchestrator over real HTTP: multi-turn history, compaction when the history would
-//! overflow the context, the session token budget, and the knowledge hook.
+//! overflow the context, compaction by the provider, the session token budget, and the
+//! knowledge hook.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;
 
 use std::sync::Arc;
 
-use glassbox::engines::llm::ThinkingMode;
+use futures::StreamExt;
+use glassbox::engines::llm::anthropic::AnthropicProvider;
 use glassbox::engines::llm::http::{ApiKey, HttpSettings};
 use glassbox::engines::llm::openai::OpenAiProvider;
+use glassbox::engines::llm::replay::ReplayProvider;
+use glassbox::engines::llm::{CallCtx, ChatRequest, Provider, StreamEvent, ThinkingMode};
 use glassbox::engines::orchestrator::{
     KnowledgeContext, Orchestrator, TurnEvent, TurnOutcome, TurnRequest,
 };
-use glassbox::store::{EdgeType, NodeType, SessionId, Store};
+use glassbox::store::{EdgeType, NodeId, NodeType, SessionId, Store};
 use support::{Script, ScriptedServer, Step};
 
 /// An OpenAI-compatible stream answering `text` with `tokens` output tokens.
@@ -170,4 +174,162 @@ async fn knowledge_context_goes_into_the_system_prompt() {
     let r = server.requests();
     assert!(r[0].json.to_string().contains("The moon causes tides."));
     assert!(!r[1].json.to_string().contains("The moon causes tides."));
+}
+
+/// An Anthropic stream answering `text`, opened by a compaction block holding `summary`
+/// when there is one (split over two deltas, to show they are joined).
+fn anthropic_answer(summary: Option<&str>, text: &str) -> Step {
+    let frame = |v: serde_json::Value| {
+        let kind = v["type"].as_str().unwrap().to_string();
+        format!("event: {kind}\ndata: {v}\n\n")
+    };
+    let mut body = frame(
+        serde_json::json!({"type": "message_start", "message": {"id": "msg", "type": "message", "role": "assistant", "model": "claude-opus-4-6", "content": [], "usage": {"input_tokens": 50, "output_tokens": 1}}}),
+    );
+    let mut index = 0;
+    if let Some(summary) = summary {
+        let (a, b) = summary.split_at(summary.len() / 2);
+        body += &frame(
+            serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "compaction", "content": ""}}),
+        );
+        for part in [a, b] {
+            body += &frame(
+                serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "compaction_delta", "content": part}}),
+            );
+        }
+        body += &frame(serde_json::json!({"type": "content_block_stop", "index": 0}));
+        index = 1;
+    }
+    body += &frame(
+        serde_json::json!({"type": "content_block_start", "index": index, "content_block": {"type": "text", "text": ""}}),
+    );
+    body += &frame(
+        serde_json::json!({"type": "content_block_delta", "index": index, "delta": {"type": "text_delta", "text": text}}),
+    );
+    body += &frame(serde_json::json!({"type": "content_block_stop", "index": index}));
+    body += &frame(
+        serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 5}}),
+    );
+    body += &frame(serde_json::json!({"type": "message_stop"}));
+    Step::sse(body)
+}
+
+fn anthropic_orchestrator(store: &Store, url: &str) -> Orchestrator {
+    let settings = HttpSettings {
+        base_url: url.to_string(),
+        keys: vec![ApiKey::new("k")],
+        max_retries: 0,
+        ..Default::default()
+    };
+    Orchestrator::new(
+        store.clone(),
+        Arc::new(AnthropicProvider::with_compaction(settings, true).unwrap()),
+        "claude-opus-4-6",
+    )
+}
+
+#[tokio::test]
+async fn a_provider_compaction_becomes_a_boundary_node_and_goes_back_instead_of_history() {
+    let summary = "SUMMARY: first they asked about tides; the moon did it.";
+    let script = Script::new(vec![
+        anthropic_answer(None, "first answer"),
+        anthropic_answer(Some(summary), "second answer"),
+        anthropic_answer(None, "third answer"),
+    ]);
+    let server = ScriptedServer::start(script).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let orch = anthropic_orchestrator(&store, &server.url());
+    let (first, events) = ask(&orch, None, "first question").await.unwrap();
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, TurnEvent::Compacted { .. }))
+    );
+    let sid = first.session;
+    let (second, events) = ask(&orch, Some(sid), "second question").await.unwrap();
+    assert_eq!(second.error, None);
+    assert_eq!(
+        store.node(second.response.unwrap()).unwrap().unwrap().text,
+        "second answer"
+    );
+
+    // Exactly one compaction node, holding the summary and superseding the first turn.
+    let compacted: Vec<(NodeId, usize)> = events
+        .iter()
+        .filter_map(|e| match e {
+            TurnEvent::Compacted { node, superseded } => Some((*node, *superseded)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(compacted.len(), 1, "{events:?}");
+    let (node, superseded) = compacted[0];
+    let nodes = store.session_nodes(sid).unwrap();
+    let compactions: Vec<_> = nodes
+        .iter()
+        .filter(|n| n.kind == NodeType::Compaction)
+        .collect();
+    assert_eq!(compactions.len(), 1);
+    let c = compactions[0];
+    assert_eq!(c.id, node);
+    assert_eq!(c.text, summary);
+    assert_eq!(
+        c.raw_stream,
+        Some(second.stream),
+        "it came from the recorded stream"
+    );
+    let mut targets: Vec<NodeId> = store
+        .edges_from(node, Some(EdgeType::Supersedes))
+        .unwrap()
+        .into_iter()
+        .map(|e| e.dst)
+        .collect();
+    targets.sort();
+    let mut earlier = vec![first.query, first.response.unwrap()];
+    earlier.sort();
+    assert_eq!(targets, earlier, "the history before it: the first turn");
+    assert_eq!(superseded, 2);
+    let session = store.session(sid).unwrap().unwrap();
+    assert_eq!(session.meta["compactions"], serde_json::json!(1));
+
+    // The next turn sends the compaction block with its answer, not the superseded turn.
+    ask(&orch, Some(sid), "third question").await.unwrap();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(
+        requests[1].json["messages"]
+            .to_string()
+            .contains("first question")
+    );
+    let last = &requests[2];
+    assert_eq!(last.header("anthropic-beta"), Some("compact-2026-01-12"));
+    assert_eq!(
+        last.json["messages"],
+        serde_json::json!([
+            {"role": "user", "content": "second question"},
+            {"role": "assistant", "content": [
+                {"type": "compaction", "content": summary},
+                {"type": "text", "text": "second answer"}
+            ]},
+            {"role": "user", "content": "third question"}
+        ])
+    );
+    let sent = last.json["messages"].to_string();
+    assert!(!sent.contains("first question") && !sent.contains("first answer"));
+
+    // The recorded stream replays the compaction block.
+    let replay = ReplayProvider::from_store(&store, second.stream, 0.0).unwrap();
+    let replayed: Vec<StreamEvent> = replay
+        .stream(ChatRequest::new("m", vec![]), CallCtx::default())
+        .collect()
+        .await;
+    assert!(
+        replayed.contains(&StreamEvent::Compaction {
+            summary: summary.into(),
+            encrypted_content: None,
+        }),
+        "{replayed:?}"
+    );
+    let header = store.raw_stream(second.stream).unwrap().unwrap();
+    assert!(header.nodes.contains(&node));
 }

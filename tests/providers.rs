@@ -316,6 +316,80 @@ async fn anthropic_interleaved_thinking_keeps_block_order() {
     );
 }
 
+fn compaction_fixture_events() -> Vec<StreamEvent> {
+    vec![
+        StreamEvent::Compaction {
+            summary: "<summary>The user is building a web scraper in Python — «requests» first, then JavaScript pages; next step: rate limiting.</summary>".into(),
+            encrypted_content: None,
+        },
+        tx("Rate limiting next: use a token bucket."),
+        usage(Usage {
+            input_tokens: 23000,
+            output_tokens: 1000,
+            ..Usage::default()
+        }),
+        stop(StopReason::EndTurn),
+    ]
+}
+
+#[tokio::test]
+async fn anthropic_compaction_block_is_one_event_however_chunked() {
+    let body = fixture("anthropic_compaction.sse");
+    for by in [
+        ChunkBy::Frames,
+        ChunkBy::Bytes(1),
+        ChunkBy::Bytes(7),
+        ChunkBy::Whole,
+    ] {
+        let server = ScriptedServer::start(Script::new(vec![Step::sse(&body).rechunk(by)])).await;
+        let p = AnthropicProvider::with_compaction(settings(server.url(), &[KEY1]), true).unwrap();
+        let events = call(&p).await;
+        // The unknown `future_block` in between is skipped without a trace.
+        assert_eq!(
+            merged(&events),
+            compaction_fixture_events(),
+            "chunking {by:?}"
+        );
+        let r = &server.requests()[0];
+        assert_eq!(r.header("anthropic-beta"), Some("compact-2026-01-12"));
+        assert_eq!(
+            r.json["context_management"],
+            json!({"edits": [{"type": "compact_20260112"}]})
+        );
+    }
+    // The decoder that replays recorded bytes reads them the same way, byte by byte too.
+    let mut decoder = decoder_for("anthropic", false).unwrap();
+    let mut replayed = Vec::new();
+    for byte in body.chunks(1) {
+        replayed.extend(decoder.feed(byte));
+    }
+    replayed.extend(decoder.finish());
+    assert_eq!(merged(&replayed), compaction_fixture_events());
+    // Without the switch the request does not opt in, and the block is still understood.
+    let server = ScriptedServer::start(Script::new(vec![Step::sse(&body)])).await;
+    let events = call(&anthropic(&server)).await;
+    assert_eq!(merged(&events), compaction_fixture_events());
+    let r = &server.requests()[0];
+    assert_eq!(r.header("anthropic-beta"), None);
+    assert!(r.json.get("context_management").is_none());
+}
+
+#[tokio::test]
+async fn anthropic_compaction_beta_joins_a_configured_beta_header() {
+    let server = ScriptedServer::start(Script::new(vec![Step::fixture(
+        fixtures().join("anthropic_compaction.sse"),
+    )]))
+    .await;
+    let mut s = settings(server.url(), &[KEY1]);
+    s.extra_headers = vec![("anthropic-beta".into(), "other-2025-01-01".into())];
+    let p = AnthropicProvider::with_compaction(s, true).unwrap();
+    call(&p).await;
+    assert_eq!(
+        server.requests()[0].header("anthropic-beta"),
+        Some("other-2025-01-01,compact-2026-01-12")
+    );
+}
+
 #[tokio::test]
 async fn anthropic_data_only_crlf_padded_stream() {
     let body = fixture("anthropic_data_only.sse");

@@ -414,7 +414,7 @@ async fn sessions_rename_switch_new_and_delete_from_the_keyboard() {
     .await;
     assert_eq!(store.session(id).unwrap().unwrap().title, "Index choice");
     // Switch to the other session through the session search.
-    press(&mut app, KeyCode::Char('/'));
+    press(&mut app, KeyCode::Char('s'));
     type_text(&mut app, "sky");
     press(&mut app, KeyCode::Enter);
     pump_until(&mut app, |a| {

@@ -13,11 +13,30 @@ pub enum Section {
     Input,
     /// While a pane has focus.
     Normal,
+    /// In the Fork workspace (wins over `[normal]` there).
+    Fork,
+    /// In the Graph-of-Thoughts workspace.
+    Got,
+    /// In the Verify workspace.
+    Verify,
+    /// In the Insights workspace.
+    Insights,
+    /// In the Replay workspace.
+    Replay,
 }
 
 impl Section {
     /// Every section, in the order of the keymap file.
-    pub const ALL: [Section; 3] = [Section::Global, Section::Input, Section::Normal];
+    pub const ALL: [Section; 8] = [
+        Section::Global,
+        Section::Input,
+        Section::Normal,
+        Section::Fork,
+        Section::Got,
+        Section::Verify,
+        Section::Insights,
+        Section::Replay,
+    ];
 
     /// The section's name in keymap.toml (`global`, `input`, `normal`).
     pub fn name(self) -> &'static str {
@@ -25,6 +44,11 @@ impl Section {
             Section::Global => "global",
             Section::Input => "input",
             Section::Normal => "normal",
+            Section::Fork => "fork",
+            Section::Got => "got",
+            Section::Verify => "verify",
+            Section::Insights => "insights",
+            Section::Replay => "replay",
         }
     }
 
@@ -34,6 +58,11 @@ impl Section {
             Section::Global => "Everywhere",
             Section::Input => "Question box",
             Section::Normal => "Panes",
+            Section::Fork => "Fork workspace",
+            Section::Got => "Graph of Thoughts workspace",
+            Section::Verify => "Verify workspace",
+            Section::Insights => "Insights workspace",
+            Section::Replay => "Replay workspace",
         }
     }
 
@@ -61,6 +90,11 @@ pub enum Action {
     WorkspaceThink,
     WorkspaceSessions,
     WorkspaceLedger,
+    WorkspaceFork,
+    WorkspaceGot,
+    WorkspaceVerify,
+    WorkspaceInsights,
+    WorkspaceReplay,
     // Question box.
     Submit,
     Newline,
@@ -88,6 +122,38 @@ pub enum Action {
     RenameSession,
     DeleteSession,
     ContinueFromHere,
+    SearchText,
+    ForkHere,
+    Checkpoint,
+    VerifyNode,
+    RunInsights,
+    ReplaySession,
+    NewFork,
+    Debate,
+    ExpandBranch,
+    ToggleMark,
+    MergeBranches,
+    ChallengeBranch,
+    Refork,
+    NextColumn,
+    PrevColumn,
+    NewSearch,
+    PauseResume,
+    StepSearch,
+    PinThought,
+    PruneThought,
+    BoostThought,
+    LowerThought,
+    SetBudget,
+    ForkAtError,
+    NextError,
+    PrevError,
+    OpenEvidence,
+    PlayPause,
+    StepForward,
+    StepBack,
+    SpeedUp,
+    SpeedDown,
 }
 
 /// The bindable actions, grouped by section, in a stable order.
@@ -104,6 +170,11 @@ const BINDABLE: &[Action] = &[
     Action::WorkspaceThink,
     Action::WorkspaceSessions,
     Action::WorkspaceLedger,
+    Action::WorkspaceFork,
+    Action::WorkspaceGot,
+    Action::WorkspaceVerify,
+    Action::WorkspaceInsights,
+    Action::WorkspaceReplay,
     Action::Submit,
     Action::Newline,
     Action::HistoryPrev,
@@ -129,6 +200,38 @@ const BINDABLE: &[Action] = &[
     Action::RenameSession,
     Action::DeleteSession,
     Action::ContinueFromHere,
+    Action::SearchText,
+    Action::ForkHere,
+    Action::Checkpoint,
+    Action::VerifyNode,
+    Action::RunInsights,
+    Action::ReplaySession,
+    Action::NewFork,
+    Action::Debate,
+    Action::ExpandBranch,
+    Action::ToggleMark,
+    Action::MergeBranches,
+    Action::ChallengeBranch,
+    Action::Refork,
+    Action::NextColumn,
+    Action::PrevColumn,
+    Action::NewSearch,
+    Action::PauseResume,
+    Action::StepSearch,
+    Action::PinThought,
+    Action::PruneThought,
+    Action::BoostThought,
+    Action::LowerThought,
+    Action::SetBudget,
+    Action::ForkAtError,
+    Action::NextError,
+    Action::PrevError,
+    Action::OpenEvidence,
+    Action::PlayPause,
+    Action::StepForward,
+    Action::StepBack,
+    Action::SpeedUp,
+    Action::SpeedDown,
 ];
 
 impl Action {
@@ -182,6 +285,43 @@ impl Action {
             Action::RenameSession => "rename_session",
             Action::DeleteSession => "delete_session",
             Action::ContinueFromHere => "continue_from_here",
+            Action::WorkspaceFork => "workspace_fork",
+            Action::WorkspaceGot => "workspace_got",
+            Action::WorkspaceVerify => "workspace_verify",
+            Action::WorkspaceInsights => "workspace_insights",
+            Action::WorkspaceReplay => "workspace_replay",
+            Action::SearchText => "search_text",
+            Action::ForkHere => "fork_here",
+            Action::Checkpoint => "checkpoint",
+            Action::VerifyNode => "verify_node",
+            Action::RunInsights => "run_insights",
+            Action::ReplaySession => "replay_session",
+            Action::NewFork => "new_fork",
+            Action::Debate => "debate",
+            Action::ExpandBranch => "expand_branch",
+            Action::ToggleMark => "toggle_mark",
+            Action::MergeBranches => "merge_branches",
+            Action::ChallengeBranch => "challenge_branch",
+            Action::Refork => "refork",
+            Action::NextColumn => "next_column",
+            Action::PrevColumn => "prev_column",
+            Action::NewSearch => "new_search",
+            Action::PauseResume => "pause_resume",
+            Action::StepSearch => "step_search",
+            Action::PinThought => "pin_thought",
+            Action::PruneThought => "prune_thought",
+            Action::BoostThought => "boost_thought",
+            Action::LowerThought => "lower_thought",
+            Action::SetBudget => "set_budget",
+            Action::ForkAtError => "fork_at_error",
+            Action::NextError => "next_error",
+            Action::PrevError => "prev_error",
+            Action::OpenEvidence => "open_evidence",
+            Action::PlayPause => "play_pause",
+            Action::StepForward => "step_forward",
+            Action::StepBack => "step_back",
+            Action::SpeedUp => "speed_up",
+            Action::SpeedDown => "speed_down",
         }
     }
 
@@ -225,6 +365,43 @@ impl Action {
             Action::RenameSession => "Rename the session",
             Action::DeleteSession => "Delete the session",
             Action::ContinueFromHere => "Ask on from the selected node (a branch)",
+            Action::WorkspaceFork => "Go to the Fork workspace",
+            Action::WorkspaceGot => "Go to the Graph of Thoughts workspace",
+            Action::WorkspaceVerify => "Go to the Verify workspace",
+            Action::WorkspaceInsights => "Go to the Insights workspace",
+            Action::WorkspaceReplay => "Go to the Replay workspace",
+            Action::SearchText => "Full-text search of everything",
+            Action::ForkHere => "Fork the selected node or step",
+            Action::Checkpoint => "Checkpoint: verified, questionable, disagree",
+            Action::VerifyNode => "Verify the selected thinking step by step",
+            Action::RunInsights => "Metacognitive insights on the session",
+            Action::ReplaySession => "Replay the session",
+            Action::NewFork => "Fork a new question",
+            Action::Debate => "Debate the branches",
+            Action::ExpandBranch => "Expand the branch at max effort",
+            Action::ToggleMark => "Mark or unmark the branch",
+            Action::MergeBranches => "Merge the marked branches",
+            Action::ChallengeBranch => "Challenge the branch",
+            Action::Refork => "Fork all branches again with new context",
+            Action::NextColumn => "Next branch column",
+            Action::PrevColumn => "Previous branch column",
+            Action::NewSearch => "Start a Graph of Thoughts search",
+            Action::PauseResume => "Pause or resume the search",
+            Action::StepSearch => "While paused: expand one more thought",
+            Action::PinThought => "Pin the thought (never pruned)",
+            Action::PruneThought => "Prune the thought by hand",
+            Action::BoostThought => "Raise the thought's priority",
+            Action::LowerThought => "Lower the thought's priority",
+            Action::SetBudget => "Set the search's token budget",
+            Action::ForkAtError => "Fork a corrected branch at this step",
+            Action::NextError => "Jump to the next failing step",
+            Action::PrevError => "Jump to the previous failing step",
+            Action::OpenEvidence => "Jump to the evidence's node",
+            Action::PlayPause => "Play or pause the replay",
+            Action::StepForward => "Step one event forward",
+            Action::StepBack => "Step one event back",
+            Action::SpeedUp => "Replay faster",
+            Action::SpeedDown => "Replay slower",
         }
     }
 
@@ -243,7 +420,12 @@ impl Action {
             | Action::PrevWorkspace
             | Action::WorkspaceThink
             | Action::WorkspaceSessions
-            | Action::WorkspaceLedger => Section::Global,
+            | Action::WorkspaceLedger
+            | Action::WorkspaceFork
+            | Action::WorkspaceGot
+            | Action::WorkspaceVerify
+            | Action::WorkspaceInsights
+            | Action::WorkspaceReplay => Section::Global,
             Action::Submit
             | Action::Newline
             | Action::HistoryPrev
@@ -268,7 +450,37 @@ impl Action {
             | Action::NewSession
             | Action::RenameSession
             | Action::DeleteSession
-            | Action::ContinueFromHere => Section::Normal,
+            | Action::ContinueFromHere
+            | Action::SearchText
+            | Action::ForkHere
+            | Action::Checkpoint
+            | Action::VerifyNode
+            | Action::RunInsights
+            | Action::ReplaySession => Section::Normal,
+            Action::NewFork
+            | Action::Debate
+            | Action::ExpandBranch
+            | Action::ToggleMark
+            | Action::MergeBranches
+            | Action::ChallengeBranch
+            | Action::Refork
+            | Action::NextColumn
+            | Action::PrevColumn => Section::Fork,
+            Action::NewSearch
+            | Action::PauseResume
+            | Action::StepSearch
+            | Action::PinThought
+            | Action::PruneThought
+            | Action::BoostThought
+            | Action::LowerThought
+            | Action::SetBudget => Section::Got,
+            Action::ForkAtError | Action::NextError | Action::PrevError => Section::Verify,
+            Action::OpenEvidence => Section::Insights,
+            Action::PlayPause
+            | Action::StepForward
+            | Action::StepBack
+            | Action::SpeedUp
+            | Action::SpeedDown => Section::Replay,
         }
     }
 }

@@ -124,6 +124,7 @@ pub struct Config {
     pub routing: RoutingConfig,
     pub budget: BudgetConfig,
     pub network: NetworkConfig,
+    pub fork: ForkConfig,
     pub got: GotConfig,
     pub verify: VerifyConfig,
     pub metacog: MetacogConfig,
@@ -162,6 +163,8 @@ pub struct AnthropicConfig {
     /// Command whose stdout is the API key; empty for none.
     pub key_command: String,
     pub thinking: ThinkingStyle,
+    /// Ask the API to compact long conversations server-side (`compact-2026-01-12` beta).
+    pub compaction: bool,
 }
 
 /// `[providers.openai]`: any OpenAI-compatible endpoint.
@@ -256,6 +259,18 @@ pub struct BudgetConfig {
     pub context_tokens: u32,
     pub compact_at_percent: u8,
     pub keep_recent_turns: usize,
+}
+
+/// `[fork]`: ThinkFork's debate and the effort of its branches.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForkConfig {
+    /// Effort of each branch's call (ignored by the embedded model, which answers directly).
+    pub effort: Effort,
+    /// Rounds of a debate when none are given.
+    pub debate_rounds: u32,
+    /// Consensus: every branch held its position in the last round at least this confident.
+    pub consensus_threshold: f64,
 }
 
 /// `[got]`: Graph of Thoughts defaults, parameter ranges, pruning and aggregation.
@@ -891,6 +906,17 @@ fn check_values(config: &Config) -> Vec<(String, String)> {
         g.top_p > 0.0 && g.top_p <= 1.0,
         "generation.top_p",
         format!("must be in (0, 1], got {}", g.top_p),
+    );
+    let fork = &config.fork;
+    check(
+        (1..=10).contains(&fork.debate_rounds),
+        "fork.debate_rounds",
+        format!("must be 1 to 10, got {}", fork.debate_rounds),
+    );
+    check(
+        (0.0..=1.0).contains(&fork.consensus_threshold),
+        "fork.consensus_threshold",
+        format!("must be in [0, 1], got {}", fork.consensus_threshold),
     );
     let local = &config.providers.local;
     check(

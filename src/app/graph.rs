@@ -64,6 +64,8 @@ pub struct NodeEntry {
     pub status: NodeStatus,
     pub confidence: Option<f64>,
     pub steps: Vec<StepEntry>,
+    /// Rests on a step a human checkpoint disputed (`meta.disputed_by`).
+    pub disputed: bool,
 }
 
 /// A query and what followed it.
@@ -156,6 +158,7 @@ impl NodeEntry {
             status: node.status.clone(),
             confidence: node.confidence,
             steps,
+            disputed: node.meta.contains_key("disputed_by"),
         }
     }
 
@@ -335,6 +338,7 @@ impl GraphModel {
         let key = RowKey::Node(n.id);
         let open = self.is_open(key);
         let status = match n.status {
+            NodeStatus::Complete if n.disputed => Some("disputed"),
             NodeStatus::Complete => None,
             NodeStatus::Streaming => Some("streaming"),
             NodeStatus::Interrupted => Some("interrupted"),
@@ -409,7 +413,7 @@ impl GraphModel {
                 kind: RowKind::Node(NodeType::Query),
                 label: t.query.excerpt.clone(),
                 confidence: None,
-                status: None,
+                status: t.query.disputed.then_some("disputed"),
             });
             if open {
                 for c in &t.children {

@@ -71,6 +71,9 @@ pub enum Mode {
     Input,
     /// A pane.
     Normal,
+    /// A pane of a workspace with its own section (`[fork]`, `[got]`, …): that section wins,
+    /// then `[normal]`, then `[global]`.
+    Workspace(Section),
 }
 
 impl Mode {
@@ -79,6 +82,7 @@ impl Mode {
         match self {
             Mode::Input => Section::Input,
             Mode::Normal => Section::Normal,
+            Mode::Workspace(section) => section,
         }
     }
 }
@@ -330,15 +334,24 @@ struct Entry {
 /// The bindings of each section, in file order (built-in first, then the user's additions).
 #[derive(Clone, Debug, Default)]
 pub struct Keymap {
-    sections: [Vec<Binding>; 3],
+    sections: [Vec<Binding>; Section::ALL.len()],
 }
 
 fn section_index(section: Section) -> usize {
-    match section {
-        Section::Global => 0,
-        Section::Input => 1,
-        Section::Normal => 2,
-    }
+    Section::ALL
+        .iter()
+        .position(|s| *s == section)
+        .unwrap_or_default()
+}
+
+/// Every mode, for checks over all of them.
+fn all_modes() -> impl Iterator<Item = Mode> {
+    [Mode::Input, Mode::Normal].into_iter().chain(
+        Section::ALL
+            .into_iter()
+            .filter(|s| !matches!(s, Section::Global | Section::Input | Section::Normal))
+            .map(Mode::Workspace),
+    )
 }
 
 impl Keymap {
@@ -398,7 +411,7 @@ impl Keymap {
     /// Rejects a key that is bound on its own and also starts a chord: without a timeout
     /// the chord could never be reached.
     fn check_chords(&self, newest: &Path) -> Result<(), KeymapError> {
-        for mode in [Mode::Input, Mode::Normal] {
+        for mode in all_modes() {
             let effective: Vec<&Binding> = self.effective(mode).collect();
             for short in &effective {
                 for long in &effective {
@@ -453,16 +466,24 @@ impl Keymap {
             .collect()
     }
 
-    /// The bindings that apply in `mode`: its own section, then the `[global]` ones it does
-    /// not override.
+    /// The bindings that apply in `mode`, most specific first: a workspace's own section,
+    /// then `[normal]` (for workspace modes), then `[global]`; a key bound in a more specific
+    /// section hides the same key below it.
     fn effective(&self, mode: Mode) -> impl Iterator<Item = &Binding> {
-        let own = &self.sections[section_index(mode.section())];
-        let global = &self.sections[section_index(Section::Global)];
-        own.iter().chain(
-            global
-                .iter()
-                .filter(|g| own.iter().all(|b| b.keys != g.keys)),
-        )
+        let mut layers: Vec<&Vec<Binding>> = vec![&self.sections[section_index(mode.section())]];
+        if matches!(mode, Mode::Workspace(_)) {
+            layers.push(&self.sections[section_index(Section::Normal)]);
+        }
+        layers.push(&self.sections[section_index(Section::Global)]);
+        let mut out: Vec<&Binding> = Vec::new();
+        for layer in layers {
+            for b in layer {
+                if out.iter().all(|o| o.keys != b.keys) {
+                    out.push(b);
+                }
+            }
+        }
+        out.into_iter()
     }
 }
 
@@ -514,14 +535,15 @@ fn parse_entries(path: &Path, text: &str) -> Result<Vec<Entry>, KeymapError> {
                         text: key_text.get_ref().to_string(),
                         reason,
                     })?;
-            if section != Section::Normal && keys.keys()[0].is_printable() {
+            if matches!(section, Section::Global | Section::Input) && keys.keys()[0].is_printable()
+            {
                 return Err(KeymapError::BadKey {
                     path: path.to_path_buf(),
                     line: key_line,
                     text: key_text.get_ref().to_string(),
                     reason: format!(
                         "a plain character in [{}] could no longer be typed in the question box; \
-                         bind it in [normal] or add ctrl- or alt-",
+                         bind it in [normal] or a workspace section, or add ctrl- or alt-",
                         section.name()
                     ),
                 });
@@ -772,5 +794,68 @@ mod tests {
             resolver.feed(&keymap, Mode::Normal, esc),
             Resolution::Action(Action::CancelRun)
         );
+    }
+
+    #[test]
+    fn workspace_section_wins_then_normal_then_global() {
+        let keymap = Keymap::builtin();
+        let press = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
+        let mut r = KeyResolver::new();
+        let fork = Mode::Workspace(Section::Fork);
+        let replay = Mode::Workspace(Section::Replay);
+        // The same key means different things in different workspaces…
+        assert_eq!(
+            r.feed(&keymap, fork, press(' ')),
+            Resolution::Action(Action::ToggleMark)
+        );
+        assert_eq!(
+            r.feed(&keymap, replay, press(' ')),
+            Resolution::Action(Action::PlayPause)
+        );
+        assert_eq!(
+            r.feed(&keymap, fork, press('l')),
+            Resolution::Action(Action::NextColumn)
+        );
+        assert_eq!(
+            r.feed(&keymap, Mode::Normal, press('l')),
+            Resolution::Action(Action::Expand)
+        );
+        // …[normal] still applies where the workspace does not bind the key, then [global].
+        assert_eq!(
+            r.feed(&keymap, fork, press('j')),
+            Resolution::Action(Action::MoveDown)
+        );
+        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(
+            r.feed(&keymap, replay, ctrl_c),
+            Resolution::Action(Action::Quit)
+        );
+        // A workspace's keys do not leak into the others.
+        assert_eq!(
+            r.feed(&keymap, Mode::Normal, press(' ')),
+            Resolution::Unbound(press(' '))
+        );
+    }
+
+    #[test]
+    fn plain_keys_are_allowed_in_workspace_sections() {
+        let mut keymap = Keymap::builtin();
+        keymap
+            .merge(Path::new("k.toml"), "[got]\n\"z\" = \"pin_thought\"\n")
+            .unwrap();
+        let mut r = KeyResolver::new();
+        assert_eq!(
+            r.feed(
+                &keymap,
+                Mode::Workspace(Section::Got),
+                KeyEvent::new(KeyCode::Char('z'), KeyModifiers::NONE)
+            ),
+            Resolution::Action(Action::PinThought)
+        );
+        let err = keymap
+            .merge(Path::new("k.toml"), "[fork]\n\"g\" = \"debate\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("g g"), "{err}");
     }
 }

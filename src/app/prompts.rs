@@ -104,6 +104,15 @@ impl Prompts {
         Self { by_name }
     }
 
+    /// The embedded defaults alone.
+    pub fn builtin() -> Self {
+        let by_name = DEFAULTS
+            .iter()
+            .map(|(name, text)| (*name, text.trim().to_string()))
+            .collect();
+        Self { by_name }
+    }
+
     /// The prompt called `name`; empty for an unknown name.
     pub fn get(&self, name: &str) -> &str {
         self.by_name.get(name).map(String::as_str).unwrap_or("")

@@ -15,6 +15,7 @@ use super::action::Action;
 use super::config::{Config, ProviderKind};
 use super::highlight::{HighlightCache, Highlighted, Highlighter};
 use super::keymap::{KeyResolver, Keymap, Mode, Resolution};
+use super::prompts::Prompts;
 use super::state::{Focus, Level, LoadedSession, SessionRow, State, Workspace};
 use super::theme::Theme;
 use super::update::{Effect, Msg, Settings, update};
@@ -26,12 +27,34 @@ use crate::views;
 /// The engine that answers questions, or why there is none.
 pub type Engine = Result<(Orchestrator, ProviderKind), String>;
 
+/// What a workspace's effects need to do their work: the store, the config and prompts, the
+/// model (when there is one) and the channel back into `update`.
+#[derive(Clone)]
+pub struct Services {
+    pub store: Store,
+    pub cfg: Config,
+    pub prompts: Prompts,
+    /// The provider that answers, or why there is none.
+    pub model: Result<ModelHandle, String>,
+    pub tx: mpsc::UnboundedSender<Msg>,
+}
+
+/// The configured model, for engines that call it directly.
+#[derive(Clone)]
+pub struct ModelHandle {
+    pub provider: std::sync::Arc<dyn crate::engines::llm::Provider>,
+    pub kind: ProviderKind,
+    /// Model name recorded on nodes.
+    pub model: String,
+}
+
 /// The running TUI, minus the terminal.
 pub struct App {
     pub state: State,
     pub keymap: Keymap,
     pub theme: Theme,
     cfg: Config,
+    prompts: Prompts,
     router: Router,
     engine: Engine,
     store: Store,
@@ -84,6 +107,7 @@ impl App {
             keymap,
             theme,
             router: Router::new(&cfg.routing),
+            prompts: Prompts::builtin(),
             cfg,
             engine,
             store,
@@ -97,6 +121,30 @@ impl App {
             highlighted_source: 0,
             last_seq,
             dirty: true,
+        }
+    }
+
+    /// Uses these prompts (the config dir's overrides) instead of the built-in ones.
+    pub fn with_prompts(mut self, prompts: Prompts) -> Self {
+        self.prompts = prompts;
+        self
+    }
+
+    /// What workspace effects run with.
+    pub fn services(&self) -> Services {
+        Services {
+            store: self.store.clone(),
+            cfg: self.cfg.clone(),
+            prompts: self.prompts.clone(),
+            model: match &self.engine {
+                Ok((orch, kind)) => Ok(ModelHandle {
+                    provider: orch.provider.clone(),
+                    kind: *kind,
+                    model: orch.model.clone(),
+                }),
+                Err(e) => Err(e.clone()),
+            },
+            tx: self.tx.clone(),
         }
     }
 
@@ -151,6 +199,8 @@ impl App {
                     && self.state.workspace == Workspace::Think
                 {
                     Mode::Input
+                } else if let Some(section) = self.state.workspace.section() {
+                    Mode::Workspace(section)
                 } else {
                     Mode::Normal
                 };
@@ -255,6 +305,12 @@ impl App {
     fn run_effect(&mut self, e: Effect) {
         match e {
             Effect::Quit => {}
+            Effect::Fork(e) => super::fork_ws::run(e, &self.services()),
+            Effect::Got(e) => super::got_ws::run(e, &self.services()),
+            Effect::Verify(e) => super::verify_ws::run(e, &self.services()),
+            Effect::Insights(e) => super::insights_ws::run(e, &self.services()),
+            Effect::Replay(e) => super::replay_ws::run(e, &self.services()),
+            Effect::Search(e) => super::search_ui::run(e, &self.services()),
             Effect::LoadSessions => {
                 let store = self.store.clone();
                 let tx = self.tx.clone();

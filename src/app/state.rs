@@ -16,16 +16,48 @@ pub enum Workspace {
     Think,
     Sessions,
     Ledger,
+    Fork,
+    Got,
+    Verify,
+    Insights,
+    Replay,
 }
 
 impl Workspace {
-    pub const ALL: [Workspace; 3] = [Workspace::Think, Workspace::Sessions, Workspace::Ledger];
+    pub const ALL: [Workspace; 8] = [
+        Workspace::Think,
+        Workspace::Sessions,
+        Workspace::Ledger,
+        Workspace::Fork,
+        Workspace::Got,
+        Workspace::Verify,
+        Workspace::Insights,
+        Workspace::Replay,
+    ];
 
     pub fn title(self) -> &'static str {
         match self {
             Workspace::Think => "Think",
             Workspace::Sessions => "Sessions",
             Workspace::Ledger => "Ledger",
+            Workspace::Fork => "Fork",
+            Workspace::Got => "GoT",
+            Workspace::Verify => "Verify",
+            Workspace::Insights => "Insights",
+            Workspace::Replay => "Replay",
+        }
+    }
+
+    /// The keymap section of the workspace's own keys, if it has one.
+    pub fn section(self) -> Option<super::action::Section> {
+        use super::action::Section;
+        match self {
+            Workspace::Think | Workspace::Sessions | Workspace::Ledger => None,
+            Workspace::Fork => Some(Section::Fork),
+            Workspace::Got => Some(Section::Got),
+            Workspace::Verify => Some(Section::Verify),
+            Workspace::Insights => Some(Section::Insights),
+            Workspace::Replay => Some(Section::Replay),
         }
     }
 }
@@ -66,6 +98,8 @@ pub enum Overlay {
     ConfirmDelete { session: SessionId, title: String },
     Rename { session: SessionId, input: InputBox },
     NodeDetail { node: NodeId, scroll: u16 },
+    Form(super::form::Form),
+    Search(super::search_ui::SearchOverlay),
 }
 
 /// Where the current run is.
@@ -190,6 +224,13 @@ pub struct State {
     pub graph: GraphModel,
     /// The Ledger workspace: thoughts an MCP client sent, as a tree.
     pub ledger: super::ledger::LedgerModel,
+    pub fork: super::fork_ws::ForkWs,
+    pub got: super::got_ws::GotWs,
+    pub verify: super::verify_ws::VerifyWs,
+    pub insights: super::insights_ws::InsightsWs,
+    pub replay: super::replay_ws::ReplayWs,
+    /// A node to select in the graph once its session has loaded (a search hit's).
+    pub pending_select: Option<NodeId>,
     pub shown: Shown,
     pub input: InputBox,
     pub run: Option<RunView>,
@@ -229,6 +270,12 @@ impl State {
             loaded: LoadedSession::default(),
             graph: GraphModel::default(),
             ledger: Default::default(),
+            fork: Default::default(),
+            got: Default::default(),
+            verify: Default::default(),
+            insights: Default::default(),
+            replay: Default::default(),
+            pending_select: None,
             shown: Shown::default(),
             input: InputBox::default(),
             run: None,

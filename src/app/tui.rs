@@ -43,15 +43,21 @@ pub fn build_app(ctx: &Ctx) -> Result<App> {
         }
         Err(e) => (Err(format!("no model available: {e}")), String::from("-")),
     };
-    Ok(App::new(store, cfg, keymap, theme, engine, model))
+    Ok(App::new(store, cfg, keymap, theme, engine, model).with_prompts(ctx.prompts()))
 }
 
 /// Opens the TUI; returns when the user quits. The terminal is restored on every exit path,
 /// including panics (ratatui installs a restoring panic hook).
 pub async fn run(ctx: Ctx) -> Result<ExitCode> {
+    run_with(&ctx, |_| {}).await
+}
+
+/// Opens the TUI and lets `setup` act on the started app first (e.g. open a workspace).
+pub async fn run_with(ctx: &Ctx, setup: impl FnOnce(&mut App)) -> Result<ExitCode> {
     // Everything that can fail on bad config fails before the terminal is taken over.
-    let mut app = build_app(&ctx)?;
+    let mut app = build_app(ctx)?;
     app.start();
+    setup(&mut app);
     let mut terminal = ratatui::init();
     let _ = crossterm::execute!(std::io::stdout(), EnableBracketedPaste);
     if let Ok(size) = terminal.size() {

@@ -43,10 +43,16 @@ pub enum Msg {
         tokens: u64,
     },
     Notice(String, Level),
+    Fork(super::fork_ws::ForkMsg),
+    Got(super::got_ws::GotMsg),
+    Verify(super::verify_ws::VerifyMsg),
+    Insights(super::insights_ws::InsightsMsg),
+    Replay(super::replay_ws::ReplayMsg),
+    Search(super::search_ui::SearchMsg),
 }
 
 /// Work for the runtime.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub enum Effect {
     StartTurn {
         run: u64,
@@ -63,6 +69,12 @@ pub enum Effect {
     RenameSession(SessionId, String),
     DeleteSession(SessionId),
     Quit,
+    Fork(super::fork_ws::ForkEffect),
+    Got(super::got_ws::GotEffect),
+    Verify(super::verify_ws::VerifyEffect),
+    Insights(super::insights_ws::InsightsEffect),
+    Replay(super::replay_ws::ReplayEffect),
+    Search(super::search_ui::SearchEffect),
 }
 
 /// What `update` needs besides the state.
@@ -159,10 +171,17 @@ pub fn update(state: &mut State, msg: Msg, settings: &Settings<'_>) -> Vec<Effec
                 }
                 state.loaded = loaded;
                 state.session_tokens = tokens;
+                super::search_ui::session_loaded(state);
                 state.refresh_shown();
             }
         }
         Msg::Notice(text, level) => state.notice = Some((text, level)),
+        Msg::Fork(m) => super::fork_ws::on_msg(state, m, &mut fx),
+        Msg::Got(m) => super::got_ws::on_msg(state, m, &mut fx),
+        Msg::Verify(m) => super::verify_ws::on_msg(state, m, &mut fx),
+        Msg::Insights(m) => super::insights_ws::on_msg(state, m, &mut fx),
+        Msg::Replay(m) => super::replay_ws::on_msg(state, m, &mut fx),
+        Msg::Search(m) => super::search_ui::on_msg(state, m, &mut fx),
         Msg::LedgerLoaded(mut model) => {
             // Keep the reader's place when the same ledger grows.
             if model.session() == state.ledger.session() {
@@ -345,8 +364,52 @@ fn target_session(state: &State) -> Option<(SessionId, String)> {
         .map(|s| (s.id, s.title.clone()))
 }
 
+/// Offers an action to the workspace in view, then to the workspace that owns it; true
+/// when one of them handled it.
+fn lab_action(state: &mut State, a: &Action, fx: &mut Vec<Effect>) -> bool {
+    use super::{fork_ws, got_ws, insights_ws, replay_ws, verify_ws};
+    let here = match state.workspace {
+        Workspace::Fork => fork_ws::action(state, a, fx),
+        Workspace::Got => got_ws::action(state, a, fx),
+        Workspace::Verify => verify_ws::action(state, a, fx),
+        Workspace::Insights => insights_ws::action(state, a, fx),
+        Workspace::Replay => replay_ws::action(state, a, fx),
+        Workspace::Think | Workspace::Sessions | Workspace::Ledger => false,
+    };
+    here || match a {
+        Action::ForkHere | Action::Checkpoint => fork_ws::action(state, a, fx),
+        Action::VerifyNode => verify_ws::action(state, a, fx),
+        Action::RunInsights => insights_ws::action(state, a, fx),
+        Action::ReplaySession => replay_ws::action(state, a, fx),
+        Action::SearchText => {
+            super::search_ui::open(state, fx);
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Shows `ws` and lets it load what it needs.
+pub(crate) fn enter_workspace(state: &mut State, ws: Workspace, fx: &mut Vec<Effect>) {
+    use super::{fork_ws, got_ws, insights_ws, replay_ws, verify_ws};
+    state.workspace = ws;
+    match ws {
+        Workspace::Think => {}
+        Workspace::Sessions => state.focus = Focus::Sidebar,
+        Workspace::Ledger => fx.push(Effect::LoadLedger(state.ledger.session())),
+        Workspace::Fork => fork_ws::on_enter(state, fx),
+        Workspace::Got => got_ws::on_enter(state, fx),
+        Workspace::Verify => verify_ws::on_enter(state, fx),
+        Workspace::Insights => insights_ws::on_enter(state, fx),
+        Workspace::Replay => replay_ws::on_enter(state, fx),
+    }
+}
+
 fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Effect>) {
     state.pending_chord = None;
+    if lab_action(state, &a, fx) {
+        return;
+    }
     match a {
         Action::Quit => {
             state.quit = true;
@@ -388,23 +451,17 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
             state.focus = cycle(&order, state.focus, a == Action::FocusNext);
         }
         Action::NextWorkspace | Action::PrevWorkspace => {
-            state.workspace = cycle(&Workspace::ALL, state.workspace, a == Action::NextWorkspace);
-            if state.workspace == Workspace::Sessions {
-                state.focus = Focus::Sidebar;
-            }
-            if state.workspace == Workspace::Ledger {
-                fx.push(Effect::LoadLedger(state.ledger.session()));
-            }
+            let ws = cycle(&Workspace::ALL, state.workspace, a == Action::NextWorkspace);
+            enter_workspace(state, ws, fx);
         }
-        Action::WorkspaceThink => state.workspace = Workspace::Think,
-        Action::WorkspaceLedger => {
-            state.workspace = Workspace::Ledger;
-            fx.push(Effect::LoadLedger(state.ledger.session()));
-        }
-        Action::WorkspaceSessions => {
-            state.workspace = Workspace::Sessions;
-            state.focus = Focus::Sidebar;
-        }
+        Action::WorkspaceThink => enter_workspace(state, Workspace::Think, fx),
+        Action::WorkspaceLedger => enter_workspace(state, Workspace::Ledger, fx),
+        Action::WorkspaceSessions => enter_workspace(state, Workspace::Sessions, fx),
+        Action::WorkspaceFork => enter_workspace(state, Workspace::Fork, fx),
+        Action::WorkspaceGot => enter_workspace(state, Workspace::Got, fx),
+        Action::WorkspaceVerify => enter_workspace(state, Workspace::Verify, fx),
+        Action::WorkspaceInsights => enter_workspace(state, Workspace::Insights, fx),
+        Action::WorkspaceReplay => enter_workspace(state, Workspace::Replay, fx),
         Action::Submit => submit(state, settings, fx),
         Action::Newline => {
             state.input.newline();
@@ -543,6 +600,18 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
                 state.overlay = Some(Overlay::ConfirmDelete { session, title });
             }
         }
+        // Actions a workspace did not take: say where they work.
+        other => {
+            let section = other.context();
+            let place = Workspace::ALL
+                .into_iter()
+                .find(|w| w.section() == Some(section))
+                .map_or("another place", Workspace::title);
+            state.notice = Some((
+                format!("`{}` works in the {place} workspace", other.name()),
+                Level::Info,
+            ));
+        }
     }
 }
 
@@ -667,6 +736,15 @@ fn key(state: &mut State, k: KeyEvent, settings: &Settings<'_>, fx: &mut Vec<Eff
                 }
                 _ => edit(input, k, ctrl),
             },
+            Overlay::Form(form) => match form.key(k) {
+                super::form::Outcome::Open => {}
+                super::form::Outcome::Cancelled => state.overlay = None,
+                super::form::Outcome::Submitted(purpose, answer) => {
+                    state.overlay = None;
+                    form_submitted(state, purpose, answer, fx);
+                }
+            },
+            Overlay::Search(_) => super::search_ui::key(state, k, fx),
             Overlay::Palette(p) => {
                 let items = palette::matches(&p.query, settings.keymap);
                 match k.code {
@@ -722,7 +800,23 @@ fn key(state: &mut State, k: KeyEvent, settings: &Settings<'_>, fx: &mut Vec<Eff
 }
 
 /// Text editing keys shared by every text field.
-fn edit(input: &mut super::input::InputBox, k: KeyEvent, ctrl: bool) {
+/// Hands a submitted form to the workspace that opened it.
+fn form_submitted(
+    state: &mut State,
+    purpose: super::form::Purpose,
+    answer: super::form::Answer,
+    fx: &mut Vec<Effect>,
+) {
+    use super::form::Purpose;
+    match purpose {
+        Purpose::Fork(p) => super::fork_ws::submit(state, p, answer, fx),
+        Purpose::Got(p) => super::got_ws::submit(state, p, answer, fx),
+        Purpose::Verify(p) => super::verify_ws::submit(state, p, answer, fx),
+        Purpose::Insights(p) => super::insights_ws::submit(state, p, answer, fx),
+    }
+}
+
+pub(crate) fn edit(input: &mut super::input::InputBox, k: KeyEvent, ctrl: bool) {
     match k.code {
         KeyCode::Char('u') if ctrl => input.kill_to_line_start(),
         KeyCode::Char('w') if ctrl => input.delete_word(),

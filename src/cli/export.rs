@@ -1,13 +1,16 @@
-//! `glassbox export SESSION --format md|json|dot|mermaid [-o FILE]`.
+//! `glassbox export SESSION --format md|json|dot|mermaid|prm800k|processbench [-o FILE]`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
+use serde_json::Value;
 
 use super::Ctx;
-use crate::engines::transcript::export;
+use crate::engines::transcript::export::{self, SessionExport};
+use crate::engines::verify;
+use crate::store::{SessionId, Store};
 
 /// Output formats of `export`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -20,11 +23,20 @@ pub enum ExportFormat {
     Dot,
     /// The node graph as a Mermaid flowchart.
     Mermaid,
+    /// Step labels of the session's verifications, PRM800K-style JSON Lines: one chain
+    /// per line, each step rated -1/0/1 (a human checkpoint overrules the model).
+    Prm800k,
+    /// Step labels of the session's verifications, a ProcessBench-style JSON array:
+    /// {id, generator, problem, steps, label}, label = first wrong step or -1.
+    Processbench,
 }
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  glassbox export 3f2a --format json -o session.json\n  glassbox export 3f2a --format dot | dot -Tsvg > graph.svg"
+    after_help = "Step labels (prm800k, processbench) come from `glassbox verify` runs in the \
+session, with human verdicts from `glassbox checkpoint` on the verified steps taking \
+precedence over the model's.\n\n\
+Examples:\n  glassbox export 3f2a --format json -o session.json\n  glassbox export 3f2a --format dot | dot -Tsvg > graph.svg\n  glassbox export 3f2a --format prm800k -o labels.jsonl\n  glassbox export 3f2a --format processbench -o labels.json"
 )]
 pub struct ExportArgs {
     /// Session id, or a unique prefix or suffix of at least 4 hex digits.
@@ -37,26 +49,87 @@ pub struct ExportArgs {
     pub output: Option<PathBuf>,
 }
 
+/// The shapes step labels are exported in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Labels {
+    Prm800k,
+    ProcessBench,
+}
+
+/// The step labels of a session and a note on what they hold.
+fn step_labels(store: &Store, sid: SessionId, shape: Labels) -> Result<(String, String)> {
+    let records = match shape {
+        Labels::Prm800k => verify::prm800k(store, sid)?,
+        Labels::ProcessBench => verify::processbench(store, sid)?,
+    };
+    let records = match records {
+        Value::Array(a) => a,
+        other => vec![other],
+    };
+    if records.is_empty() {
+        bail!(
+            "session {sid} has no verified steps; run `glassbox verify --node ID` (or \
+             `--steps-file FILE`) on it first"
+        );
+    }
+    let steps: usize = records
+        .iter()
+        .map(|r| {
+            let steps = match shape {
+                Labels::Prm800k => &r["label"]["steps"],
+                Labels::ProcessBench => &r["steps"],
+            };
+            steps.as_array().map_or(0, Vec::len)
+        })
+        .sum();
+    let note = format!("{} chain(s), {steps} step(s)", records.len());
+    let text = match shape {
+        // PRM800K ships as JSON Lines: one labelled chain per line.
+        Labels::Prm800k => {
+            let mut text = String::new();
+            for r in &records {
+                text.push_str(&serde_json::to_string(r)?);
+                text.push('\n');
+            }
+            text
+        }
+        // ProcessBench ships as one JSON array per file.
+        Labels::ProcessBench => {
+            let mut text = serde_json::to_string_pretty(&Value::Array(records))?;
+            text.push('\n');
+            text
+        }
+    };
+    Ok((text, note))
+}
+
+/// The session rendered by `render`, and a note on its size.
+fn graph(
+    store: &Store,
+    sid: SessionId,
+    render: impl Fn(&SessionExport) -> Result<String>,
+) -> Result<(String, String)> {
+    let data = export::collect(store, sid)?;
+    let note = format!("{} nodes, {} edges", data.nodes.len(), data.edges.len());
+    Ok((render(&data)?, note))
+}
+
 pub fn run(ctx: &Ctx, args: ExportArgs) -> Result<ExitCode> {
     let store = ctx.open_store()?;
     let sid = store.resolve_session(&args.session)?;
-    let data = export::collect(&store, sid)?;
-    let text = match args.format {
-        ExportFormat::Md => export::to_markdown(&data),
-        ExportFormat::Json => export::to_json(&data)?,
-        ExportFormat::Dot => export::to_dot(&data),
-        ExportFormat::Mermaid => export::to_mermaid(&data),
+    let (text, note) = match args.format {
+        ExportFormat::Md => graph(&store, sid, |d| Ok(export::to_markdown(d)))?,
+        ExportFormat::Json => graph(&store, sid, |d| Ok(export::to_json(d)?))?,
+        ExportFormat::Dot => graph(&store, sid, |d| Ok(export::to_dot(d)))?,
+        ExportFormat::Mermaid => graph(&store, sid, |d| Ok(export::to_mermaid(d)))?,
+        ExportFormat::Prm800k => step_labels(&store, sid, Labels::Prm800k)?,
+        ExportFormat::Processbench => step_labels(&store, sid, Labels::ProcessBench)?,
     };
     match &args.output {
         Some(path) => {
             std::fs::write(path, text.as_bytes())
                 .with_context(|| format!("cannot write {}", path.display()))?;
-            eprintln!(
-                "wrote {} ({} nodes, {} edges)",
-                path.display(),
-                data.nodes.len(),
-                data.edges.len()
-            );
+            eprintln!("wrote {} ({note})", path.display());
         }
         None => {
             use std::io::Write;

@@ -11,7 +11,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::Ctx;
-use crate::app::config::ProviderKind;
 use crate::engines::fork::{
     BranchResult, Comparison, DebateResult, ForkEngine, ForkEvent, ForkPrompts, ForkRequest,
     ForkSettings, ForkStyle, Guidance, Lane, Outcome,
@@ -30,8 +29,8 @@ pub struct ForkArgs {
     /// Human guidance for one style's branch (≤ 2,000 chars); repeatable.
     #[arg(long, value_name = "STYLE=TEXT")]
     pub guidance: Vec<String>,
-    /// Debate the branches for N rounds after the fork (default 3 when given bare).
-    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "3")]
+    /// Debate the branches for N rounds after the fork (bare: [fork] debate_rounds, 3).
+    #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "0")]
     pub debate: Option<u32>,
     /// Put the fork in this session (id or unique prefix).
     #[arg(long, value_name = "ID")]
@@ -62,21 +61,8 @@ pub(super) fn engine(
     let cfg = &ctx.loaded.config;
     let store = ctx.open_store()?;
     let built = factory::build(ctx)?;
-    let local = matches!(built.kind, ProviderKind::Local | ProviderKind::Auto);
-    let mut settings = ForkSettings::new(built.model.clone());
-    settings.use_tools = matches!(built.kind, ProviderKind::Anthropic | ProviderKind::OpenAi);
-    // The embedded model is slow to think first; its branches answer directly.
-    let effort = if local {
-        effort
-    } else {
-        Some(effort.unwrap_or(cfg.effort.default))
-    };
-    settings.plan = factory::plan_turn(cfg, built.kind, effort, max_tokens);
-    settings.max_plan = factory::plan_turn(cfg, built.kind, Some(Effort::Max), max_tokens);
-    settings.correction_plan =
-        factory::plan_turn(cfg, built.kind, Some(Effort::Medium), max_tokens);
-    settings.temperature = Some(cfg.generation.temperature as f32);
-    settings.seed = Some(cfg.generation.seed);
+    let settings =
+        ForkSettings::from_config(cfg, built.kind, built.model.clone(), effort, max_tokens);
     let cancel = CancellationToken::new();
     tokio::spawn({
         let cancel = cancel.clone();
@@ -342,6 +328,11 @@ pub async fn run(ctx: &Ctx, args: ForkArgs) -> Result<ExitCode> {
     };
     match args.debate {
         Some(rounds) => {
+            let rounds = if rounds == 0 {
+                engine.settings().debate_rounds
+            } else {
+                rounds
+            };
             let out = engine.debate(req, rounds, &tx).await;
             drop(tx);
             let _ = printer.await;

@@ -10,7 +10,7 @@ mod got;
 mod import;
 mod insights;
 mod mcp;
-mod replay;
+pub mod replay;
 mod search;
 mod sessions;
 mod steer;
@@ -92,7 +92,7 @@ pub enum Command {
     /// Import Claude Code transcripts (once or --watch) or a JSON session export.
     #[command(subcommand)]
     Import(import::ImportCmd),
-    /// Export a session as Markdown, JSON, Graphviz DOT or Mermaid.
+    /// Export a session (Markdown, JSON, DOT, Mermaid) or its step labels (PRM800K, ProcessBench).
     Export(export::ExportArgs),
     /// Full-text search over every session's thinking, answers and tool calls.
     Search(search::SearchArgs),

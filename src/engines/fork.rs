@@ -475,6 +475,34 @@ impl ForkSettings {
             max_branches: 6,
         }
     }
+
+    /// Settings for `model` of provider `kind` from the config: `[fork]` effort (or
+    /// `effort` when given), debate rounds and consensus threshold, the `[generation]`
+    /// temperature and seed. Tools carry the structured output where the provider has
+    /// them. The embedded model answers directly: a thinking pass first is slow there and
+    /// does not help a small model write JSON.
+    pub fn from_config(
+        cfg: &crate::app::config::Config,
+        kind: crate::app::config::ProviderKind,
+        model: impl Into<String>,
+        effort: Option<crate::engines::llm::Effort>,
+        max_tokens: Option<u32>,
+    ) -> Self {
+        use crate::app::config::ProviderKind;
+        use crate::engines::llm::{Effort, factory::plan_turn};
+        let local = matches!(kind, ProviderKind::Local | ProviderKind::Auto);
+        let at = |e: Effort| (!local).then_some(e);
+        let mut s = Self::new(model);
+        s.use_tools = matches!(kind, ProviderKind::Anthropic | ProviderKind::OpenAi);
+        s.plan = plan_turn(cfg, kind, at(effort.unwrap_or(cfg.fork.effort)), max_tokens);
+        s.max_plan = plan_turn(cfg, kind, at(Effort::Max), max_tokens);
+        s.correction_plan = plan_turn(cfg, kind, at(Effort::Medium), max_tokens);
+        s.temperature = Some(cfg.generation.temperature as f32);
+        s.seed = Some(cfg.generation.seed);
+        s.debate_rounds = cfg.fork.debate_rounds;
+        s.consensus_threshold = cfg.fork.consensus_threshold;
+        s
+    }
 }
 
 /// The prompts the engine uses (`thinkfork/*`).
@@ -1104,7 +1132,8 @@ impl ForkEngine {
                 StreamEvent::Error { error } => return Err((error.to_string(), out)),
                 StreamEvent::Stop { .. }
                 | StreamEvent::ThinkingSignature { .. }
-                | StreamEvent::RedactedThinking { .. } => {}
+                | StreamEvent::RedactedThinking { .. }
+                | StreamEvent::Compaction { .. } => {}
             }
         }
         if self.cancel.is_cancelled() {

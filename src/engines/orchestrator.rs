@@ -24,6 +24,41 @@ use crate::store::{
 /// How often streamed text is committed to the store.
 const FLUSH_EVERY: Duration = Duration::from_millis(150);
 
+/// Meta flag of a compaction node whose summary the provider wrote (server-side
+/// compaction); such a summary is sent back as the provider's own block.
+pub const SERVER_SIDE: &str = "server_side";
+
+/// Session meta key counting the compactions of its history.
+pub const COMPACTIONS: &str = "compactions";
+
+/// True for a compaction node the provider produced (see [`SERVER_SIDE`]).
+pub fn is_server_side_compaction(n: &Node) -> bool {
+    n.kind == NodeType::Compaction
+        && n.meta.get(SERVER_SIDE).and_then(serde_json::Value::as_bool) == Some(true)
+}
+
+/// What goes back to the provider for a compaction node it produced.
+fn server_side_block(n: &Node) -> super::llm::Compaction {
+    super::llm::Compaction {
+        summary: n.text.clone(),
+        encrypted_content: n
+            .meta
+            .get("encrypted_content")
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_string),
+    }
+}
+
+/// Adds one to the session's compaction count.
+fn count_compaction(session: &mut Session) {
+    let n = session
+        .meta
+        .get(COMPACTIONS)
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(0);
+    session.meta.insert(COMPACTIONS.into(), json!(n + 1));
+}
+
 /// What a turn reports while it runs.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TurnEvent {
@@ -60,7 +95,8 @@ pub enum TurnEvent {
         used: u64,
         limit: u64,
     },
-    /// Older turns were summarised into a compaction node before this turn.
+    /// Older turns were summarised into a compaction node: by the orchestrator before this
+    /// turn, or by the provider (server-side compaction) while it answers.
     Compacted {
         node: NodeId,
         superseded: usize,
@@ -217,17 +253,19 @@ pub struct Orchestrator {
 }
 
 /// The conversation so far: the latest compaction summary (if any), then each query with the
-/// response that answered it, skipping nodes a compaction superseded.
+/// response that answered it, skipping nodes a compaction superseded. A summary the provider
+/// wrote goes back with the answer of the turn it arrived in (or alone, when that turn gave
+/// no answer), as the provider expects it.
 pub fn session_history(
     nodes: &[Node],
     superseded: &std::collections::HashSet<NodeId>,
 ) -> Vec<Message> {
     let mut out = Vec::new();
-    if let Some(c) = nodes
-        .iter()
-        .rev()
-        .find(|n| n.kind == NodeType::Compaction && !superseded.contains(&n.id))
-    {
+    if let Some(c) = nodes.iter().rev().find(|n| {
+        n.kind == NodeType::Compaction
+            && !is_server_side_compaction(n)
+            && !superseded.contains(&n.id)
+    }) {
         out.push(Message::user(format!(
             "Summary of our conversation so far:\n{}",
             c.text
@@ -236,15 +274,26 @@ pub fn session_history(
             "Understood; I will continue from that summary.",
         ));
     }
+    let mut pending: Option<super::llm::Compaction> = None;
     for n in nodes.iter().filter(|n| !superseded.contains(&n.id)) {
         match n.kind {
-            NodeType::Query => out.push(Message::user(n.text.clone())),
+            NodeType::Compaction if is_server_side_compaction(n) => {
+                pending = Some(server_side_block(n));
+            }
+            NodeType::Query => {
+                if let Some(summary) = pending.take() {
+                    out.push(Message::assistant("").with_compaction(summary));
+                }
+                out.push(Message::user(n.text.clone()))
+            }
             NodeType::Response if !n.text.is_empty() => {
                 // Two queries in a row (a failed turn) must not both be sent.
                 if matches!(out.last(), Some(m) if m.role == super::llm::Role::Assistant) {
                     continue;
                 }
-                out.push(Message::assistant(n.text.clone()))
+                let mut m = Message::assistant(n.text.clone());
+                m.compaction = pending.take();
+                out.push(m)
             }
             _ => {}
         }
@@ -256,6 +305,9 @@ pub fn session_history(
         {
             out.remove(len - 2);
         }
+    }
+    if let Some(summary) = pending {
+        out.push(Message::assistant("").with_compaction(summary));
     }
     if matches!(out.last(), Some(m) if m.role == super::llm::Role::User) {
         out.pop();
@@ -271,7 +323,7 @@ pub fn history_until(nodes: &[Node], node: NodeId) -> Option<Vec<Message>> {
     let upto = &nodes[..=pos];
     let mut out = session_history(upto, &Default::default());
     let at = &nodes[pos];
-    if !matches!(at.kind, NodeType::Query | NodeType::Response) {
+    if !matches!(at.kind, NodeType::Query | NodeType::Response) && !is_server_side_compaction(at) {
         // The open question of this turn, then the text at the branch point.
         if let Some(q) = upto.iter().rev().find(|n| n.kind == NodeType::Query) {
             out.push(Message::user(q.text.clone()));
@@ -314,7 +366,13 @@ pub fn session_output_tokens(nodes: &[Node]) -> u64 {
 fn estimate_tokens(messages: &[Message]) -> u64 {
     messages
         .iter()
-        .map(|m| m.content.chars().count() as u64 / 4 + 4)
+        .map(|m| {
+            let summary = m
+                .compaction
+                .as_ref()
+                .map_or(0, |c| c.summary.chars().count());
+            (m.content.chars().count() + summary) as u64 / 4 + 4
+        })
         .sum()
 }
 
@@ -325,6 +383,8 @@ struct Live {
     model: String,
     thinking: Option<Node>,
     response: Option<Node>,
+    /// The provider's compaction of this turn, if it compacted.
+    compaction: Option<Node>,
     dirty: bool,
     /// Nodes created since the last report.
     created: Vec<(NodeId, NodeType)>,
@@ -425,8 +485,9 @@ impl Live {
         header.chunk_count = self.next_chunk;
         header.total_bytes = self.total_bytes;
         header.nodes = self
-            .thinking
+            .compaction
             .iter()
+            .chain(self.thinking.iter())
             .chain(self.response.iter())
             .map(|n| n.id)
             .collect();
@@ -450,6 +511,14 @@ impl Live {
         self.dirty = false;
         Ok(())
     }
+}
+
+/// What a continued session sends: its history, the nodes that history stands for (what a
+/// compaction by the provider would supersede), and whether older turns were just compacted.
+struct Prepared {
+    history: Vec<Message>,
+    live: Vec<NodeId>,
+    compacted: bool,
 }
 
 impl Orchestrator {
@@ -483,15 +552,24 @@ impl Orchestrator {
         question: &str,
         events: &mpsc::UnboundedSender<TurnEvent>,
         cancel: &CancellationToken,
-    ) -> anyhow::Result<Vec<Message>> {
+    ) -> anyhow::Result<Prepared> {
         let store = &self.store;
         let superseded = superseded_nodes(store, nodes)?;
         let history = session_history(nodes, &superseded);
+        let unchanged = |history| Prepared {
+            history,
+            live: nodes
+                .iter()
+                .filter(|n| !superseded.contains(&n.id))
+                .map(|n| n.id)
+                .collect(),
+            compacted: false,
+        };
         let limit =
             u64::from(self.context_tokens) * u64::from(self.budget.compact_at_percent) / 100;
         let needed = estimate_tokens(&history) + question.chars().count() as u64 / 4;
         if limit == 0 || needed <= limit {
-            return Ok(history);
+            return Ok(unchanged(history));
         }
         // Keep the newest turns verbatim; everything older (and any earlier summary) goes.
         let live: Vec<&Node> = nodes
@@ -511,7 +589,7 @@ impl Orchestrator {
             .unwrap_or(0);
         let old: Vec<&Node> = live[..keep_from].to_vec();
         if old.is_empty() {
-            return Ok(history);
+            return Ok(unchanged(history));
         }
         let old_nodes: Vec<Node> = old.iter().map(|n| (*n).clone()).collect();
         let mut transcript = String::new();
@@ -521,7 +599,15 @@ impl Orchestrator {
             } else {
                 "Assistant"
             };
-            transcript.push_str(&format!("{who}: {}\n\n", m.content));
+            if let Some(c) = &m.compaction {
+                transcript.push_str(&format!(
+                    "Summary of the conversation before: {}\n\n",
+                    c.summary
+                ));
+            }
+            if !m.content.is_empty() {
+                transcript.push_str(&format!("{who}: {}\n\n", m.content));
+            }
         }
         let mut req = ChatRequest::new(
             self.model.clone(),
@@ -552,7 +638,7 @@ impl Orchestrator {
             }
         }
         if summary.trim().is_empty() {
-            return Ok(history);
+            return Ok(unchanged(history));
         }
         let mut node = Node::new(session.id, NodeType::Compaction, summary.trim().to_string());
         node.model = Some(self.model.clone());
@@ -572,7 +658,70 @@ impl Orchestrator {
         let mut all = nodes.to_vec();
         all.push(node);
         let superseded = superseded_nodes(store, &all)?;
-        Ok(session_history(&all, &superseded))
+        Ok(Prepared {
+            history: session_history(&all, &superseded),
+            live: all
+                .iter()
+                .filter(|n| !superseded.contains(&n.id))
+                .map(|n| n.id)
+                .collect(),
+            compacted: true,
+        })
+    }
+
+    /// Records a compaction the provider made while answering: one compaction node per turn
+    /// holding its summary, superseding every node this turn's history stood for, and one
+    /// more compaction on the session. A later summary in the same response covers the
+    /// earlier one, so it replaces that node's text.
+    fn provider_compaction(
+        &self,
+        live: &mut Live,
+        session: &mut Session,
+        prior: &[NodeId],
+        summary: String,
+        encrypted_content: Option<String>,
+        events: &mpsc::UnboundedSender<TurnEvent>,
+    ) -> Result<(), StoreError> {
+        let set_encrypted = |node: &mut Node| match &encrypted_content {
+            Some(e) => {
+                node.meta.insert("encrypted_content".into(), json!(e));
+            }
+            None => {
+                node.meta.remove("encrypted_content");
+            }
+        };
+        if let Some(node) = live.compaction.as_mut() {
+            node.text = summary;
+            set_encrypted(node);
+            let node = &*node;
+            return self.store.write(|w| w.put_node(node));
+        }
+        let mut node = Node::new(session.id, NodeType::Compaction, summary);
+        set_encrypted(&mut node);
+        node.model = Some(self.model.clone());
+        node.raw_stream = Some(live.stream);
+        node.meta.insert(SERVER_SIDE.into(), json!(true));
+        node.meta
+            .insert("provider".into(), json!(self.provider.name()));
+        node.meta.insert("superseded".into(), json!(prior.len()));
+        count_compaction(session);
+        session.updated_at = Utc::now();
+        let s = &*session;
+        self.store.write(|w| {
+            w.put_node(&node)?;
+            for id in prior {
+                w.put_edge(&Edge::new(node.id, EdgeType::Supersedes, *id))?;
+            }
+            w.put_session(s)
+        })?;
+        let _ = events.send(TurnEvent::Compacted {
+            node: node.id,
+            superseded: prior.len(),
+        });
+        live.compaction = Some(node);
+        // The next flush lists it among the raw stream's nodes.
+        live.dirty = true;
+        Ok(())
     }
 
     /// Runs one turn to its end (done, cancelled or failed), reporting progress on `events`.
@@ -584,7 +733,9 @@ impl Orchestrator {
         cancel: CancellationToken,
     ) -> anyhow::Result<TurnOutcome> {
         let store = &self.store;
-        let (mut session, history, previous) = match req.session {
+        // `prior`: the nodes this turn's history stands for, which a compaction by the
+        // provider supersedes.
+        let (mut session, history, previous, prior) = match req.session {
             Some(id) => {
                 let s = store
                     .session(id)?
@@ -604,24 +755,35 @@ impl Orchestrator {
                     let history = history_until(&nodes, from).ok_or_else(|| {
                         StoreError::NotFound(format!("node {from} in session {id}"))
                     })?;
-                    (s, history, None)
+                    let superseded = superseded_nodes(store, &nodes)?;
+                    let upto = nodes.iter().position(|n| n.id == from).map_or(0, |p| p + 1);
+                    let prior = nodes[..upto]
+                        .iter()
+                        .filter(|n| !superseded.contains(&n.id))
+                        .map(|n| n.id)
+                        .collect();
+                    (s, history, None, prior)
                 } else {
                     let prev = nodes
                         .iter()
                         .rev()
                         .find(|n| n.kind == NodeType::Response)
                         .map(|n| n.id);
-                    let history = self
+                    let prepared = self
                         .compact_if_needed(&s, &nodes, &req.question, &events, &cancel)
                         .await?;
-                    (s, history, prev)
+                    let mut s = s;
+                    if prepared.compacted {
+                        count_compaction(&mut s);
+                    }
+                    (s, prepared.history, prev, prepared.live)
                 }
             }
             None => {
                 let mut s = Session::new(title_from(&req.question), SessionSource::Glassbox);
                 s.provider = Some(self.provider.name().to_string());
                 s.model = Some(self.model.clone());
-                (s, Vec::new(), None)
+                (s, Vec::new(), None, Vec::new())
             }
         };
         session.updated_at = Utc::now();
@@ -694,6 +856,7 @@ impl Orchestrator {
             model: self.model.clone(),
             thinking: None,
             response: None,
+            compaction: None,
             dirty: false,
             created: Vec::new(),
             graph: crate::engines::thinkgraph::ThinkGraphBuilder::new(),
@@ -737,6 +900,16 @@ impl Orchestrator {
                             }
                             live.dirty = true;
                             let _ = events.send(TurnEvent::Redacted);
+                        }
+                        StreamEvent::Compaction { summary, encrypted_content } => {
+                            self.provider_compaction(
+                                &mut live,
+                                &mut session,
+                                &prior,
+                                summary,
+                                encrypted_content,
+                                &events,
+                            )?;
                         }
                         StreamEvent::TextDelta { text } => {
                             live.node(NodeType::Response).text.push_str(&text);
@@ -881,6 +1054,45 @@ mod tests {
         assert!(h[0].content.contains("they asked q1"));
         assert_eq!(h[2], Message::user("q2"));
         assert_eq!(h[3], Message::assistant("a2"));
+    }
+
+    #[test]
+    fn a_provider_summary_goes_back_with_the_answer_of_its_turn() {
+        let s = SessionId::new();
+        let q1 = Node::new(s, NodeType::Query, "q1");
+        let a1 = Node::new(s, NodeType::Response, "a1");
+        let q2 = Node::new(s, NodeType::Query, "q2");
+        let mut c = Node::new(s, NodeType::Compaction, "sum");
+        c.meta.insert(SERVER_SIDE.into(), json!(true));
+        c.meta.insert("encrypted_content".into(), json!("opaque"));
+        let a2 = Node::new(s, NodeType::Response, "a2");
+        let q3 = Node::new(s, NodeType::Query, "q3");
+        let block = server_side_block(&c);
+        assert_eq!(block.encrypted_content.as_deref(), Some("opaque"));
+        let superseded = [q1.id, a1.id].into_iter().collect();
+        let nodes = [q1, a1, q2.clone(), c.clone(), a2, q3.clone()];
+        assert_eq!(
+            session_history(&nodes, &superseded),
+            vec![
+                Message::user("q2"),
+                Message::assistant("a2").with_compaction(block.clone())
+            ]
+        );
+        // The compacting turn gave no answer: the summary goes back on its own.
+        let a3 = Node::new(s, NodeType::Response, "a3");
+        let h = session_history(&[q2.clone(), c.clone(), q3, a3], &Default::default());
+        assert_eq!(
+            h,
+            vec![
+                Message::user("q2"),
+                Message::assistant("").with_compaction(block.clone()),
+                Message::user("q3"),
+                Message::assistant("a3"),
+            ]
+        );
+        let h = session_history(&[q2, c], &Default::default());
+        assert_eq!(h[1], Message::assistant("").with_compaction(block));
+        assert_eq!(h.len(), 2);
     }
 
     #[test]

@@ -596,15 +596,31 @@ impl Verifier {
 /// rating and any human rating.
 struct LabelledChain {
     run: RunId,
+    created_at: DateTime<Utc>,
     problem: String,
+    /// The model that wrote the steps, when they came from a stored node.
+    generator: Option<String>,
+    /// The verifier's chain score.
+    score: Option<f64>,
+    duration_ms: Option<u64>,
     steps: Vec<LabelledStep>,
 }
 
 struct LabelledStep {
     text: String,
+    /// The verifier's rating (−1 / 0 / 1).
     model: Option<i64>,
+    /// The newest human checkpoint's rating.
     human: Option<i64>,
+    /// The newest human checkpoint's correction.
     correction: Option<String>,
+}
+
+impl LabelledStep {
+    /// The label a step carries: a human's rating wins over the model's.
+    fn rating(&self) -> Option<i64> {
+        self.human.or(self.model)
+    }
 }
 
 /// Rating of a human checkpoint verdict: verified/correct 1, disagree/incorrect −1,
@@ -618,14 +634,55 @@ fn human_rating(verdict: &str) -> Option<i64> {
     }
 }
 
+/// The newest human checkpoint on `step` (its rating and correction), if any.
+fn human_label(
+    store: &Store,
+    by_id: &BTreeMap<NodeId, &Node>,
+    step: NodeId,
+) -> Result<Option<(i64, Option<String>)>, StoreError> {
+    let mut newest: Option<(&Node, i64)> = None;
+    for e in store.edges_to(step, None)? {
+        let Some(a) = by_id.get(&e.src) else { continue };
+        if a.kind != NodeType::HumanAnnotation {
+            continue;
+        }
+        let Some(r) = a
+            .meta
+            .get("verdict")
+            .and_then(Value::as_str)
+            .and_then(human_rating)
+        else {
+            continue;
+        };
+        // The edge index is ordered by edge type, not time: a later checkpoint overrules
+        // an earlier one whatever its verdict.
+        if newest.is_none_or(|(n, _)| (a.created_at, a.id) > (n.created_at, n.id)) {
+            newest = Some((a, r));
+        }
+    }
+    Ok(newest.map(|(a, r)| {
+        let correction = a
+            .meta
+            .get("correction")
+            .and_then(Value::as_str)
+            .filter(|c| !c.trim().is_empty())
+            .map(str::to_string);
+        (r, correction)
+    }))
+}
+
+/// Every verification run of a session with at least one stored step, oldest first.
 fn labelled_chains(store: &Store, session: SessionId) -> Result<Vec<LabelledChain>, StoreError> {
     let nodes = store.session_nodes(session)?;
     let by_id: BTreeMap<NodeId, &Node> = nodes.iter().map(|n| (n.id, n)).collect();
+    let mut runs: Vec<Run> = store
+        .session_runs(session)?
+        .into_iter()
+        .filter(|r| r.kind == RunKind::Verify)
+        .collect();
+    runs.sort_by_key(|r| (r.created_at, r.id));
     let mut out = Vec::new();
-    for run in store.session_runs(session)? {
-        if run.kind != RunKind::Verify {
-            continue;
-        }
+    for run in runs {
         let ids: Vec<NodeId> = run.summary["nodeIds"]
             .as_array()
             .map(|a| a.iter().filter_map(|v| v.as_str()?.parse().ok()).collect())
@@ -639,42 +696,35 @@ fn labelled_chains(store: &Store, session: SessionId) -> Result<Vec<LabelledChai
                 .and_then(Value::as_str)
                 .and_then(Verdict::parse)
                 .map(Verdict::rating);
-            let mut human = None;
-            let mut human_correction = None;
-            for e in store.edges_to(id, None)? {
-                if let Some(a) = by_id.get(&e.src)
-                    && a.kind == NodeType::HumanAnnotation
-                    && let Some(r) = a
-                        .meta
-                        .get("verdict")
-                        .and_then(Value::as_str)
-                        .and_then(human_rating)
-                {
-                    human = Some(r);
-                    human_correction = a
-                        .meta
-                        .get("correction")
-                        .and_then(Value::as_str)
-                        .map(str::to_string);
-                }
-            }
+            let (human, correction) = match human_label(store, &by_id, id)? {
+                Some((r, c)) => (Some(r), c),
+                None => (None, None),
+            };
             steps.push(LabelledStep {
                 text: n.text.clone(),
                 model,
                 human,
-                correction: human_correction.or_else(|| {
-                    n.meta
-                        .get("suggestedCorrection")
-                        .and_then(Value::as_str)
-                        .map(str::to_string)
-                }),
+                correction,
             });
         }
+        if steps.is_empty() {
+            continue;
+        }
+        let source: Option<NodeId> = run.params["thinkingNodeId"]
+            .as_str()
+            .and_then(|s| s.parse().ok());
+        let source_node = match source {
+            Some(id) => match by_id.get(&id) {
+                Some(n) => Some((*n).clone()),
+                None => store.node(id)?,
+            },
+            None => None,
+        };
         let problem = run.params["originalQuery"]
             .as_str()
             .map(str::to_string)
             .or_else(|| {
-                let src: NodeId = run.params["thinkingNodeId"].as_str()?.parse().ok()?;
+                let src = source?;
                 // The question a thinking node answered: the query it was made for.
                 let query = store
                     .edges_from(src, None)
@@ -694,31 +744,51 @@ fn labelled_chains(store: &Store, session: SessionId) -> Result<Vec<LabelledChai
             .unwrap_or_default();
         out.push(LabelledChain {
             run: run.id,
+            created_at: run.created_at,
             problem,
+            generator: source_node.and_then(|n| n.model),
+            score: run.summary["overallScore"].as_f64(),
+            duration_ms: run.summary["metadata"]["durationMs"].as_u64(),
             steps,
         });
     }
     Ok(out)
 }
 
-/// PRM800K-style step labels of a session's verifications: per chain, per step the
-/// completions (the step, rated −1/0/1; a human rating wins over the model's) and the
-/// chosen one; when a human rated a step wrong, their correction (else the model's
-/// suggested one) is the human completion.
+/// PRM800K-style step labels of a session's verifications, one record per verified chain
+/// (the PRM800K files hold one such record per line). Per step: `completions` holds the
+/// step with its `rating` −1 / 0 / 1 — the newest human checkpoint's verdict where there
+/// is one (verified 1, questionable 0, disagree −1), else the model's (correct 1,
+/// incorrect −1, neutral and uncertain 0) — with `source` saying whose it is and
+/// `modelRating` / `humanRating` keeping both; `human_completion` is the human's correction
+/// of a step they rated −1; `chosen_completion` is 0, or null where the step was rated −1
+/// or replaced by the human completion. `finish_reason` is `found_error` when any step is
+/// rated −1, else `solution`.
 pub fn prm800k(store: &Store, session: SessionId) -> Result<Value, StoreError> {
     let chains = labelled_chains(store, session)?;
     let records: Vec<Value> = chains
         .into_iter()
         .map(|c| {
-            let mut finish = "solution";
             let steps: Vec<Value> = c
                 .steps
                 .iter()
                 .map(|s| {
-                    let rating = s.human.or(s.model);
-                    if rating == Some(-1) {
-                        finish = "found_error";
-                    }
+                    let rating = s.rating();
+                    let human_completion = match (&s.correction, s.human) {
+                        (Some(text), Some(-1)) => json!({
+                            "text": text,
+                            "rating": null,
+                            "source": "human",
+                            "flagged": false,
+                            "corrected_rating": null,
+                        }),
+                        _ => Value::Null,
+                    };
+                    let chosen = if rating == Some(-1) || !human_completion.is_null() {
+                        Value::Null
+                    } else {
+                        json!(0)
+                    };
                     json!({
                         "completions": [{
                             "text": s.text,
@@ -728,25 +798,44 @@ pub fn prm800k(store: &Store, session: SessionId) -> Result<Value, StoreError> {
                             "modelRating": s.model,
                             "humanRating": s.human,
                         }],
-                        "human_completion": if s.human == Some(-1) { json!(s.correction) } else { Value::Null },
-                        "chosen_completion": 0,
+                        "human_completion": human_completion,
+                        "chosen_completion": chosen,
                     })
                 })
                 .collect();
+            let finish = if c.steps.iter().any(|s| s.rating() == Some(-1)) {
+                "found_error"
+            } else {
+                "solution"
+            };
             json!({
                 "labeler": "glassbox",
+                "timestamp": c.created_at.format("%Y-%m-%dT%H:%M:%S%.6f").to_string(),
+                "generation": null,
+                "is_quality_control_question": false,
+                "is_initial_screening_question": false,
+                "question": {
+                    "problem": c.problem,
+                    "pre_generated_steps": c.steps.iter().map(|s| s.text.as_str()).collect::<Vec<_>>(),
+                    "pre_generated_verifier_score": c.score,
+                },
+                "label": {
+                    "steps": steps,
+                    "total_time": c.duration_ms,
+                    "finish_reason": finish,
+                },
                 "run": c.run,
-                "question": {"problem": c.problem},
-                "label": {"steps": steps, "finish_reason": finish},
             })
         })
         .collect();
     Ok(Value::Array(records))
 }
 
-/// ProcessBench-style labels of a session's verifications: `{id, problem, steps, label}`
-/// with label the index of the first wrong step (a human rating wins over the model's),
-/// −1 if none.
+/// ProcessBench-style labels of a session's verifications, one record per verified chain:
+/// `{id, generator, problem, steps, label}` with `label` the index of the first step rated
+/// wrong (a human checkpoint's verdict wins over the model's, as in [`prm800k`]), −1 if
+/// none. `id` is the verification run, `generator` the model that wrote the steps when
+/// they came from a stored node (else null).
 pub fn processbench(store: &Store, session: SessionId) -> Result<Value, StoreError> {
     let chains = labelled_chains(store, session)?;
     let records: Vec<Value> = chains
@@ -755,12 +844,13 @@ pub fn processbench(store: &Store, session: SessionId) -> Result<Value, StoreErr
             let label = c
                 .steps
                 .iter()
-                .position(|s| s.human.or(s.model) == Some(-1))
+                .position(|s| s.rating() == Some(-1))
                 .map_or(-1, |i| i as i64);
             json!({
                 "id": c.run,
+                "generator": c.generator,
                 "problem": c.problem,
-                "steps": c.steps.iter().map(|s| s.text.clone()).collect::<Vec<_>>(),
+                "steps": c.steps.iter().map(|s| s.text.as_str()).collect::<Vec<_>>(),
                 "label": label,
             })
         })
@@ -991,5 +1081,163 @@ mod tests {
         assert_eq!(s.suggested_correction.as_deref(), Some("fix"));
         let s = parse_step(0, "I think it is fine");
         assert_eq!((s.verdict, s.confidence), (Verdict::Uncertain, 0.0));
+    }
+
+    /// A session with one stored verification of three steps (model verdicts correct,
+    /// incorrect, neutral) and the step node ids.
+    fn labelled_session(store: &Store) -> (SessionId, Vec<NodeId>) {
+        let session = Session::new("labels", SessionSource::Glassbox);
+        let run = RunId::new();
+        let verdicts = ["correct", "incorrect", "neutral"];
+        let nodes: Vec<Node> = verdicts
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let mut n = Node::new(session.id, NodeType::VerifyStep, format!("step {i}"));
+                n.meta.insert("verdict".into(), json!(v));
+                n
+            })
+            .collect();
+        let ids: Vec<NodeId> = nodes.iter().map(|n| n.id).collect();
+        let created = Utc::now();
+        store
+            .write(|w| {
+                w.put_session(&session)?;
+                for n in &nodes {
+                    w.put_node(n)?;
+                }
+                w.put_run(&Run {
+                    id: run,
+                    session: session.id,
+                    kind: RunKind::Verify,
+                    params: json!({"originalQuery": "Is 91 prime?"}),
+                    summary: json!({
+                        "overallScore": 0.25,
+                        "metadata": {"durationMs": 42},
+                        "nodeIds": ids,
+                    }),
+                    status: RunStatus::Done,
+                    created_at: created,
+                    finished_at: Some(created),
+                })
+            })
+            .unwrap();
+        (session.id, ids)
+    }
+
+    /// A human checkpoint on `target`, made `age_s` seconds ago.
+    fn checkpoint(
+        store: &Store,
+        session: SessionId,
+        target: NodeId,
+        verdict: &str,
+        correction: Option<&str>,
+        age_s: i64,
+    ) {
+        let mut a = Node::new(session, NodeType::HumanAnnotation, "checkpoint");
+        a.created_at = Utc::now() - chrono::Duration::seconds(age_s);
+        a.meta.insert("verdict".into(), json!(verdict));
+        a.meta.insert("correction".into(), json!(correction));
+        let edge = match verdict {
+            "verified" => EdgeType::Supports,
+            "disagree" => EdgeType::Contradicts,
+            _ => EdgeType::Refines,
+        };
+        store
+            .write(|w| {
+                w.put_node(&a)?;
+                w.put_edge(&Edge::new(a.id, edge, target))
+            })
+            .unwrap();
+    }
+
+    fn ratings(prm: &Value) -> Vec<Value> {
+        prm[0]["label"]["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["completions"][0]["rating"].clone())
+            .collect()
+    }
+
+    #[test]
+    fn model_verdicts_become_prm800k_and_processbench_labels() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        let (sid, _) = labelled_session(&store);
+        let prm = prm800k(&store, sid).unwrap();
+        assert_eq!(prm.as_array().unwrap().len(), 1);
+        assert_eq!(ratings(&prm), vec![json!(1), json!(-1), json!(0)]);
+        let steps = &prm[0]["label"]["steps"];
+        assert_eq!(steps[0]["chosen_completion"], 0);
+        assert_eq!(steps[1]["chosen_completion"], Value::Null);
+        assert_eq!(steps[1]["human_completion"], Value::Null);
+        assert_eq!(steps[1]["completions"][0]["source"], "model");
+        assert_eq!(steps[1]["completions"][0]["flagged"], false);
+        assert_eq!(prm[0]["label"]["finish_reason"], "found_error");
+        assert_eq!(prm[0]["label"]["total_time"], 42);
+        assert_eq!(prm[0]["question"]["problem"], "Is 91 prime?");
+        assert_eq!(
+            prm[0]["question"]["pre_generated_steps"],
+            json!(["step 0", "step 1", "step 2"])
+        );
+        assert_eq!(prm[0]["question"]["pre_generated_verifier_score"], 0.25);
+        let pb = processbench(&store, sid).unwrap();
+        assert_eq!(pb[0]["label"], 1);
+        assert_eq!(pb[0]["steps"], json!(["step 0", "step 1", "step 2"]));
+        assert_eq!(pb[0]["generator"], Value::Null);
+    }
+
+    #[test]
+    fn the_newest_human_checkpoint_overrules_the_model_and_older_checkpoints() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        let (sid, ids) = labelled_session(&store);
+        // Step 1: disagreed with long ago, then verified: the newer verdict holds even
+        // though a `contradicts` edge sorts after a `supports` one.
+        checkpoint(&store, sid, ids[1], "disagree", Some("old"), 60);
+        checkpoint(&store, sid, ids[1], "verified", None, 10);
+        // Step 2: verified, then disagreed with a correction.
+        checkpoint(&store, sid, ids[2], "verified", None, 50);
+        checkpoint(&store, sid, ids[2], "disagree", Some("91 = 7 × 13"), 5);
+        let prm = prm800k(&store, sid).unwrap();
+        assert_eq!(ratings(&prm), vec![json!(1), json!(1), json!(-1)]);
+        let steps = &prm[0]["label"]["steps"];
+        assert_eq!(steps[1]["completions"][0]["source"], "human");
+        assert_eq!(steps[1]["completions"][0]["modelRating"], -1);
+        assert_eq!(steps[1]["completions"][0]["humanRating"], 1);
+        assert_eq!(steps[1]["human_completion"], Value::Null);
+        assert_eq!(steps[1]["chosen_completion"], 0);
+        assert_eq!(
+            steps[2]["human_completion"],
+            json!({"text": "91 = 7 × 13", "rating": null, "source": "human",
+                   "flagged": false, "corrected_rating": null})
+        );
+        assert_eq!(steps[2]["chosen_completion"], Value::Null);
+        assert_eq!(steps[2]["completions"][0]["modelRating"], 0);
+        assert_eq!(processbench(&store, sid).unwrap()[0]["label"], 2);
+
+        // A questionable checkpoint rates the step 0 and leaves no wrong step.
+        checkpoint(&store, sid, ids[2], "questionable", Some("not sure"), 1);
+        let prm = prm800k(&store, sid).unwrap();
+        assert_eq!(ratings(&prm), vec![json!(1), json!(1), json!(0)]);
+        assert_eq!(prm[0]["label"]["steps"][2]["human_completion"], Value::Null);
+        assert_eq!(prm[0]["label"]["finish_reason"], "solution");
+        assert_eq!(processbench(&store, sid).unwrap()[0]["label"], -1);
+    }
+
+    #[test]
+    fn a_session_without_verifications_has_no_labels() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        let s = Session::new("plain", SessionSource::Glassbox);
+        store
+            .write(|w| {
+                w.put_session(&s)?;
+                w.put_node(&Node::new(s.id, NodeType::Query, "q"))
+            })
+            .unwrap();
+        assert_eq!(prm800k(&store, s.id).unwrap(), json!([]));
+        assert_eq!(processbench(&store, s.id).unwrap(), json!([]));
     }
 }

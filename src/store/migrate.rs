@@ -6,6 +6,8 @@
 //! - v2: `node_type` renamed `kind`; `session_nodes` index added.
 //! - v3: full-text index: `search_terms` and `search_docs` tables, totals in `meta`; every
 //!   existing node is indexed.
+//! - v4: postings stored as segments per term (`search_postings`, written once per term and
+//!   transaction) instead of one `search_terms` row per term and node; the index is rebuilt.
 
 use redb::{ReadTransaction, ReadableDatabase, ReadableTable, TableHandle, WriteTransaction};
 
@@ -13,7 +15,7 @@ use super::tables::*;
 use super::{Store, StoreError, codec, search};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 const VERSION_KEY: &str = "schema_version";
 
@@ -71,6 +73,7 @@ pub(super) fn ensure_schema(store: &Store) -> Result<(), StoreError> {
             match v {
                 1 => migrate_v1_to_v2(&txn)?,
                 2 => migrate_v2_to_v3(&txn)?,
+                3 => migrate_v3_to_v4(&txn)?,
                 other => {
                     return Err(StoreError::Corrupt(format!(
                         "no migration from schema {other}"
@@ -117,7 +120,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(PROJECTION_CHECKPOINTS)?;
     txn.open_table(TRANSCRIPT_CURSORS)?;
     txn.open_table(JOURNAL)?;
-    txn.open_table(SEARCH_TERMS)?;
+    txn.open_table(SEARCH_POSTINGS)?;
     txn.open_table(SEARCH_DOCS)?;
     Ok(())
 }
@@ -150,9 +153,23 @@ fn migrate_v1_to_v2(txn: &WriteTransaction) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// v2 → v3: build the full-text index over every existing node.
-fn migrate_v2_to_v3(txn: &WriteTransaction) -> Result<(), StoreError> {
+/// v2 → v3: the v3 full-text index. Its layout is superseded by v4's, whose migration (run
+/// next) builds the index from scratch, so nothing is built here.
+fn migrate_v2_to_v3(_txn: &WriteTransaction) -> Result<(), StoreError> {
+    Ok(())
+}
+
+/// v3 → v4: drop the one-row-per-posting `search_terms` table and rebuild the index (docs,
+/// totals and segmented postings) over every node.
+fn migrate_v3_to_v4(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.delete_table(SEARCH_TERMS_V3)?;
+    txn.delete_table(SEARCH_DOCS)?;
+    txn.open_table(SEARCH_DOCS)?;
+    txn.open_table(META)?.remove(search::TOTALS_KEY)?;
     let indexed = search::index_all_nodes(txn)?;
-    tracing::info!(nodes = indexed, "migration v2 -> v3: full-text index built");
+    tracing::info!(
+        nodes = indexed,
+        "migration v3 -> v4: full-text index rebuilt"
+    );
     Ok(())
 }

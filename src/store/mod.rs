@@ -164,8 +164,11 @@ impl Store {
         let mut w = Writer {
             txn: &txn,
             next_seq,
+            index: search::PendingIndex::default(),
         };
         let out = f(&mut w)?;
+        // Postings gathered by the puts and deletes are merged in the same transaction.
+        w.index.apply(&txn)?;
         txn.commit()?;
         Ok(out)
     }
@@ -454,10 +457,31 @@ impl Store {
     }
 }
 
+/// A node with the work of writing it done ahead, off the writing thread: its encoded record
+/// and its full-text index form (see [`Writer::put_prepared_nodes`]).
+#[derive(Clone, Debug)]
+pub struct PreparedNode {
+    pub node: Node,
+    bytes: Vec<u8>,
+    text: Option<search::PreparedText>,
+}
+
+impl PreparedNode {
+    pub fn new(node: Node) -> Result<Self> {
+        Ok(Self {
+            bytes: codec::encode(&node)?,
+            text: search::prepare(&node),
+            node,
+        })
+    }
+}
+
 /// One write transaction. Every put appends a journal entry.
 pub struct Writer<'t> {
     txn: &'t WriteTransaction,
     next_seq: u64,
+    /// Full-text index changes of this transaction, merged just before it commits.
+    index: search::PendingIndex,
 }
 
 impl Writer<'_> {
@@ -496,8 +520,67 @@ impl Writer<'_> {
         self.txn
             .open_table(SESSION_NODES)?
             .insert(key32(n.session.to_bytes(), n.id.to_bytes()), ())?;
-        search::index_node(self.txn, n)?;
+        search::index_node(self.txn, &mut self.index, n)?;
         self.journal(ChangeKind::NodePut, Some(n.session), Some(n.id.0))
+    }
+
+    /// Puts many nodes: the same records, index entries and journal entries (in the same
+    /// order) as [`Writer::put_node`] on each, with every table opened once for the lot.
+    pub fn put_prepared_nodes(&mut self, nodes: &[PreparedNode]) -> Result<()> {
+        let mut table = self.txn.open_table(NODES)?;
+        let mut by_session = self.txn.open_table(SESSION_NODES)?;
+        let mut docs = self.txn.open_table(SEARCH_DOCS)?;
+        let mut journal = self.txn.open_table(JOURNAL)?;
+        for p in nodes {
+            let n = &p.node;
+            table.insert(n.id.to_bytes(), p.bytes.as_slice())?;
+            by_session.insert(key32(n.session.to_bytes(), n.id.to_bytes()), ())?;
+            if let Some(text) = &p.text {
+                search::index_prepared(&mut docs, &mut self.index, n, text)?;
+            }
+            let change = Change {
+                kind: ChangeKind::NodePut,
+                session: Some(n.session),
+                id: Some(n.id.0),
+                at: Utc::now(),
+            };
+            journal.insert(self.next_seq, codec::encode(&change)?.as_slice())?;
+            self.next_seq += 1;
+        }
+        Ok(())
+    }
+
+    /// Puts many edges, as [`Writer::put_edge`] on each with every table opened once.
+    pub fn put_edges(&mut self, edges: &[Edge]) -> Result<()> {
+        let mut out = self.txn.open_table(EDGES_OUT)?;
+        let mut inn = self.txn.open_table(EDGES_IN)?;
+        let mut journal = self.txn.open_table(JOURNAL)?;
+        for e in edges {
+            let (s, d, c) = (e.src.to_bytes(), e.dst.to_bytes(), e.kind.code());
+            out.insert(key33(s, c, d), codec::encode(e)?.as_slice())?;
+            inn.insert(key33(d, c, s), ())?;
+            let change = Change {
+                kind: ChangeKind::EdgePut,
+                session: None,
+                id: Some(e.src.0),
+                at: Utc::now(),
+            };
+            journal.insert(self.next_seq, codec::encode(&change)?.as_slice())?;
+            self.next_seq += 1;
+        }
+        Ok(())
+    }
+
+    /// The stored versions of `ids` (in order), reading the table once.
+    pub fn nodes(&self, ids: impl IntoIterator<Item = NodeId>) -> Result<Vec<Option<Node>>> {
+        let t = self.txn.open_table(NODES)?;
+        ids.into_iter()
+            .map(|id| {
+                t.get(id.to_bytes())?
+                    .map(|v| codec::decode("nodes", v.value()))
+                    .transpose()
+            })
+            .collect()
     }
 
     pub fn node(&self, id: NodeId) -> Result<Option<Node>> {
@@ -676,7 +759,7 @@ impl Writer<'_> {
             let mut dps = self.txn.open_table(DECISION_POINTS)?;
             for n in &node_ids {
                 nodes.remove(*n)?;
-                search::unindex_node(self.txn, *n)?;
+                search::unindex_node(self.txn, &mut self.index, *n)?;
                 // Outgoing edges and their reverse entries.
                 let mut gone = Vec::new();
                 for row in out.extract_from_if(prefix33(*n), |_, _| true)? {

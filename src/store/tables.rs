@@ -53,9 +53,14 @@ pub const PROJECTION_CHECKPOINTS: TableDefinition<&str, u64> =
 /// absolute file path → TranscriptCursor.
 pub const TRANSCRIPT_CURSORS: TableDefinition<&str, &[u8]> =
     TableDefinition::new("transcript_cursors");
-/// term (UTF-8, never containing 0x00) ‖ 0x00 ‖ node id → term frequency: the postings of
-/// the full-text index (see `search`).
-pub const SEARCH_TERMS: TableDefinition<&[u8], u32> = TableDefinition::new("search_terms");
+/// term (UTF-8, never containing 0x00) ‖ 0x00 ‖ first node id of the segment → a segment of
+/// the term's postings: `node id ‖ term frequency (u32 LE)` repeated, sorted by node id, at
+/// most 256 of them. A term's segments never overlap. The postings of the full-text index
+/// (see `search`); schema v4 on.
+pub const SEARCH_POSTINGS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("search_postings");
+/// term ‖ 0x00 ‖ node id → term frequency: the postings of schema v3, one row each. Only
+/// opened to delete it when migrating to v4.
+pub const SEARCH_TERMS_V3: TableDefinition<&[u8], u32> = TableDefinition::new("search_terms");
 /// node id → session id ‖ token count (u32 LE) ‖ text hash (8 bytes) ‖ the node's distinct
 /// terms joined by 0x00: what the index holds for a node, so it can be removed or skipped.
 pub const SEARCH_DOCS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("search_docs");

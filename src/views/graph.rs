@@ -1,5 +1,12 @@
 //! The graph pane: the session's turns, nodes, thinking steps and decision points as a tree.
 //! Only the rows in view are turned into lines, so a huge session draws as fast as a small one.
+//!
+//! Why not tui-tree-widget: its `Tree` takes the whole item forest every frame and flattens
+//! it to find what is open; at 100k nodes that alone was 17.6 ms a frame. Feeding it only
+//! the visible window breaks its indentation (a window's first row loses its ancestors) and
+//! its own scrolling. `GraphModel` already keeps the flattened rows, folding and selection,
+//! so drawing the visible slice here is the smaller and faster piece (0.38 ms at 100k nodes,
+//! `cargo bench --bench render`).
 
 use ratatui::Frame;
 use ratatui::layout::Rect;

@@ -1,14 +1,21 @@
 //! Pure render functions: state in, widgets out. No I/O, no awaits, no store access.
 
 pub mod chrome;
+pub mod fork;
+pub mod form;
+pub mod got;
 pub mod graph;
 pub mod help;
+pub mod insights;
 pub mod ledger;
 pub mod markdown;
 pub mod overlay;
 pub mod palette;
+pub mod replay;
+pub mod search;
 pub mod sessions;
 pub mod think;
+pub mod verify;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -63,6 +70,11 @@ pub fn render(
                 ledger::render(f, body, &state.ledger, theme, true);
             }
         }
+        Workspace::Fork => fork::render(f, body, state, theme),
+        Workspace::Got => got::render(f, body, state, theme),
+        Workspace::Verify => verify::render(f, body, state, theme),
+        Workspace::Insights => insights::render(f, body, state, theme),
+        Workspace::Replay => replay::render(f, body, state, theme),
     }
     chrome::render_status(f, status, state, theme);
     match &state.overlay {
@@ -78,6 +90,8 @@ pub fn render(
             overlay::confirm_delete(f, area, title, theme)
         }
         Some(Overlay::Rename { input, .. }) => overlay::rename(f, area, input.text(), theme),
+        Some(Overlay::Form(form)) => form::render(f, area, form, theme),
+        Some(Overlay::Search(search)) => search::render(f, area, search, theme),
         None => {
             if let Some((prefix, hints)) = &state.pending_chord {
                 help::which_key(f, area, prefix, hints, theme);

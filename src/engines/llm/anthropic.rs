@@ -1,5 +1,6 @@
 //! Anthropic Messages API provider: request building, the SSE event decoder (thinking,
-//! signatures, redacted thinking, text, tool input) and the non-streaming message parser.
+//! signatures, redacted thinking, text, tool input, server-side compaction) and the
+//! non-streaming message parser.
 
 use std::collections::BTreeMap;
 
@@ -15,6 +16,11 @@ use super::{
 
 const NAME: &str = "anthropic";
 
+/// Beta flag that enables server-side context compaction.
+pub const COMPACTION_BETA: &str = "compact-2026-01-12";
+/// The `context_management` edit that asks for server-side compaction.
+pub const COMPACTION_EDIT: &str = "compact_20260112";
+
 /// Anthropic Messages API (`POST {base_url}/v1/messages`). Cheap to clone.
 #[derive(Clone, Debug)]
 pub struct AnthropicProvider {
@@ -24,9 +30,40 @@ pub struct AnthropicProvider {
 impl AnthropicProvider {
     /// Needs at least one key in `settings.keys`; an empty base URL means `https://api.anthropic.com`.
     pub fn new(settings: HttpSettings) -> Result<Self, LlmError> {
+        Self::with_compaction(settings, false)
+    }
+
+    /// Like [`AnthropicProvider::new`]; with `compaction` every request opts in to
+    /// server-side context compaction (the `compact-2026-01-12` beta and a
+    /// `context_management` edit), and the stream may then carry a compaction block.
+    pub fn with_compaction(mut settings: HttpSettings, compaction: bool) -> Result<Self, LlmError> {
+        if compaction {
+            add_beta(&mut settings.extra_headers, COMPACTION_BETA);
+        }
         Ok(Self {
-            remote: Remote::new(settings, AnthropicWire)?,
+            remote: Remote::new(settings, AnthropicWire { compaction })?,
         })
+    }
+}
+
+/// Adds `flag` to the `anthropic-beta` header, keeping flags already configured there
+/// (an extra header replaces a built-in one of the same name, so they share one value).
+fn add_beta(headers: &mut Vec<(String, String)>, flag: &str) {
+    match headers
+        .iter_mut()
+        .find(|(n, _)| n.trim().eq_ignore_ascii_case("anthropic-beta"))
+    {
+        Some((_, value)) => {
+            if !value.split(',').any(|f| f.trim() == flag) {
+                if value.trim().is_empty() {
+                    *value = flag.to_string();
+                } else {
+                    value.push(',');
+                    value.push_str(flag);
+                }
+            }
+        }
+        None => headers.push(("anthropic-beta".into(), flag.into())),
     }
 }
 
@@ -40,7 +77,9 @@ impl Provider for AnthropicProvider {
     }
 }
 
-struct AnthropicWire;
+struct AnthropicWire {
+    compaction: bool,
+}
 
 impl Wire for AnthropicWire {
     fn name(&self) -> &'static str {
@@ -60,7 +99,7 @@ impl Wire for AnthropicWire {
     }
 
     fn body(&self, req: &ChatRequest, stream: bool) -> Value {
-        request_body(req, stream)
+        request_body_with(req, stream, self.compaction)
     }
 
     fn auth_headers(&self, key: &ApiKey) -> Result<Vec<(HeaderName, HeaderValue)>, LlmError> {
@@ -82,9 +121,18 @@ impl Wire for AnthropicWire {
     }
 }
 
-/// The JSON body of a Messages API call. A thinking budget at or above `max_tokens` would be
-/// refused by the API, so `max_tokens` is raised to budget + `max_tokens` in that case.
+/// The JSON body of a Messages API call without server-side compaction. A thinking budget
+/// at or above `max_tokens` would be refused by the API, so `max_tokens` is raised to
+/// budget + `max_tokens` in that case.
 pub fn request_body(req: &ChatRequest, stream: bool) -> Value {
+    request_body_with(req, stream, false)
+}
+
+/// The JSON body of a Messages API call. With `compaction` the request asks for server-side
+/// compaction, and a message's compaction summary goes back as a `compaction` content block
+/// ahead of its text (the API then drops everything before that block). Without it the
+/// summary is restated as text, since the block is only accepted with the beta enabled.
+pub fn request_body_with(req: &ChatRequest, stream: bool, compaction: bool) -> Value {
     let messages: Vec<Value> = req
         .messages
         .iter()
@@ -93,11 +141,39 @@ pub fn request_body(req: &ChatRequest, stream: bool) -> Value {
                 super::Role::User => "user",
                 super::Role::Assistant => "assistant",
             };
-            json!({"role": role, "content": m.content})
+            match &m.compaction {
+                None => json!({"role": role, "content": m.content}),
+                Some(c) if compaction => {
+                    // An empty summary is refused; null stands for a failed compaction.
+                    let mut block = json!({"type": "compaction", "content": null});
+                    if !c.summary.is_empty() {
+                        block["content"] = json!(c.summary);
+                    }
+                    if let Some(e) = &c.encrypted_content {
+                        block["encrypted_content"] = json!(e);
+                    }
+                    let mut blocks = vec![block];
+                    if !m.content.is_empty() {
+                        blocks.push(json!({"type": "text", "text": m.content}));
+                    }
+                    json!({"role": role, "content": blocks})
+                }
+                Some(c) => {
+                    let mut text = format!("Summary of our conversation so far:\n{}", c.summary);
+                    if !m.content.is_empty() {
+                        text.push_str("\n\n");
+                        text.push_str(&m.content);
+                    }
+                    json!({"role": role, "content": text})
+                }
+            }
         })
         .collect();
     let mut max_tokens = req.max_tokens;
     let mut body = json!({"model": req.model, "messages": messages, "stream": stream});
+    if compaction {
+        body["context_management"] = json!({"edits": [{"type": COMPACTION_EDIT}]});
+    }
     match req.thinking {
         ThinkingMode::Off => {}
         ThinkingMode::Budget { tokens } => {
@@ -148,6 +224,14 @@ enum Block {
         name: String,
         json: String,
         initial: Value,
+    },
+    /// A server-side compaction: whatever the start carried, replaced by the
+    /// `compaction_delta`s once they come (the API sends the whole summary in one delta,
+    /// but several are joined).
+    Compaction {
+        summary: String,
+        encrypted: String,
+        streamed: bool,
     },
     Other,
 }
@@ -323,6 +407,11 @@ impl AnthropicDecoder {
                 }
                 Block::Other
             }
+            "compaction" => Block::Compaction {
+                summary: text_of("content"),
+                encrypted: text_of("encrypted_content"),
+                streamed: false,
+            },
             "tool_use" | "server_tool_use" => Block::Tool {
                 id: text_of("id"),
                 name: text_of("name"),
@@ -370,6 +459,25 @@ impl AnthropicDecoder {
                     self.stats.unknown += 1;
                 }
             }
+            "compaction_delta" => {
+                if let Some(Block::Compaction {
+                    summary,
+                    encrypted,
+                    streamed,
+                }) = self.blocks.get_mut(&index)
+                {
+                    if !*streamed {
+                        summary.clear();
+                        encrypted.clear();
+                        *streamed = true;
+                    }
+                    // `content` is null when the compaction failed; nothing is reported then.
+                    summary.push_str(field("content"));
+                    encrypted.push_str(field("encrypted_content"));
+                } else {
+                    self.stats.unknown += 1;
+                }
+            }
             _ => self.stats.unknown += 1,
         }
     }
@@ -399,6 +507,14 @@ impl AnthropicDecoder {
                     serde_json::from_str(&json).unwrap_or(Value::String(json))
                 };
                 out.push(StreamEvent::ToolUse { id, name, input });
+            }
+            Some(Block::Compaction {
+                summary, encrypted, ..
+            }) if !summary.is_empty() || !encrypted.is_empty() => {
+                out.push(StreamEvent::Compaction {
+                    summary,
+                    encrypted_content: (!encrypted.is_empty()).then_some(encrypted),
+                });
             }
             _ => {}
         }
@@ -602,7 +718,7 @@ fn merge_usage(acc: &mut Option<Usage>, u: &Value) {
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
-    use crate::engines::llm::{Effort, Message, ToolSpec};
+    use crate::engines::llm::{Compaction, Effort, Message, ToolSpec};
     use proptest::prelude::*;
 
     const STREAM: &str = concat!(
@@ -774,6 +890,125 @@ mod tests {
         assert_eq!(b["output_config"], json!({"effort":"high"}));
         assert_eq!(b["max_tokens"], json!(1000));
         assert_eq!(b["stream"], json!(false));
+    }
+
+    const COMPACTED: &str = concat!(
+        "event: message_start\n",
+        "data: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"content\":[],\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}}\n\n",
+        "event: content_block_start\n",
+        "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"compaction\",\"content\":null}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"compaction_delta\",\"content\":\"Earlier: é \"}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"compaction_delta\",\"content\":\"they met.\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n",
+        "event: content_block_start\n",
+        "data: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"mystery_block\",\"x\":1}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"mystery_delta\",\"x\":2}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n",
+        "event: content_block_start\n",
+        "data: {\"type\":\"content_block_start\",\"index\":2,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n",
+        "event: content_block_delta\n",
+        "data: {\"type\":\"content_block_delta\",\"index\":2,\"delta\":{\"type\":\"text_delta\",\"text\":\"Hi\"}}\n\n",
+        "event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":2}\n\n",
+        "event: message_delta\n",
+        "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":3}}\n\n",
+        "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n",
+    );
+
+    #[test]
+    fn compaction_blocks_become_one_event_and_unknown_blocks_are_skipped() {
+        let ev = decode_chunks(&[COMPACTED.as_bytes()]);
+        assert_eq!(
+            ev,
+            vec![
+                StreamEvent::Compaction {
+                    summary: "Earlier: é they met.".into(),
+                    encrypted_content: None,
+                },
+                StreamEvent::TextDelta { text: "Hi".into() },
+                StreamEvent::Usage {
+                    usage: Usage {
+                        input_tokens: 9,
+                        output_tokens: 3,
+                        ..Usage::default()
+                    }
+                },
+                StreamEvent::Stop {
+                    reason: StopReason::EndTurn
+                },
+            ]
+        );
+        // Byte by byte (splitting the UTF-8 of "é") changes nothing.
+        let bytes: Vec<&[u8]> = COMPACTED.as_bytes().chunks(1).collect();
+        assert_eq!(decode_chunks(&bytes), ev);
+        // A failed compaction (null content) reports nothing.
+        let failed = COMPACTED
+            .replace("\"content\":\"Earlier: é \"", "\"content\":null")
+            .replace("\"content\":\"they met.\"", "\"content\":null");
+        assert_eq!(decode_chunks(&[failed.as_bytes()])[0], ev[1]);
+        // In a whole (non-streaming) message the summary sits on the block itself.
+        let body = json!({"type":"message","content":[
+            {"type":"compaction","content":"S","encrypted_content":"E"},{"type":"text","text":"T"}],
+            "stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":2}});
+        let ev = decode_chunks(&[body.to_string().as_bytes()]);
+        assert_eq!(
+            ev[0],
+            StreamEvent::Compaction {
+                summary: "S".into(),
+                encrypted_content: Some("E".into()),
+            }
+        );
+        assert_eq!(ev[1], StreamEvent::TextDelta { text: "T".into() });
+    }
+
+    #[test]
+    fn compaction_goes_back_as_a_block_only_when_enabled() {
+        let req = ChatRequest::new(
+            "claude",
+            vec![
+                Message::user("q2"),
+                Message::assistant("a2").with_compaction(Compaction {
+                    summary: "sum".into(),
+                    encrypted_content: Some("opaque".into()),
+                }),
+                Message::user("q3"),
+            ],
+        );
+        let b = request_body_with(&req, true, true);
+        assert_eq!(
+            b["context_management"],
+            json!({"edits": [{"type": "compact_20260112"}]})
+        );
+        assert_eq!(
+            b["messages"][1]["content"],
+            json!([
+                {"type":"compaction","content":"sum","encrypted_content":"opaque"},
+                {"type":"text","text":"a2"}
+            ])
+        );
+        assert_eq!(b["messages"][2]["content"], json!("q3"));
+        let b = request_body(&req, true);
+        assert!(b.get("context_management").is_none());
+        assert_eq!(
+            b["messages"][1]["content"],
+            json!("Summary of our conversation so far:\nsum\n\na2")
+        );
+    }
+
+    #[test]
+    fn the_compaction_beta_joins_configured_beta_flags() {
+        let mut h = vec![("Anthropic-Beta".to_string(), "x-1".to_string())];
+        add_beta(&mut h, COMPACTION_BETA);
+        add_beta(&mut h, COMPACTION_BETA);
+        assert_eq!(
+            h,
+            vec![("Anthropic-Beta".into(), "x-1,compact-2026-01-12".into())]
+        );
+        let mut h = Vec::new();
+        add_beta(&mut h, COMPACTION_BETA);
+        assert_eq!(h, vec![("anthropic-beta".into(), COMPACTION_BETA.into())]);
     }
 
     proptest! {

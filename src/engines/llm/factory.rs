@@ -137,12 +137,10 @@ pub fn build(ctx: &Ctx) -> Result<Built, LlmError> {
         ProviderKind::Anthropic => {
             let p = &cfg.providers.anthropic;
             let keys = keys_for("ANTHROPIC_API_KEY", &p.key_command, "anthropic")?;
-            Arc::new(super::anthropic::AnthropicProvider::new(http_settings(
-                cfg,
-                &p.base_url,
-                &p.model,
-                keys,
-            ))?)
+            Arc::new(super::anthropic::AnthropicProvider::with_compaction(
+                http_settings(cfg, &p.base_url, &p.model, keys),
+                p.compaction,
+            )?)
         }
         ProviderKind::OpenAi => {
             let p = &cfg.providers.openai;

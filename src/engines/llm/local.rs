@@ -235,7 +235,7 @@ fn generate(
             Role::User => "user",
             Role::Assistant => "assistant",
         };
-        history.push((role.into(), m.content.clone()));
+        history.push((role.into(), m.plain_text().into_owned()));
     }
 
     let mut usage = Usage::default();

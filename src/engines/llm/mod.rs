@@ -45,6 +45,21 @@ pub enum Role {
 pub struct Message {
     pub role: Role,
     pub content: String,
+    /// Assistant turns only: what the provider wrote when it compacted the context (see
+    /// [`StreamEvent::Compaction`]). It is sent back ahead of `content`, and the provider
+    /// then ignores everything that came before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction: Option<Compaction>,
+}
+
+/// A provider's server-side compaction of the conversation, as it is sent back.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compaction {
+    /// The summary that stands for everything before it.
+    pub summary: String,
+    /// Opaque provider state that goes back verbatim with the summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub encrypted_content: Option<String>,
 }
 
 impl Message {
@@ -52,13 +67,33 @@ impl Message {
         Self {
             role: Role::User,
             content: text.into(),
+            compaction: None,
         }
     }
     pub fn assistant(text: impl Into<String>) -> Self {
         Self {
             role: Role::Assistant,
             content: text.into(),
+            compaction: None,
         }
+    }
+    /// The text to send to a provider that has no compaction blocks of its own: a
+    /// compaction summary (from an Anthropic session continued elsewhere) comes first, so
+    /// the earlier conversation it stands for is not lost.
+    pub fn plain_text(&self) -> std::borrow::Cow<'_, str> {
+        match &self.compaction {
+            Some(c) if !c.summary.is_empty() => std::borrow::Cow::Owned(format!(
+                "[Summary of the earlier conversation]\n{}\n\n{}",
+                c.summary, self.content
+            )),
+            _ => std::borrow::Cow::Borrowed(&self.content),
+        }
+    }
+
+    /// This message opened by a provider compaction.
+    pub fn with_compaction(mut self, compaction: Compaction) -> Self {
+        self.compaction = Some(compaction);
+        self
     }
 }
 
@@ -173,6 +208,13 @@ pub enum StreamEvent {
     },
     RedactedThinking {
         data: String,
+    },
+    /// The provider compacted the conversation server-side (Anthropic `compaction` block):
+    /// `summary` replaces everything before this response and must be sent back with it.
+    Compaction {
+        summary: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        encrypted_content: Option<String>,
     },
     TextDelta {
         text: String,

@@ -83,7 +83,7 @@ pub fn request_body(req: &ChatRequest, stream: bool) -> Value {
             Role::User => "user",
             Role::Assistant => "assistant",
         };
-        messages.push(json!({"role": role, "content": m.content}));
+        messages.push(json!({"role": role, "content": m.plain_text()}));
     }
     let mut options = json!({"num_predict": req.max_tokens});
     if let Some(t) = req.temperature {

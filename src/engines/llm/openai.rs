@@ -107,7 +107,7 @@ pub fn request_body(req: &ChatRequest, stream: bool) -> Value {
             Role::User => "user",
             Role::Assistant => "assistant",
         };
-        messages.push(json!({"role": role, "content": m.content}));
+        messages.push(json!({"role": role, "content": m.plain_text()}));
     }
     let mut body = json!({
         "model": req.model,
@@ -826,6 +826,21 @@ mod tests {
             ),
             "{ev:?}"
         );
+    }
+
+    #[test]
+    fn a_compaction_summary_travels_as_text() {
+        let compacted =
+            Message::assistant("the answer").with_compaction(crate::engines::llm::Compaction {
+                summary: "we talked about hash maps".into(),
+                encrypted_content: None,
+            });
+        let req = ChatRequest::new("m", vec![compacted, Message::user("and then?")]);
+        let body = request_body(&req, true);
+        let first = body["messages"][0]["content"].as_str().unwrap();
+        assert!(first.contains("we talked about hash maps"), "{first}");
+        assert!(first.ends_with("the answer"), "{first}");
+        assert_eq!(body["messages"][1]["content"], "and then?");
     }
 
     #[test]

@@ -275,6 +275,19 @@ pub(crate) struct MapCtx<'a> {
     /// Claude session id → glassbox session id.
     pub sessions: &'a mut HashMap<String, SessionId>,
     pub summary: &'a mut ImportSummary,
+    /// The writer thread committing earlier batches, if one is running.
+    pub(crate) writes: Option<&'a super::WritePipe>,
+}
+
+impl MapCtx<'_> {
+    /// Waits for earlier batches to be committed: call before reading the store, which may
+    /// not hold them yet.
+    fn settle(&self) -> Result<(), StoreError> {
+        match self.writes {
+            Some(w) => w.settle(),
+            None => Ok(()),
+        }
+    }
 }
 
 impl FileMapper {
@@ -509,6 +522,7 @@ impl FileMapper {
             return Ok(None);
         }
         if !self.live.contains_key(&id) {
+            ctx.settle()?;
             let Some(n) = ctx.store.node(id)? else {
                 return Ok(None);
             };
@@ -753,6 +767,7 @@ impl FileMapper {
         }
         let agent = line.agent_id.clone().or_else(|| self.file_agent.clone());
         if self.stored_task_calls.is_none() {
+            ctx.settle().map_err(|e| e.to_string())?;
             let mut found = Vec::new();
             for n in ctx
                 .store

@@ -1,0 +1,436 @@
+//! The Fork workspace: branch columns side by side (as many as fit, at least ~30 wide,
+//! scrolled with h/l), the comparison panel (convergence, divergence, meta insight,
+//! recommendation, debate, steering) and a small branch tree.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+
+use super::think::{pane, tail_text};
+use crate::app::fork_ws::{ColStatus, Column, ForkWs, SteerView};
+use crate::app::state::State;
+use crate::app::theme::{Role, Theme};
+use crate::engines::fork::{Agreement, Significance};
+
+/// Narrowest a branch column gets.
+pub const MIN_COLUMN: u16 = 30;
+
+/// How many columns fit in `width`.
+pub fn columns_that_fit(width: u16, n: usize) -> usize {
+    ((width / MIN_COLUMN).max(1) as usize).min(n.max(1))
+}
+
+/// The first column to draw so the focused one is in view.
+pub fn first_visible(ws: &ForkWs, fit: usize) -> usize {
+    let mut first = ws.first.min(ws.columns.len().saturating_sub(fit));
+    if ws.focus < first {
+        first = ws.focus;
+    } else if ws.focus >= first + fit {
+        first = ws.focus + 1 - fit;
+    }
+    first
+}
+
+/// Draws the workspace into `area`.
+pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+    let ws = &state.fork;
+    if ws.columns.is_empty() {
+        hint(f, area, ws, theme);
+        return;
+    }
+    let bottom = (area.height * 2 / 5)
+        .max(8)
+        .min(area.height.saturating_sub(6));
+    let [top, low] = Layout::vertical([Constraint::Min(6), Constraint::Length(bottom)]).areas(area);
+    render_columns(f, top, ws, theme);
+    let tree_w = (area.width / 4).clamp(28, 44);
+    let [panel, tree] =
+        Layout::horizontal([Constraint::Min(30), Constraint::Length(tree_w)]).areas(low);
+    render_panel(f, panel, ws, theme);
+    render_tree(f, tree, ws, theme);
+}
+
+fn hint(f: &mut Frame, area: Rect, ws: &ForkWs, theme: &Theme) {
+    let text = if ws.loading {
+        "Loading the session's latest fork…".to_string()
+    } else {
+        [
+            "No fork yet.",
+            "",
+            "N        fork a new question (question, then Tab to pick 2–4 styles)",
+            "f        in Think: fork the selected question, or a thinking step inside the trace",
+            "D        debate the branches (a new question when none is loaded)",
+            "x / C    expand / challenge the focused branch",
+            "space M  mark branches, merge them",
+            "F        refork every branch with new context",
+            "v        checkpoint the focused branch: verified / questionable / disagree",
+            "h / l    previous / next column · j / k scroll · Enter details · Esc cancel",
+        ]
+        .join("\n")
+    };
+    f.render_widget(
+        Paragraph::new(text)
+            .wrap(Wrap { trim: false })
+            .style(theme.style(Role::Dim))
+            .block(pane(" Fork ", true, theme)),
+        area,
+    );
+}
+
+fn status_span(c: &Column, theme: &Theme) -> Span<'static> {
+    let role = match c.status {
+        ColStatus::Done => Role::Success,
+        ColStatus::Failed(_) => Role::Error,
+        ColStatus::Waiting => Role::Dim,
+        _ => Role::Warning,
+    };
+    Span::styled(c.status.label(), theme.style(role))
+}
+
+fn render_columns(f: &mut Frame, area: Rect, ws: &ForkWs, theme: &Theme) {
+    let n = ws.columns.len();
+    let fit = columns_that_fit(area.width, n);
+    let first = first_visible(ws, fit);
+    let shown: Vec<usize> = (first..(first + fit).min(n)).collect();
+    let areas =
+        Layout::horizontal(vec![Constraint::Ratio(1, shown.len() as u32); shown.len()]).split(area);
+    for (slot, i) in shown.iter().enumerate() {
+        let c = &ws.columns[*i];
+        let focused = *i == ws.focus;
+        let mut title = vec![Span::raw(" ")];
+        if c.marked {
+            title.push(Span::styled("● ", theme.style(Role::Accent)));
+        }
+        title.push(Span::styled(
+            c.style.as_str(),
+            theme.style(Role::ForkBranch).add_modifier(Modifier::BOLD),
+        ));
+        title.push(Span::raw(" · "));
+        title.push(status_span(c, theme));
+        if let Some(r) = c.result.as_ref().filter(|r| r.ok()) {
+            title.push(Span::styled(
+                format!(" {:.0}%", r.body.confidence * 100.0),
+                theme.confidence_style(r.body.confidence),
+            ));
+        }
+        title.push(Span::raw(" "));
+        if slot == 0 && first > 0 {
+            title.insert(0, Span::styled("◀", theme.style(Role::Accent)));
+        }
+        if slot + 1 == shown.len() && first + fit < n {
+            title.push(Span::styled("▶", theme.style(Role::Accent)));
+        }
+        let block = pane(Line::from(title), focused, theme);
+        let inner = block.inner(areas[slot]);
+        f.render_widget(block, areas[slot]);
+        render_column_body(f, inner, c, theme);
+    }
+}
+
+fn render_column_body(f: &mut Frame, inner: Rect, c: &Column, theme: &Theme) {
+    let running = matches!(
+        c.status,
+        ColStatus::Running | ColStatus::Repairing | ColStatus::Debating(_) | ColStatus::Waiting
+    );
+    // A call in progress with nothing parsed yet: follow the stream.
+    if running && c.result.is_none() {
+        let text = if c.live.is_empty() {
+            &c.thinking
+        } else {
+            &c.live
+        };
+        let style = theme.style(if c.live.is_empty() {
+            Role::Thinking
+        } else {
+            Role::Response
+        });
+        let (p, _) = tail_text(text, inner.width, inner.height, 0, style);
+        f.render_widget(p, inner);
+        return;
+    }
+    let mut lines: Vec<Line> = Vec::new();
+    let head = |s: &str| Line::styled(s.to_string(), theme.style(Role::Title));
+    if let ColStatus::Failed(e) = &c.status {
+        lines.push(Line::styled(e.clone(), theme.style(Role::Error)));
+    }
+    if let Some(r) = c.result.as_ref().filter(|r| r.ok()) {
+        lines.push(Line::styled(
+            r.body.conclusion.clone(),
+            theme.style(Role::Response),
+        ));
+        for (name, list, role) in [
+            ("Key insights", &r.body.key_insights, Role::Success),
+            ("Risks", &r.body.risks, Role::Warning),
+        ] {
+            if !list.is_empty() {
+                lines.push(Line::default());
+                lines.push(head(name));
+                for item in list {
+                    lines.push(Line::from(vec![
+                        Span::styled("• ", theme.style(role)),
+                        Span::styled(item.clone(), theme.style(Role::Fg)),
+                    ]));
+                }
+            }
+        }
+    }
+    for e in &c.debate {
+        lines.push(Line::default());
+        let mut h = vec![Span::styled(
+            format!("Round {}", e.round),
+            theme.style(Role::Title),
+        )];
+        match &e.error {
+            Some(err) => h.push(Span::styled(
+                format!(" failed: {err}"),
+                theme.style(Role::Error),
+            )),
+            None => {
+                h.push(Span::styled(
+                    format!(" {:.0}%", e.confidence * 100.0),
+                    theme.confidence_style(e.confidence),
+                ));
+                if e.position_changed {
+                    h.push(Span::styled(" position changed", theme.style(Role::Accent)));
+                }
+            }
+        }
+        lines.push(Line::from(h));
+        if e.error.is_none() {
+            lines.push(Line::styled(e.response.clone(), theme.style(Role::Fg)));
+        }
+    }
+    if running && !c.live.is_empty() {
+        lines.push(Line::default());
+        lines.push(Line::styled(c.live.clone(), theme.style(Role::Dim)));
+    }
+    let p = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let total = p.line_count(inner.width) as u16;
+    let scroll = c.scroll.min(total.saturating_sub(inner.height));
+    f.render_widget(p.scroll((scroll, 0)), inner);
+}
+
+fn pct(c: f64) -> String {
+    format!("{:.0}%", c * 100.0)
+}
+
+fn steer_lines<'a>(s: &'a SteerView, theme: &Theme, out: &mut Vec<Line<'a>>) {
+    let mut h = vec![
+        Span::styled("↳ ", theme.style(Role::Accent)),
+        Span::styled(s.label.clone(), theme.style(Role::Title)),
+    ];
+    if s.running {
+        h.push(Span::styled(" running…", theme.style(Role::Warning)));
+    }
+    if let Some(c) = s.confidence {
+        h.push(Span::styled(
+            format!(" {}", pct(c)),
+            theme.confidence_style(c),
+        ));
+    }
+    out.push(Line::from(h));
+    if let Some(e) = &s.error {
+        out.push(Line::styled(format!("  {e}"), theme.style(Role::Error)));
+    }
+    if s.running && !s.live.is_empty() {
+        let tail: String = {
+            let chars: Vec<char> = s.live.chars().collect();
+            chars[chars.len().saturating_sub(400)..].iter().collect()
+        };
+        out.push(Line::styled(format!("  {tail}"), theme.style(Role::Dim)));
+    }
+    for l in &s.lines {
+        out.push(Line::styled(format!("  {l}"), theme.style(Role::Fg)));
+    }
+}
+
+fn render_panel(f: &mut Frame, area: Rect, ws: &ForkWs, theme: &Theme) {
+    let mut lines: Vec<Line> = Vec::new();
+    lines.push(Line::from(vec![
+        Span::styled("Q ", theme.style(Role::Accent)),
+        Span::styled(ws.question.clone(), theme.style(Role::Query)),
+    ]));
+    match &ws.comparison {
+        None if !ws.comparison_live.is_empty() => {
+            lines.push(Line::styled("comparing…", theme.style(Role::Warning)));
+        }
+        None => lines.push(Line::styled(
+            "the comparison follows when the branches finish",
+            theme.style(Role::Dim),
+        )),
+        Some(c) => {
+            if let Some(e) = &c.comparison_error {
+                lines.push(Line::styled(
+                    format!("no comparison: {e}"),
+                    theme.style(Role::Warning),
+                ));
+            }
+            for p in &c.convergence_points {
+                let level = match p.agreement_level {
+                    Agreement::Full => "full",
+                    Agreement::Partial => "partial",
+                    Agreement::None => "none",
+                };
+                let styles: Vec<&str> = p.styles.iter().map(|s| s.as_str()).collect();
+                lines.push(Line::from(vec![
+                    Span::styled("≈ converge ", theme.style(Role::Success)),
+                    Span::styled(p.topic.clone(), theme.style(Role::Title)),
+                    Span::styled(
+                        format!(" ({level} agreement: {})", styles.join(", ")),
+                        theme.style(Role::Dim),
+                    ),
+                    Span::styled(format!(" {}", p.summary), theme.style(Role::Fg)),
+                ]));
+            }
+            for p in &c.divergence_points {
+                let sig = match p.significance {
+                    Significance::High => "high",
+                    Significance::Medium => "medium",
+                    Significance::Low => "low",
+                };
+                lines.push(Line::from(vec![
+                    Span::styled("≠ diverge ", theme.style(Role::Warning)),
+                    Span::styled(p.topic.clone(), theme.style(Role::Title)),
+                    Span::styled(format!(" ({sig})"), theme.style(Role::Dim)),
+                ]));
+                for pos in &p.positions {
+                    lines.push(Line::from(vec![
+                        Span::styled(format!("    {} ", pos.style), theme.style(Role::ForkBranch)),
+                        Span::styled(pct(pos.confidence), theme.confidence_style(pos.confidence)),
+                        Span::styled(format!(" {}", pos.position), theme.style(Role::Fg)),
+                    ]));
+                }
+                if let Some(r) = &p.recommendation {
+                    lines.push(Line::styled(format!("    → {r}"), theme.style(Role::Dim)));
+                }
+            }
+            if !c.meta_insight.is_empty() {
+                lines.push(Line::from(vec![
+                    Span::styled("Meta insight ", theme.style(Role::Accent)),
+                    Span::styled(c.meta_insight.clone(), theme.style(Role::Fg)),
+                ]));
+            }
+            if let Some(r) = &c.recommended_approach {
+                lines.push(Line::from(vec![
+                    Span::styled("Recommended ", theme.style(Role::Accent)),
+                    Span::styled(r.style.as_str(), theme.style(Role::ForkBranch)),
+                    Span::styled(
+                        format!(" {} ", pct(r.confidence)),
+                        theme.confidence_style(r.confidence),
+                    ),
+                    Span::styled(r.rationale.clone(), theme.style(Role::Fg)),
+                ]));
+            }
+        }
+    }
+    if let Some(c) = &ws.consensus {
+        let (label, role) = if c.reached {
+            ("Consensus", Role::Success)
+        } else {
+            ("No consensus", Role::Warning)
+        };
+        let mut h = vec![Span::styled(
+            format!("{label} after {} rounds", ws.rounds),
+            theme.style(role),
+        )];
+        if let Some(t) = &c.text {
+            h.push(Span::styled(format!(": {t}"), theme.style(Role::Fg)));
+        } else if !c.live.is_empty() {
+            h.push(Span::styled(": synthesising…", theme.style(Role::Dim)));
+        }
+        lines.push(Line::from(h));
+    }
+    for s in &ws.steers {
+        steer_lines(s, theme, &mut lines);
+    }
+    let title = match &ws.busy {
+        Some(b) => format!(" Comparison · {}… ", b.what),
+        None => " Comparison ".to_string(),
+    };
+    let block = pane(title, false, theme);
+    let inner = block.inner(area);
+    let p = Paragraph::new(lines).wrap(Wrap { trim: false });
+    let total = p.line_count(inner.width) as u16;
+    let scroll = ws.panel_scroll.min(total.saturating_sub(inner.height));
+    f.render_widget(p.scroll((scroll, 0)).block(block), area);
+}
+
+fn render_tree(f: &mut Frame, area: Rect, ws: &ForkWs, theme: &Theme) {
+    let dim = theme.style(Role::Dim);
+    let mut lines: Vec<Line> = vec![Line::from(vec![
+        Span::styled(ws.kind.clone(), theme.style(Role::Title)),
+        Span::styled(format!(" · {} branches", ws.columns.len()), dim),
+    ])];
+    let n = ws.columns.len();
+    let has_steers = !ws.steers.is_empty();
+    for (i, c) in ws.columns.iter().enumerate() {
+        let last = i + 1 == n && !has_steers;
+        let mut spans = vec![
+            Span::styled(if last { "└ " } else { "├ " }, dim),
+            Span::styled(
+                c.style.as_str(),
+                if i == ws.focus {
+                    theme
+                        .style(Role::ForkBranch)
+                        .add_modifier(Modifier::REVERSED)
+                } else {
+                    theme.style(Role::ForkBranch)
+                },
+            ),
+            Span::raw(" "),
+            status_span(c, theme),
+        ];
+        if let Some(r) = c.result.as_ref().filter(|r| r.ok()) {
+            spans.push(Span::styled(
+                format!(" {}", pct(r.body.confidence)),
+                theme.confidence_style(r.body.confidence),
+            ));
+        }
+        if c.marked {
+            spans.push(Span::styled(" ●", theme.style(Role::Accent)));
+        }
+        lines.push(Line::from(spans));
+    }
+    if has_steers {
+        lines.push(Line::from(vec![
+            Span::styled("└ ", dim),
+            Span::styled("steering", theme.style(Role::Title)),
+        ]));
+        let m = ws.steers.len();
+        for (i, s) in ws.steers.iter().enumerate() {
+            let mut spans = vec![
+                Span::styled(if i + 1 == m { "  └ " } else { "  ├ " }, dim),
+                Span::styled(s.label.clone(), theme.style(Role::Fg)),
+            ];
+            if s.running {
+                spans.push(Span::styled(" …", theme.style(Role::Warning)));
+            } else if s.error.is_some() {
+                spans.push(Span::styled(" failed", theme.style(Role::Error)));
+            } else if let Some(c) = s.confidence {
+                spans.push(Span::styled(
+                    format!(" {}", pct(c)),
+                    theme.confidence_style(c),
+                ));
+            }
+            lines.push(Line::from(spans));
+        }
+    }
+    let marked = ws.columns.iter().filter(|c| c.marked).count();
+    lines.push(Line::default());
+    if marked > 0 {
+        lines.push(Line::styled(format!("{marked} marked · M merges"), dim));
+    }
+    lines.push(Line::styled(
+        "N new · D debate · x expand · C challenge · space mark · M merge · F refork · v checkpoint · ? help",
+        dim,
+    ));
+    f.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .style(Style::default())
+            .block(pane(" Branches ", false, theme)),
+        area,
+    );
+}

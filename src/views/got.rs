@@ -1,0 +1,364 @@
+//! The Graph-of-Thoughts workspace: a header with the run state and counts, the search
+//! tree (scores coloured, pruned thoughts dimmed, the frontier highlighted, the best
+//! marked), and beside it the selected thought and, once the search ended, its answer.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
+
+use super::overlay::centered;
+use super::think::pane;
+use crate::app::got_ws::{GotWs, Phase};
+use crate::app::state::State;
+use crate::app::theme::{Role, Theme};
+use crate::engines::got::{Thought, ThoughtState};
+
+/// Rows of the header pane, borders included.
+const HEADER: u16 = 4;
+
+/// How many tree rows fit a terminal of `size` (tabs and status bar included).
+pub fn tree_height(size: (u16, u16)) -> usize {
+    size.1.saturating_sub(2 + HEADER + 2) as usize
+}
+
+/// Draws the workspace into `area`.
+pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+    let ws = &state.got;
+    let [header, main] =
+        Layout::vertical([Constraint::Length(HEADER), Constraint::Min(3)]).areas(area);
+    render_header(f, header, ws, theme);
+    if ws.thoughts.is_empty() {
+        let text = match ws.phase {
+            Phase::Loading => "Reading the last search of this session…".to_string(),
+            Phase::Running => "Starting the search…".to_string(),
+            Phase::Failed(ref e) => format!("The search failed: {e}"),
+            _ => "No Graph of Thoughts search in this session yet.\n\n\
+                  N starts one: type the problem, Tab to pick bfs / dfs / best_first, Enter.\n\
+                  While it runs: space pauses and resumes, . expands one thought while paused,\n\
+                  p pins the selected thought (never pruned), x prunes it, + / - raise or lower\n\
+                  its priority, B sets a token budget, Esc cancels. Enter opens a thought."
+                .to_string(),
+        };
+        f.render_widget(
+            Paragraph::new(text)
+                .wrap(Wrap { trim: false })
+                .style(theme.style(Role::Dim))
+                .block(pane(" Search tree ", true, theme)),
+            main,
+        );
+        return;
+    }
+    let (tree, side) = if main.width >= 100 {
+        let [t, s] =
+            Layout::horizontal([Constraint::Min(50), Constraint::Percentage(38)]).areas(main);
+        (t, Some(s))
+    } else {
+        (main, None)
+    };
+    render_tree(f, tree, ws, theme);
+    if let Some(side) = side {
+        render_side(f, side, ws, theme);
+    }
+    if let Some((id, scroll)) = ws.detail
+        && let Some(t) = ws.thought(id)
+    {
+        render_detail(f, area, ws, t, scroll, theme);
+    }
+}
+
+fn render_header(f: &mut Frame, area: Rect, ws: &GotWs, theme: &Theme) {
+    let dim = theme.style(Role::Dim);
+    let title = match ws.problem.lines().next() {
+        Some(p) if !p.trim().is_empty() => format!(" GoT · {} ", excerpt(p, 90)),
+        _ => " Graph of Thoughts ".to_string(),
+    };
+    let state_style = match &ws.phase {
+        Phase::Running if ws.pause_requested => theme.style(Role::Warning),
+        Phase::Running => theme.style(Role::Accent),
+        Phase::Done => theme.style(Role::Success),
+        Phase::Failed(_) => theme.style(Role::Error),
+        Phase::Interrupted | Phase::StoredRunning => theme.style(Role::Warning),
+        Phase::Empty | Phase::Loading => dim,
+    };
+    let strategy = ws
+        .params
+        .as_ref()
+        .map_or("—", |p| p.strategy.as_str())
+        .to_string();
+    let budget = match ws
+        .budget
+        .or(ws.params.as_ref().and_then(|p| p.token_budget))
+    {
+        Some(b) => format!("{b}"),
+        None => "no limit".into(),
+    };
+    let s = ws.stats();
+    let kv = |k: &str, v: String| {
+        vec![
+            Span::styled(format!("{k} "), dim),
+            Span::raw(v),
+            Span::styled("  ", dim),
+        ]
+    };
+    let mut first = vec![Span::styled(
+        ws.state_label(),
+        state_style.add_modifier(Modifier::BOLD),
+    )];
+    first.push(Span::styled("  ·  ", dim));
+    first.extend(kv("strategy", strategy));
+    if let Some(p) = &ws.params {
+        first.extend(kv(
+            "limits",
+            format!(
+                "depth {} · k {} · {} thoughts",
+                p.max_depth, p.branching_factor, p.max_thoughts
+            ),
+        ));
+    }
+    first.extend(kv("tokens", format!("{} / {budget}", s.total_tokens)));
+    let mut second = Vec::new();
+    second.extend(kv("thoughts", s.total_thoughts.to_string()));
+    second.extend(kv("explored", s.thoughts_explored.to_string()));
+    second.extend(kv("pruned", s.thoughts_pruned.to_string()));
+    second.extend(kv("aggregations", s.aggregations_made.to_string()));
+    second.extend(kv("max depth", s.max_depth_reached.to_string()));
+    if let Some(t) = ws.expanding.and_then(|id| ws.thought(id))
+        && ws.running()
+    {
+        second.push(Span::styled("expanding ", dim));
+        second.push(Span::styled(
+            excerpt(&t.content, 50),
+            theme.style(Role::Accent),
+        ));
+    }
+    f.render_widget(
+        Paragraph::new(vec![Line::from(first), Line::from(second)])
+            .block(pane(title, false, theme)),
+        area,
+    );
+}
+
+/// The marker at the start of a thought's row and its style.
+fn glyph(ws: &GotWs, t: &Thought, is_root: bool, theme: &Theme) -> (&'static str, Style) {
+    if ws.running() && ws.expanding == Some(t.id) {
+        ("◆", theme.style(Role::Accent).add_modifier(Modifier::BOLD))
+    } else if is_root {
+        ("◉", theme.style(Role::GotThought))
+    } else if !t.sources.is_empty() && t.state != ThoughtState::Rejected {
+        ("⊕", theme.style(Role::Synthesis))
+    } else if ws.is_frontier(t) {
+        ("○", theme.style(Role::Accent))
+    } else {
+        match t.state {
+            ThoughtState::Rejected => ("✕", theme.style(Role::Dim)),
+            ThoughtState::Aggregated => ("◇", theme.style(Role::Dim)),
+            ThoughtState::Verified => ("●", theme.style(Role::GotThought)),
+            ThoughtState::Generated | ThoughtState::Evaluated => ("·", theme.style(Role::Dim)),
+        }
+    }
+}
+
+fn render_tree(f: &mut Frame, area: Rect, ws: &GotWs, theme: &Theme) {
+    let block = pane(
+        " Search tree · ★ best  ○ frontier  ✕ pruned  ^ pinned ",
+        true,
+        theme,
+    );
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let height = inner.height as usize;
+    // Keep the selection visible even if the stored offset is behind.
+    let mut offset = ws.offset.min(ws.rows.len().saturating_sub(height));
+    if ws.selected < offset {
+        offset = ws.selected;
+    } else if height > 0 && ws.selected >= offset + height {
+        offset = ws.selected + 1 - height;
+    }
+    let root = ws.thoughts.first().map(|t| t.id);
+    let dim = theme.style(Role::Dim);
+    let mut lines = Vec::with_capacity(height);
+    for (i, row) in ws.rows.iter().enumerate().skip(offset).take(height) {
+        let Some(t) = ws.thought(row.id) else {
+            continue;
+        };
+        let is_root = Some(t.id) == root;
+        let faded = matches!(t.state, ThoughtState::Rejected | ThoughtState::Aggregated);
+        let frontier = ws.is_frontier(t) && !is_root;
+        let (g, gs) = glyph(ws, t, is_root, theme);
+        let mut spans = vec![
+            Span::raw("  ".repeat(row.indent.min(12))),
+            Span::styled(g, gs),
+            Span::raw(" "),
+        ];
+        spans.push(match t.score {
+            Some(s) if faded => Span::styled(format!("{s:.2}"), dim),
+            Some(s) => Span::styled(format!("{s:.2}"), theme.confidence_style(s)),
+            None => Span::styled(" …  ", dim),
+        });
+        spans.push(Span::styled(format!(" {:<10} ", t.state.as_str()), dim));
+        if ws.best == Some(t.id) {
+            spans.push(Span::styled(
+                "★ ",
+                theme.style(Role::Success).add_modifier(Modifier::BOLD),
+            ));
+        }
+        if t.pinned && !is_root {
+            spans.push(Span::styled("^pin ", theme.style(Role::Accent)));
+        }
+        if t.boost.abs() > 1e-9 {
+            spans.push(Span::styled(
+                format!("{:+.1} ", t.boost),
+                theme.style(Role::Accent),
+            ));
+        }
+        if let Some(p) = ws.pending.get(&t.id) {
+            spans.push(Span::styled(format!("({p}) "), theme.style(Role::Warning)));
+        }
+        let text_style = if faded {
+            dim.add_modifier(Modifier::CROSSED_OUT)
+        } else if frontier {
+            theme.base().add_modifier(Modifier::BOLD)
+        } else if is_root {
+            theme.style(Role::Query)
+        } else {
+            theme.base()
+        };
+        let used: usize = spans.iter().map(|s| s.width()).sum();
+        let room = (inner.width as usize).saturating_sub(used).max(8);
+        spans.push(Span::styled(excerpt(&t.content, room), text_style));
+        let mut line = Line::from(spans);
+        if i == ws.selected {
+            line = line.style(theme.style(Role::Selection));
+        }
+        lines.push(line);
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+fn render_side(f: &mut Frame, area: Rect, ws: &GotWs, theme: &Theme) {
+    let dim = theme.style(Role::Dim);
+    let (answer_area, thought_area) = match &ws.outcome {
+        Some(_) => {
+            let [a, t] =
+                Layout::vertical([Constraint::Percentage(45), Constraint::Min(5)]).areas(area);
+            (Some(a), t)
+        }
+        None => (None, area),
+    };
+    if let (Some(a), Some(o)) = (answer_area, &ws.outcome) {
+        let mut lines = vec![Line::from(vec![
+            Span::styled("confidence ", dim),
+            Span::styled(
+                format!("{:.0}%", o.confidence * 100.0),
+                theme.confidence_style(o.confidence),
+            ),
+        ])];
+        lines.push(Line::from(""));
+        if o.answer.is_empty() {
+            lines.push(Line::styled("(no verified thought)", dim));
+        } else {
+            lines.extend(
+                o.answer
+                    .lines()
+                    .map(|l| Line::styled(l.to_string(), theme.style(Role::Response))),
+            );
+        }
+        lines.push(Line::from(""));
+        lines.push(Line::styled(o.summary.clone(), dim));
+        f.render_widget(
+            Paragraph::new(lines)
+                .wrap(Wrap { trim: false })
+                .block(pane(" Answer ", false, theme)),
+            a,
+        );
+    }
+    let Some(t) = ws.selected_id().and_then(|id| ws.thought(id)) else {
+        f.render_widget(pane(" Thought ", false, theme), thought_area);
+        return;
+    };
+    f.render_widget(
+        Paragraph::new(thought_lines(ws, t, theme))
+            .wrap(Wrap { trim: false })
+            .block(pane(" Thought · enter opens ", false, theme)),
+        thought_area,
+    );
+}
+
+/// A thought's facts and full text.
+fn thought_lines(ws: &GotWs, t: &Thought, theme: &Theme) -> Vec<Line<'static>> {
+    let dim = theme.style(Role::Dim);
+    let kv = |k: &str, v: Span<'static>| Line::from(vec![Span::styled(format!("{k:<10}"), dim), v]);
+    let mut lines = Vec::new();
+    let mut state = t.state.as_str().to_string();
+    if ws.is_frontier(t) {
+        state.push_str(" · frontier");
+    }
+    if ws.expanded.contains(&t.id) {
+        state.push_str(" · expanded");
+    }
+    if ws.best == Some(t.id) {
+        state.push_str(" · ★ best");
+    }
+    lines.push(kv("state", Span::raw(state)));
+    lines.push(kv(
+        "score",
+        match t.score {
+            Some(s) => Span::styled(format!("{s:.2}"), theme.confidence_style(s)),
+            None => Span::styled("not scored yet", dim),
+        },
+    ));
+    let mut place = format!("depth {}", t.depth);
+    if t.pinned {
+        place.push_str(" · pinned");
+    }
+    if t.boost.abs() > 1e-9 {
+        place.push_str(&format!(" · boost {:+.2}", t.boost));
+    }
+    if !t.sources.is_empty() {
+        place.push_str(&format!(" · merges {}", t.sources.len()));
+    }
+    lines.push(kv("place", Span::raw(place)));
+    if let Some(r) = &t.reasoning {
+        lines.push(kv("reason", Span::styled(r.clone(), dim)));
+    }
+    lines.push(Line::from(""));
+    lines.extend(t.content.lines().map(|l| Line::from(l.to_string())));
+    lines
+}
+
+fn render_detail(f: &mut Frame, area: Rect, ws: &GotWs, t: &Thought, scroll: u16, theme: &Theme) {
+    let rect = centered(
+        area,
+        area.width.saturating_sub(16).max(40),
+        area.height.saturating_sub(6).max(10),
+    );
+    f.render_widget(Clear, rect);
+    let block = pane(" Thought · j/k scroll · Esc closes ", true, theme);
+    let inner = block.inner(rect);
+    f.render_widget(block, rect);
+    f.render_widget(
+        Paragraph::new(thought_lines(ws, t, theme))
+            .wrap(Wrap { trim: false })
+            .scroll((scroll, 0))
+            .style(theme.base()),
+        inner,
+    );
+}
+
+/// The first line of `text`, cut to `max` characters with an ellipsis.
+fn excerpt(text: &str, max: usize) -> String {
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    if line.chars().count() <= max {
+        line.to_string()
+    } else {
+        let mut s: String = line.chars().take(max.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    }
+}

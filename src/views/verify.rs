@@ -1,0 +1,485 @@
+//! The Verify workspace: a header with the chain score, a heat strip with one cell per
+//! step, the steps with their verdict gutter (model ✓ ✗ ~ ?, human H✓ H✗ H~), issues and
+//! corrections, and the patterns found across steps.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph, Wrap};
+
+use super::overlay::centered;
+use super::think::pane;
+use crate::app::state::State;
+use crate::app::theme::{Role, Theme};
+use crate::app::verify_ws::{HumanMark, Status, StepView, Verification};
+use crate::engines::verify::{Severity, Verdict};
+
+/// The gutter glyph of a model verdict.
+pub fn glyph(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Correct => "✓",
+        Verdict::Incorrect => "✗",
+        Verdict::Neutral => "~",
+        Verdict::Uncertain => "?",
+    }
+}
+
+fn verdict_style(v: Verdict, theme: &Theme) -> Style {
+    theme.style(match v {
+        Verdict::Correct => Role::Success,
+        Verdict::Incorrect => Role::Error,
+        Verdict::Neutral => Role::Dim,
+        Verdict::Uncertain => Role::Warning,
+    })
+}
+
+fn human_glyph(h: Option<HumanMark>, theme: &Theme) -> Span<'static> {
+    match h {
+        Some(HumanMark::Agree) => Span::styled("H✓", theme.style(Role::Success)),
+        Some(HumanMark::Questionable) => Span::styled("H~", theme.style(Role::Warning)),
+        Some(HumanMark::Disagree) => Span::styled("H✗", theme.style(Role::Error)),
+        None => Span::raw("  "),
+    }
+}
+
+/// Word-wraps `text` to `width` columns (hard-breaking words longer than a line).
+pub(crate) fn wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(8);
+    let mut out = Vec::new();
+    for para in text.lines() {
+        let mut line = String::new();
+        let mut len = 0usize;
+        for word in para.split_whitespace() {
+            let mut w: Vec<char> = word.chars().collect();
+            while w.len() > width {
+                if len > 0 {
+                    out.push(std::mem::take(&mut line));
+                    len = 0;
+                }
+                out.push(w.drain(..width).collect());
+            }
+            let wl = w.len();
+            if len > 0 && len + 1 + wl > width {
+                out.push(std::mem::take(&mut line));
+                len = 0;
+            }
+            if len > 0 {
+                line.push(' ');
+                len += 1;
+            }
+            line.extend(w);
+            len += wl;
+        }
+        if len > 0 || out.is_empty() {
+            out.push(line);
+        }
+    }
+    if out.is_empty() {
+        out.push(String::new());
+    }
+    out
+}
+
+fn first_line(text: &str, max: usize) -> String {
+    let one: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if one.chars().count() > max {
+        let mut s: String = one.chars().take(max.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    } else {
+        one
+    }
+}
+
+/// Draws the workspace into `area`.
+pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+    let ws = &state.verify;
+    let Some(r) = &ws.result else {
+        let status = match &ws.status {
+            Status::Verifying { steps, .. } => {
+                format!(
+                    "⟳ verifying {steps} steps — one judge call per step, results arrive when all are judged… (esc cancels)"
+                )
+            }
+            Status::Loading => "⟳ reading the last verification…".into(),
+            _ => ws.hint.clone().unwrap_or_default(),
+        };
+        let lines = vec![
+            Line::styled(status, theme.style(Role::Accent)),
+            Line::raw(""),
+            Line::styled(
+                "V verifies the thinking node selected in the Think graph (or its turn's thinking) step by step.",
+                theme.style(Role::Dim),
+            ),
+            Line::styled(
+                "Here: j/k move between steps · ] e / [ e next/previous failing step · enter step detail · f corrected branch at the step",
+                theme.style(Role::Dim),
+            ),
+        ];
+        f.render_widget(
+            Paragraph::new(lines)
+                .wrap(Wrap { trim: true })
+                .block(pane(" Verify ", true, theme)),
+            area,
+        );
+        return;
+    };
+    let pattern_h = if r.patterns.is_empty() {
+        3
+    } else {
+        (r.patterns.len() as u16 + 2).min(8)
+    };
+    let [head, body, pats] = Layout::vertical([
+        Constraint::Length(6),
+        Constraint::Min(3),
+        Constraint::Length(pattern_h),
+    ])
+    .areas(area);
+    header(f, head, state, r, theme);
+    steps(f, body, r, ws.selected, theme);
+    patterns(f, pats, r, theme);
+    if ws.detail
+        && let Some(s) = r.steps.get(ws.selected)
+    {
+        detail(f, area, s, theme);
+    }
+}
+
+fn header(f: &mut Frame, area: Rect, state: &State, r: &Verification, theme: &Theme) {
+    let dim = theme.style(Role::Dim);
+    let count = |v: Verdict| r.steps.iter().filter(|s| s.verdict == v).count();
+    let mut lines = Vec::new();
+    let question = r.question.as_deref().map_or_else(
+        || "a reasoning chain".to_string(),
+        |q| format!("the thinking on “{}”", first_line(q, 90)),
+    );
+    lines.push(Line::from(vec![
+        Span::styled("Verified ", dim),
+        Span::styled(question, theme.style(Role::Thinking)),
+        Span::styled(format!(" · {} steps", r.steps.len()), dim),
+        Span::styled(
+            if r.model.is_empty() {
+                String::new()
+            } else {
+                format!(" · judged by {}", r.model)
+            },
+            dim,
+        ),
+    ]));
+    lines.push(Line::from(vec![
+        Span::styled("score ", dim),
+        Span::styled(format!("{:.2}", r.score), theme.confidence_style(r.score)),
+        Span::raw("  "),
+        if r.valid {
+            Span::styled(
+                format!("✓ valid (≥ {:.2})", r.threshold),
+                theme.style(Role::Success),
+            )
+        } else {
+            Span::styled(
+                format!("✗ not valid (< {:.2})", r.threshold),
+                theme.style(Role::Error),
+            )
+        },
+        Span::raw("  "),
+        if r.first_error >= 0 {
+            Span::styled(
+                format!("first error at step {}", r.first_error),
+                theme.style(Role::Error).add_modifier(Modifier::BOLD),
+            )
+        } else {
+            Span::styled("no incorrect step", theme.style(Role::Success))
+        },
+        Span::styled(
+            format!(
+                "   {} ✓  {} ✗  {} ~  {} ?",
+                count(Verdict::Correct),
+                count(Verdict::Incorrect),
+                count(Verdict::Neutral),
+                count(Verdict::Uncertain)
+            ),
+            dim,
+        ),
+    ]));
+    // The heat strip: one cell per step, coloured by verdict, shaded by confidence.
+    let mut strip = vec![Span::styled("steps ", dim)];
+    let cell_w = ((area.width.saturating_sub(10) as usize) / r.steps.len().max(1)).clamp(1, 6);
+    for (i, s) in r.steps.iter().enumerate() {
+        let shade = match s.confidence {
+            c if c >= 0.75 => '█',
+            c if c >= 0.5 => '▓',
+            c if c >= 0.25 => '▒',
+            _ => '░',
+        };
+        let mut st = verdict_style(s.verdict, theme);
+        if i == state.verify.selected {
+            st = st.add_modifier(Modifier::REVERSED);
+        }
+        let cell: String = std::iter::repeat_n(shade, cell_w).collect();
+        strip.push(Span::styled(cell, st));
+    }
+    lines.push(Line::from(strip));
+    let status = match &state.verify.status {
+        Status::Verifying { steps, .. } => Some(format!(
+            "⟳ verifying {steps} steps — one judge call per step…"
+        )),
+        Status::Forking { step } => Some(format!("⟳ writing a corrected branch from step {step}…")),
+        Status::Loading => Some("⟳ reading…".into()),
+        Status::Idle => None,
+    };
+    lines.push(match status {
+        Some(s) => Line::styled(s, theme.style(Role::Accent)),
+        None => Line::styled(
+            "j/k step · ] e / [ e failing step · enter detail · f corrected branch here · V verify again",
+            dim,
+        ),
+    });
+    f.render_widget(
+        Paragraph::new(lines).block(pane(" Verify ", true, theme)),
+        area,
+    );
+}
+
+/// The lines of one step, for a body `width` wide.
+fn step_lines(
+    s: &StepView,
+    selected: bool,
+    first_error: bool,
+    width: usize,
+    theme: &Theme,
+) -> Vec<Line<'static>> {
+    let dim = theme.style(Role::Dim);
+    let kind = s.kind.clone().unwrap_or_else(|| "step".into());
+    // "▶ ✓ H✗  12 consideration  0.90  "
+    let lead = format!("{:>3} {:<13} ", s.index, first_line(&kind, 13));
+    let conf = format!("{:.2}  ", s.confidence);
+    let indent = 2 + 1 + 1 + 2 + 1 + lead.chars().count() + conf.chars().count();
+    let text_w = width.saturating_sub(indent).max(10);
+    let mut out = Vec::new();
+    let mark = if selected { "▶" } else { " " };
+    let sel = |st: Style| {
+        if selected {
+            st.patch(theme.style(Role::Selection))
+        } else {
+            st
+        }
+    };
+    let text = wrap(&s.text, text_w);
+    for (i, t) in text.iter().enumerate() {
+        let mut spans = Vec::new();
+        if i == 0 {
+            spans.push(Span::styled(format!("{mark} "), theme.style(Role::Accent)));
+            spans.push(Span::styled(
+                glyph(s.verdict),
+                verdict_style(s.verdict, theme).add_modifier(Modifier::BOLD),
+            ));
+            spans.push(Span::raw(" "));
+            spans.push(human_glyph(s.human, theme));
+            spans.push(Span::raw(" "));
+            spans.push(Span::styled(lead.clone(), sel(theme.step_style(&kind))));
+            spans.push(Span::styled(
+                conf.clone(),
+                sel(theme.confidence_style(s.confidence)),
+            ));
+        } else {
+            spans.push(Span::raw(" ".repeat(indent)));
+        }
+        spans.push(Span::styled(t.clone(), sel(theme.style(Role::Fg))));
+        if i == 0 && first_error {
+            spans.push(Span::styled("  ← first error", theme.style(Role::Error)));
+        }
+        out.push(Line::from(spans));
+    }
+    let pad = " ".repeat(indent);
+    let sub_w = text_w.saturating_sub(2).max(10);
+    for issue in &s.issues {
+        let (sev, role) = match issue.severity {
+            Severity::Critical => ("critical", Role::Error),
+            Severity::Major => ("major", Role::Warning),
+            Severity::Minor => ("minor", Role::Dim),
+        };
+        let head = format!("! {sev} {}: ", issue.kind.as_str());
+        let body = wrap(
+            &issue.description,
+            sub_w.saturating_sub(head.chars().count()).max(10),
+        );
+        for (i, b) in body.iter().enumerate() {
+            out.push(Line::from(vec![
+                Span::raw(pad.clone()),
+                if i == 0 {
+                    Span::styled(head.clone(), theme.style(role))
+                } else {
+                    Span::raw(" ".repeat(head.chars().count()))
+                },
+                Span::raw(b.clone()),
+            ]));
+        }
+    }
+    if let Some(c) = &s.correction {
+        let head = "→ suggested: ";
+        for (i, b) in wrap(c, sub_w.saturating_sub(head.len()).max(10))
+            .iter()
+            .enumerate()
+        {
+            out.push(Line::from(vec![
+                Span::raw(pad.clone()),
+                Span::styled(
+                    if i == 0 {
+                        head.to_string()
+                    } else {
+                        " ".repeat(head.chars().count())
+                    },
+                    theme.style(Role::Success),
+                ),
+                Span::styled(b.clone(), dim),
+            ]));
+        }
+    }
+    if let Some(b) = &s.branch {
+        out.push(Line::from(vec![
+            Span::raw(pad.clone()),
+            Span::styled("⑂ corrected branch: ", theme.style(Role::ForkBranch)),
+            Span::styled(first_line(b, sub_w.saturating_sub(21).max(10)), dim),
+        ]));
+    }
+    out
+}
+
+fn steps(f: &mut Frame, area: Rect, r: &Verification, selected: usize, theme: &Theme) {
+    let block = pane(" Steps · model verdict │ human checkpoint ", false, theme);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let width = inner.width as usize;
+    let height = inner.height as usize;
+    let mut lines: Vec<Line> = Vec::new();
+    let mut span_of = (0, 0);
+    for (i, s) in r.steps.iter().enumerate() {
+        let start = lines.len();
+        lines.extend(step_lines(
+            s,
+            i == selected,
+            i64::try_from(i).is_ok_and(|i| i == r.first_error),
+            width,
+            theme,
+        ));
+        if i == selected {
+            span_of = (start, lines.len());
+        }
+        if i + 1 < r.steps.len() {
+            lines.push(Line::raw(""));
+        }
+    }
+    // Keep the selected step in view, its top first.
+    let (start, end) = span_of;
+    let offset = if end <= height {
+        0
+    } else if end - start >= height {
+        start
+    } else {
+        end - height
+    };
+    let visible: Vec<Line> = lines.into_iter().skip(offset).take(height).collect();
+    f.render_widget(Paragraph::new(visible), inner);
+}
+
+fn patterns(f: &mut Frame, area: Rect, r: &Verification, theme: &Theme) {
+    let block = pane(" Patterns ", false, theme);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    let lines: Vec<Line> = if r.patterns.is_empty() {
+        vec![Line::styled(
+            "no patterns across steps",
+            theme.style(Role::Dim),
+        )]
+    } else {
+        r.patterns
+            .iter()
+            .map(|p| {
+                let steps: Vec<String> = p.affected_steps.iter().map(|s| s.to_string()).collect();
+                Line::from(vec![
+                    Span::styled(format!("{:<28} ", p.name), theme.style(Role::Warning)),
+                    Span::raw(p.description.clone()),
+                    Span::styled(
+                        format!("  (steps {})", steps.join(", ")),
+                        theme.style(Role::Dim),
+                    ),
+                ])
+            })
+            .collect()
+    };
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+fn detail(f: &mut Frame, area: Rect, s: &StepView, theme: &Theme) {
+    let rect = centered(
+        area,
+        area.width.saturating_sub(16).max(40),
+        area.height.saturating_sub(6).max(10),
+    );
+    f.render_widget(Clear, rect);
+    let block = pane(
+        format!(" Step {} · enter or esc closes ", s.index),
+        true,
+        theme,
+    );
+    let inner = block.inner(rect);
+    f.render_widget(block, rect);
+    let dim = theme.style(Role::Dim);
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled(glyph(s.verdict), verdict_style(s.verdict, theme)),
+            Span::raw(format!(" {} ", s.verdict.as_str())),
+            Span::styled(
+                format!("confidence {:.2}", s.confidence),
+                theme.confidence_style(s.confidence),
+            ),
+            Span::styled(
+                format!("  type {}", s.kind.as_deref().unwrap_or("step")),
+                dim,
+            ),
+            Span::styled(
+                match s.human {
+                    Some(HumanMark::Agree) => "  human: verified",
+                    Some(HumanMark::Questionable) => "  human: questionable",
+                    Some(HumanMark::Disagree) => "  human: disagree",
+                    None => "",
+                },
+                theme.style(Role::HumanAnnotation),
+            ),
+        ]),
+        Line::raw(""),
+    ];
+    lines.extend(s.text.lines().map(|l| Line::raw(l.to_string())));
+    if !s.explanation.is_empty() {
+        lines.push(Line::raw(""));
+        lines.push(Line::styled("Why", theme.style(Role::Title)));
+        lines.push(Line::raw(s.explanation.clone()));
+    }
+    if !s.issues.is_empty() {
+        lines.push(Line::raw(""));
+        lines.push(Line::styled("Issues", theme.style(Role::Title)));
+        for i in &s.issues {
+            lines.push(Line::raw(format!(
+                "- {:?} {}: {}",
+                i.severity,
+                i.kind.as_str(),
+                i.description
+            )));
+        }
+    }
+    if let Some(c) = &s.correction {
+        lines.push(Line::raw(""));
+        lines.push(Line::styled(
+            "Suggested correction",
+            theme.style(Role::Title),
+        ));
+        lines.push(Line::raw(c.clone()));
+    }
+    if let Some(b) = &s.branch {
+        lines.push(Line::raw(""));
+        lines.push(Line::styled("Corrected branch", theme.style(Role::Title)));
+        lines.extend(b.lines().map(|l| Line::raw(l.to_string())));
+    }
+    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}
