@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # End to end: the real glassbox binary in tmux with the embedded local model. Asks a
 # question, waits for the answer, checks thinking, answer, graph and status bar are on
-# screen, opens the help overlay, resizes to 80x24 and quits.
+# screen, opens the help overlay, searches, replays and verifies the turn in their
+# workspaces, resizes to 80x24 and quits.
 set -euo pipefail
 BIN=${1:?usage: tests/e2e/tui.sh PATH-TO-GLASSBOX}
 command -v tmux >/dev/null || { echo "e2e: tmux is not installed (scripts/test.sh installs it)" >&2; exit 1; }
@@ -30,7 +31,17 @@ wait_for() {
     done
 }
 
-ENVS="GLASSBOX_DATA_DIR=$WORK/data GLASSBOX_CONFIG_DIR=$WORK/config GLASSBOX_GENERATION__MAX_TOKENS=48 GLASSBOX_EFFORT=low"
+# wait_for_re REGEX SECONDS: until a line matches the extended REGEX.
+wait_for_re() {
+    local re=$1 limit=$2 i=0
+    while ! screen | grep -qE -- "$re"; do
+        i=$((i + 1))
+        [ "$i" -gt $((limit * 10)) ] && fail "nothing matching '$re' appeared within ${limit}s"
+        sleep 0.1
+    done
+}
+
+ENVS="GLASSBOX_DATA_DIR=$WORK/data GLASSBOX_CONFIG_DIR=$WORK/config GLASSBOX_GENERATION__MAX_TOKENS=48 GLASSBOX_VERIFY__MAX_TOKENS=48 GLASSBOX_EFFORT=low"
 tmux new-session -d -s "$S" -x 160 -y 45 "env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY $ENVS TERM=xterm-256color $BIN; sleep 5"
 tmux set-option -t "$S" window-size manual >/dev/null 2>&1 || true
 
@@ -58,6 +69,28 @@ tmux send-keys -t "$S" "?"
 wait_for "Show the key bindings" 5
 tmux send-keys -t "$S" Escape
 
+# Full-text search finds the question; Enter goes back to it in the Think workspace.
+tmux send-keys -t "$S" "/"
+wait_for "Search thinking, answers, tools" 5
+tmux send-keys -t "$S" "sky"
+wait_for "query" 10
+tmux send-keys -t "$S" Enter
+wait_for "╭ Answer" 5
+
+# Replay the session: it plays to the end of the recorded stream.
+tmux send-keys -t "$S" "P"
+wait_for "event " 10
+tmux send-keys -t "$S" "G"
+# The last event: "event N/N" (the replay may still be playing when G arrives).
+wait_for_re "event ([0-9]+)/\1 " 10
+
+# Verify the turn's thinking step by step with the local model: a score and the gutter.
+tmux send-keys -t "$S" "1"
+tmux send-keys -t "$S" "V"
+wait_for "score " 240
+wait_for_re "[✓✗~?] " 5
+tmux send-keys -t "$S" "1"
+
 # Still renders at 80x24.
 tmux resize-window -t "$S" -x 80 -y 24
 sleep 0.5
@@ -70,5 +103,11 @@ echo "$out" | grep -qF "done" || fail "the status bar is gone at 80x24"
 tmux send-keys -t "$S" q
 sleep 1
 sessions=$(env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY GLASSBOX_DATA_DIR="$WORK/data" GLASSBOX_CONFIG_DIR="$WORK/config" "$BIN" sessions list --json)
-echo "$sessions" | grep -q '"nodes": 3' || fail "the session was not stored with 3 nodes: $sessions"
+# The turn (query, thinking, response) and the verification's step nodes.
+echo "$sessions" | grep -qE '"nodes": ([4-9]|[1-9][0-9])' || fail "the session was not stored with the turn and its verified steps: $sessions"
+sid=$(echo "$sessions" | grep -oE '"id": "[0-9a-f-]+"' | head -1 | cut -d'"' -f4)
+shown=$(env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY GLASSBOX_DATA_DIR="$WORK/data" GLASSBOX_CONFIG_DIR="$WORK/config" "$BIN" sessions show "$sid" --json)
+for t in query thinking response verify_step; do
+    echo "$shown" | grep -q "\"$t\"" || fail "no $t node in the stored session"
+done
 echo "e2e: ok"
