@@ -9,7 +9,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::KeyCode;
 use glassbox::app::config::{Config, ProviderKind};
 use glassbox::app::fork_ws::ColStatus;
 use glassbox::app::keymap::Keymap;
@@ -21,9 +21,8 @@ use glassbox::engines::llm::http::{ApiKey, HttpSettings};
 use glassbox::engines::llm::openai::OpenAiProvider;
 use glassbox::engines::orchestrator::Orchestrator;
 use glassbox::store::{Edge, EdgeType, Node, NodeType, Session, SessionSource, Store};
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use serde_json::{Value, json};
+use support::tui::{draw, press, pump_until, type_text};
 use support::{Script, ScriptedServer, Step};
 
 // ---- scripted responses -------------------------------------------------------------
@@ -104,40 +103,8 @@ fn app(store: Store, url: &str) -> App {
     )
 }
 
-async fn pump_until(app: &mut App, mut done: impl FnMut(&App) -> bool) {
-    for _ in 0..2000 {
-        if done(app) {
-            return;
-        }
-        let _ = tokio::time::timeout(Duration::from_millis(50), app.next()).await;
-        app.drain();
-    }
-    panic!(
-        "condition not reached; notice {:?}, busy {:?}",
-        app.state.notice,
-        app.state.fork.busy.as_ref().map(|b| b.what.clone())
-    );
-}
-
-fn press(app: &mut App, code: KeyCode) {
-    app.handle_event(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)));
-}
-
 fn key(app: &mut App, c: char) {
     press(app, KeyCode::Char(c));
-}
-
-fn type_text(app: &mut App, text: &str) {
-    for c in text.chars() {
-        key(app, c);
-    }
-}
-
-fn draw(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
-    app.dispatch(glassbox::app::update::Msg::Resize(w, h));
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| app.draw(f)).unwrap();
-    term
 }
 
 fn screen(app: &mut App) -> String {

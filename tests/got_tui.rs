@@ -10,7 +10,7 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::KeyCode;
 use glassbox::app::config::{Config, ProviderKind};
 use glassbox::app::got_ws::Phase;
 use glassbox::app::keymap::Keymap;
@@ -21,9 +21,8 @@ use glassbox::engines::llm::http::{ApiKey, HttpSettings};
 use glassbox::engines::llm::openai::OpenAiProvider;
 use glassbox::engines::orchestrator::Orchestrator;
 use glassbox::store::Store;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use serde_json::json;
+use support::tui::{draw, press, pump_until, type_text};
 use support::{Script, ScriptedServer, Step};
 
 /// An OpenAI-compatible stream answering `text`, 15 tokens in all, a little slowly so the
@@ -74,39 +73,6 @@ fn app(store: Store, url: &str, cfg: Config) -> App {
         Ok((orch, ProviderKind::OpenAi)),
         "m".into(),
     )
-}
-
-async fn pump_until(app: &mut App, mut done: impl FnMut(&App) -> bool) {
-    for _ in 0..2000 {
-        if done(app) {
-            return;
-        }
-        let _ = tokio::time::timeout(Duration::from_millis(50), app.next()).await;
-        app.drain();
-    }
-    panic!(
-        "condition not reached; got phase {:?} ({}), notice {:?}",
-        app.state.got.phase,
-        app.state.got.state_label(),
-        app.state.notice
-    );
-}
-
-fn press(app: &mut App, code: KeyCode) {
-    app.handle_event(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)));
-}
-
-fn type_text(app: &mut App, text: &str) {
-    for c in text.chars() {
-        press(app, KeyCode::Char(c));
-    }
-}
-
-fn draw(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
-    app.dispatch(glassbox::app::update::Msg::Resize(w, h));
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| app.draw(f)).unwrap();
-    term
 }
 
 struct Setup {

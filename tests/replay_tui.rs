@@ -4,11 +4,13 @@
 //! timestamps, and a word found by `/` opens its node in the graph.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::path::Path;
 use std::time::Duration;
 
 use chrono::TimeZone;
-use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::KeyCode;
 use glassbox::app::config::Config;
 use glassbox::app::keymap::Keymap;
 use glassbox::app::replay_ws::ReplayMsg;
@@ -22,8 +24,7 @@ use glassbox::store::{
     Node, NodeId, NodeType, RawStream, Session, SessionId, SessionSource, Store, StoredChunk,
     StreamId,
 };
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
+use support::tui::{draw, press, pump_until, type_text};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
@@ -170,39 +171,6 @@ fn app(store: Store) -> App {
         Err("no model in this test".into()),
         "-".into(),
     )
-}
-
-async fn pump_until(app: &mut App, mut done: impl FnMut(&App) -> bool) {
-    for _ in 0..2000 {
-        if done(app) {
-            return;
-        }
-        let _ = tokio::time::timeout(Duration::from_millis(50), app.next()).await;
-        app.drain();
-    }
-    panic!(
-        "condition not reached; notice {:?}, replay at {}/{}",
-        app.state.notice,
-        app.state.replay.pos,
-        app.state.replay.events.len()
-    );
-}
-
-fn press(app: &mut App, code: KeyCode) {
-    app.handle_event(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)));
-}
-
-fn type_text(app: &mut App, text: &str) {
-    for c in text.chars() {
-        press(app, KeyCode::Char(c));
-    }
-}
-
-fn draw(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
-    app.dispatch(Msg::Resize(w, h));
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| app.draw(f)).unwrap();
-    term
 }
 
 /// The app with the glassbox session open in Think and the question box left.

@@ -21,8 +21,7 @@ use glassbox::store::{
     Alternative, DecisionId, DecisionPoint, Edge, EdgeType, Node, NodeStatus, NodeType, Session,
     SessionSource, Store,
 };
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
+use support::tui::{draw, press, pump_until, type_text};
 use support::{ChunkBy, Script, ScriptedServer, Step};
 
 fn at(h: u32, m: u32) -> chrono::DateTime<chrono::Utc> {
@@ -119,38 +118,6 @@ fn app(store: Store, url: &str, theme: &str) -> App {
         Ok((orch, ProviderKind::Anthropic)),
         "claude-test".into(),
     )
-}
-
-/// Handles engine messages until `done` holds (or fails after a generous wait).
-async fn pump_until(app: &mut App, mut done: impl FnMut(&App) -> bool) {
-    for _ in 0..2000 {
-        if done(app) {
-            return;
-        }
-        let _ = tokio::time::timeout(Duration::from_millis(50), app.next()).await;
-        app.drain();
-    }
-    panic!(
-        "condition not reached; state: phase {:?}, notice {:?}",
-        app.state.phase, app.state.notice
-    );
-}
-
-fn press(app: &mut App, code: KeyCode) {
-    app.handle_event(Event::Key(KeyEvent::new(code, KeyModifiers::NONE)));
-}
-
-fn type_text(app: &mut App, text: &str) {
-    for c in text.chars() {
-        press(app, KeyCode::Char(c));
-    }
-}
-
-fn draw(app: &mut App, w: u16, h: u16) -> Terminal<TestBackend> {
-    app.dispatch(glassbox::app::update::Msg::Resize(w, h));
-    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| app.draw(f)).unwrap();
-    term
 }
 
 async fn loaded_app(dir: &std::path::Path, theme: &str) -> App {

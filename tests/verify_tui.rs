@@ -7,10 +7,9 @@
 mod support;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use chrono::TimeZone;
-use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
+use crossterm::event::KeyCode;
 use glassbox::app::config::{Config, ProviderKind};
 use glassbox::app::graph::RowKey;
 use glassbox::app::keymap::Keymap;
@@ -28,6 +27,7 @@ use glassbox::store::{
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::json;
+use support::tui::{press, pump_until, type_text};
 use support::{Script, ScriptedServer, Step};
 
 fn at(h: u32, m: u32) -> chrono::DateTime<chrono::Utc> {
@@ -170,34 +170,6 @@ fn app(store: Store, url: &str) -> App {
     )
 }
 
-async fn pump_until(app: &mut App, mut done: impl FnMut(&App) -> bool) {
-    for _ in 0..2000 {
-        if done(app) {
-            return;
-        }
-        let _ = tokio::time::timeout(Duration::from_millis(50), app.next()).await;
-        app.drain();
-    }
-    panic!(
-        "condition not reached; notice {:?}, verify {:?}",
-        app.state.notice, app.state.verify.status
-    );
-}
-
-fn press(app: &mut App, code: KeyCode) {
-    let mods = match code {
-        KeyCode::Char(c) if c.is_ascii_uppercase() => KeyModifiers::SHIFT,
-        _ => KeyModifiers::NONE,
-    };
-    app.handle_event(Event::Key(KeyEvent::new(code, mods)));
-}
-
-fn keys(app: &mut App, text: &str) {
-    for c in text.chars() {
-        press(app, KeyCode::Char(c));
-    }
-}
-
 /// The screen as text, with node ids replaced so snapshots do not depend on them.
 fn screen(app: &mut App, w: u16, h: u16, ids: &[NodeId]) -> String {
     app.dispatch(glassbox::app::update::Msg::Resize(w, h));
@@ -264,7 +236,7 @@ async fn verify_fork_at_the_first_error_then_insights_jump_to_evidence() {
     press(&mut app, KeyCode::Char('g'));
     press(&mut app, KeyCode::Char('g'));
     assert_eq!(app.state.verify.selected, 0);
-    keys(&mut app, "]e");
+    type_text(&mut app, "]e");
     assert_eq!(app.state.verify.selected, 1);
     press(&mut app, KeyCode::Enter);
     assert!(screen(&mut app, 160, 45, &[]).contains("Suggested correction"));
@@ -343,7 +315,7 @@ async fn verify_fork_at_the_first_error_then_insights_jump_to_evidence() {
     .await;
     // The second insight's evidence: the response.
     press(&mut app, KeyCode::Char('7'));
-    keys(&mut app, "jj");
+    type_text(&mut app, "jj");
     press(&mut app, KeyCode::Enter);
     pump_until(&mut app, |a| {
         a.state.graph.selected_key() == Some(RowKey::Node(seed.response))
@@ -393,7 +365,7 @@ async fn the_last_verification_is_loaded_on_entering_and_a_step_without_a_correc
     ));
     press(&mut app, KeyCode::Esc);
     // [ e from the failing step finds none before it.
-    keys(&mut app, "[e");
+    type_text(&mut app, "[e");
     assert_eq!(app.state.verify.selected, 1);
     assert!(
         app.state

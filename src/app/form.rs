@@ -228,3 +228,68 @@ impl Form {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    fn purpose() -> Purpose {
+        Purpose::Got(super::super::got_ws::FormPurpose::Budget)
+    }
+
+    fn press(form: &mut Form, code: KeyCode) -> Outcome {
+        form.key(KeyEvent::new(code, KeyModifiers::NONE))
+    }
+
+    fn type_in(form: &mut Form, text: &str) {
+        for c in text.chars() {
+            assert_eq!(press(form, KeyCode::Char(c)), Outcome::Open);
+        }
+    }
+
+    #[test]
+    fn a_digit_picks_then_enter_sends_the_optional_text() {
+        let choices = ["verified", "questionable", "disagree"]
+            .map(String::from)
+            .to_vec();
+        let mut form = Form::choose("Checkpoint", purpose(), choices).with_text("why", false, 10);
+        // 3 picks "disagree" and moves to the text.
+        assert_eq!(press(&mut form, KeyCode::Char('3')), Outcome::Open);
+        assert!(form.on_text);
+        type_in(&mut form, "too fast");
+        let Outcome::Submitted(_, answer) = press(&mut form, KeyCode::Enter) else {
+            panic!("not submitted");
+        };
+        assert_eq!(answer.choice, Some(2));
+        assert_eq!(answer.text, "too fast");
+    }
+
+    #[test]
+    fn required_text_and_too_few_marks_are_refused_with_a_reason() {
+        let mut form = Form::text("Challenge", purpose(), "counter-argument");
+        assert_eq!(press(&mut form, KeyCode::Enter), Outcome::Open);
+        assert_eq!(form.error.as_deref(), Some("the text is required"));
+
+        let styles = ["a", "b", "c"].map(String::from).to_vec();
+        let mut form = Form::pick_many("Styles", purpose(), styles, vec![true], 2);
+        assert_eq!(press(&mut form, KeyCode::Enter), Outcome::Open);
+        assert!(form.error.is_some());
+        press(&mut form, KeyCode::Char('3'));
+        let Outcome::Submitted(_, answer) = press(&mut form, KeyCode::Enter) else {
+            panic!("not submitted");
+        };
+        assert_eq!(answer.checked, vec![0, 2]);
+        assert_eq!(answer.choice, None);
+    }
+
+    #[test]
+    fn text_stops_at_its_limit_and_esc_cancels() {
+        let mut form = Form::text("Budget", purpose(), "tokens").with_text("tokens", true, 3);
+        type_in(&mut form, "123");
+        assert_eq!(press(&mut form, KeyCode::Char('4')), Outcome::Open);
+        assert_eq!(form.input.text(), "123");
+        assert!(form.error.is_some());
+        assert_eq!(press(&mut form, KeyCode::Esc), Outcome::Cancelled);
+    }
+}

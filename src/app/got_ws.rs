@@ -886,12 +886,7 @@ fn meta_f64(meta: &serde_json::Map<String, Value>, key: &str) -> Option<f64> {
 
 /// The last GoT run of `session` with its thoughts, rebuilt from nodes, edges and the run.
 pub fn load_last(store: &Store, session: SessionId) -> Result<Stored, crate::store::StoreError> {
-    let Some(run) = store
-        .session_runs(session)?
-        .into_iter()
-        .filter(|r| r.kind == RunKind::Got)
-        .max_by_key(|r| r.created_at)
-    else {
+    let Some(run) = store.pick_run(session, RunKind::Got, None)? else {
         return Ok(Stored {
             session: Some(session),
             ..Default::default()

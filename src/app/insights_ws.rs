@@ -13,7 +13,7 @@ use super::runtime::Services;
 use super::state::{Focus, Level, Overlay, State, Workspace};
 use super::update::{Effect, Msg};
 use crate::engines::metacog::{FocusArea, Metacog};
-use crate::store::{NodeId, NodeType, Run, RunId, RunKind, SessionId, Store};
+use crate::store::{NodeId, NodeType, RunId, RunKind, SessionId, Store};
 
 /// The focus areas offered by `I`, after "no particular focus".
 pub const FOCUS_AREAS: [FocusArea; 5] = [
@@ -458,16 +458,7 @@ pub fn load_run(
     session: SessionId,
     run: Option<RunId>,
 ) -> Result<Option<InsightsRun>, crate::store::StoreError> {
-    let runs: Vec<Run> = store
-        .session_runs(session)?
-        .into_iter()
-        .filter(|r| r.kind == RunKind::Insights)
-        .collect();
-    let picked = match run {
-        Some(id) => runs.into_iter().find(|r| r.id == id),
-        None => runs.into_iter().max_by_key(|r| (r.created_at, r.id)),
-    };
-    let Some(run) = picked else {
+    let Some(run) = store.pick_run(session, RunKind::Insights, run)? else {
         return Ok(None);
     };
     let stored = store.insights(session)?;

@@ -21,7 +21,7 @@ use crate::engines::fork::{ForkEngine, ForkPrompts, ForkSettings, Verdict as Hum
 use crate::engines::got::CallSettings;
 use crate::engines::llm::{Effort, factory};
 use crate::engines::verify::{Issue, Pattern, Verdict, Verifier, VerifyRequest, node_steps};
-use crate::store::{EdgeType, Node, NodeId, NodeType, Run, RunId, RunKind, SessionId, Store};
+use crate::store::{EdgeType, Node, NodeId, NodeType, RunId, RunKind, SessionId, Store};
 
 /// A human checkpoint on a step's node (the newest one counts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -701,16 +701,7 @@ pub fn load_run(
     session: SessionId,
     run: Option<RunId>,
 ) -> Result<Option<Verification>, crate::store::StoreError> {
-    let runs: Vec<Run> = store
-        .session_runs(session)?
-        .into_iter()
-        .filter(|r| r.kind == RunKind::Verify)
-        .collect();
-    let picked = match run {
-        Some(id) => runs.into_iter().find(|r| r.id == id),
-        None => runs.into_iter().max_by_key(|r| (r.created_at, r.id)),
-    };
-    let Some(run) = picked else {
+    let Some(run) = store.pick_run(session, RunKind::Verify, run)? else {
         return Ok(None);
     };
     let nodes = store.session_nodes(session)?;

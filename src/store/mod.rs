@@ -334,6 +334,23 @@ impl Store {
         )
     }
 
+    /// The run `id` of `session` if it is of `kind`, or with no id the newest such run.
+    pub fn pick_run(
+        &self,
+        session: SessionId,
+        kind: RunKind,
+        id: Option<RunId>,
+    ) -> Result<Option<Run>> {
+        let runs = self
+            .session_runs(session)?
+            .into_iter()
+            .filter(|r| r.kind == kind);
+        Ok(match id {
+            Some(id) => runs.into_iter().find(|r| r.id == id),
+            None => runs.max_by_key(|r| (r.created_at, r.id)),
+        })
+    }
+
     pub fn raw_stream(&self, id: StreamId) -> Result<Option<RawStream>> {
         get16(&self.read()?, RAW_STREAMS, "raw_streams", id.to_bytes())
     }

@@ -17,6 +17,8 @@ use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::{self, BoxStream};
 
+pub mod tui;
+
 /// How a scripted response body ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum End {
