@@ -37,7 +37,7 @@ pub enum KeymapError {
         line: usize,
         message: String,
     },
-    #[error("{}:{line}: unknown section [{name}] (expected global, input or normal)", path.display())]
+    #[error("{}:{line}: unknown section [{name}] (expected one of: {})", path.display(), section_names())]
     UnknownSection {
         path: PathBuf,
         line: usize,
@@ -335,6 +335,11 @@ struct Entry {
 #[derive(Clone, Debug, Default)]
 pub struct Keymap {
     sections: [Vec<Binding>; Section::ALL.len()],
+}
+
+/// The section names a keymap file may use, for error messages.
+fn section_names() -> String {
+    Section::ALL.map(Section::name).join(", ")
 }
 
 fn section_index(section: Section) -> usize {
@@ -834,6 +839,19 @@ mod tests {
         assert_eq!(
             r.feed(&keymap, Mode::Normal, press(' ')),
             Resolution::Unbound(press(' '))
+        );
+    }
+
+    #[test]
+    fn an_unknown_section_names_the_real_ones() {
+        let err = Keymap::builtin()
+            .merge(Path::new("k.toml"), "[forkk]\n\"z\" = \"debate\"\n")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            err,
+            "k.toml:1: unknown section [forkk] (expected one of: global, input, normal, fork, \
+             got, verify, insights, replay)"
         );
     }
 
