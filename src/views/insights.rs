@@ -5,7 +5,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::widgets::Paragraph;
 
 use super::think::pane;
 use super::verify::wrap;
@@ -39,23 +39,16 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             })
             .or_else(|| ws.hint.clone())
             .unwrap_or_default();
-        let lines = vec![
-            Line::styled(status, theme.style(Role::Accent)),
-            Line::raw(""),
-            Line::styled(
-                "I runs metacognition on the open session: biases, patterns and improvement hypotheses, each with evidence.",
-                theme.style(Role::Dim),
-            ),
-            Line::styled(
-                "Here: j/k move between insights and evidence · enter jumps to the evidence's node in the Think graph",
-                theme.style(Role::Dim),
-            ),
-        ];
-        f.render_widget(
-            Paragraph::new(lines)
-                .wrap(Wrap { trim: true })
-                .block(pane(" Insights ", true, theme)),
+        super::think::empty_workspace(
+            f,
             area,
+            "Insights",
+            status,
+            &[
+                "I runs metacognition on the open session: biases, patterns and improvement hypotheses, each with evidence.",
+                "Here: j/k move between insights and evidence · enter jumps to the evidence's node in the Think graph",
+            ],
+            theme,
         );
         return;
     };

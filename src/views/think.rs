@@ -65,6 +65,35 @@ pub fn layout(body: Rect, state: &State) -> Areas {
 }
 
 /// A pane's block: rounded border, title, highlighted when focused.
+/// A workspace with nothing to show yet: its state line, then dim lines saying what it is
+/// for and which keys work there.
+pub fn empty_workspace(
+    f: &mut Frame,
+    area: Rect,
+    title: &str,
+    status: String,
+    about: &[&str],
+    theme: &Theme,
+) {
+    let mut lines = vec![
+        Line::styled(status, theme.style(Role::Accent)),
+        Line::raw(""),
+    ];
+    lines.extend(
+        about
+            .iter()
+            .map(|l| Line::styled(l.to_string(), theme.style(Role::Dim))),
+    );
+    f.render_widget(
+        Paragraph::new(lines).wrap(Wrap { trim: true }).block(pane(
+            format!(" {title} "),
+            true,
+            theme,
+        )),
+        area,
+    );
+}
+
 pub fn pane<'a>(title: impl Into<Line<'a>>, focused: bool, theme: &Theme) -> Block<'a> {
     Block::default()
         .borders(Borders::ALL)

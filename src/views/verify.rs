@@ -105,23 +105,16 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             Status::Loading => "⟳ reading the last verification…".into(),
             _ => ws.hint.clone().unwrap_or_default(),
         };
-        let lines = vec![
-            Line::styled(status, theme.style(Role::Accent)),
-            Line::raw(""),
-            Line::styled(
-                "V verifies the thinking node selected in the Think graph (or its turn's thinking) step by step.",
-                theme.style(Role::Dim),
-            ),
-            Line::styled(
-                "Here: j/k move between steps · ] e / [ e next/previous failing step · enter step detail · f corrected branch at the step",
-                theme.style(Role::Dim),
-            ),
-        ];
-        f.render_widget(
-            Paragraph::new(lines)
-                .wrap(Wrap { trim: true })
-                .block(pane(" Verify ", true, theme)),
+        super::think::empty_workspace(
+            f,
             area,
+            "Verify",
+            status,
+            &[
+                "V verifies the thinking node selected in the Think graph (or its turn's thinking) step by step.",
+                "Here: j/k move between steps · ] e / [ e next/previous failing step · enter step detail · f corrected branch at the step",
+            ],
+            theme,
         );
         return;
     };
