@@ -12,6 +12,8 @@
 #
 # Usage: scripts/bench-import.sh [MEGABYTES]     (needs jq and python3)
 #        IMPORT_BENCH_BIN=target/release/glassbox scripts/bench-import.sh   (skip the build)
+#        IMPORT_BENCH_CORPUS=/tmp/corpus scripts/bench-import.sh   (keep the generated corpus
+#        there and reuse it on the next run; the store is always made fresh)
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -26,10 +28,17 @@ fi
 BIN="${IMPORT_BENCH_BIN:-$PWD/target/release/glassbox}"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
+PROJECTS="$WORK/projects"
+if [[ -n "${IMPORT_BENCH_CORPUS:-}" ]]; then
+    PROJECTS="$IMPORT_BENCH_CORPUS/projects"
+fi
 
-echo "generating a ${TARGET_MB} MB corpus in $WORK/projects …"
 CORPUS="${CORPUS:-realistic}"
-python3 - "$PWD/tests/fixtures/claude_code/projects" "$WORK/projects" "$TARGET_MB" "$CORPUS" <<'EOF'
+if [[ -d "$PROJECTS" ]]; then
+    echo "reusing the corpus in $PROJECTS"
+else
+echo "generating a ${TARGET_MB} MB corpus in $PROJECTS …"
+python3 - "$PWD/tests/fixtures/claude_code/projects" "$PROJECTS" "$TARGET_MB" "$CORPUS" <<'EOF'
 import datetime, json, os, re, sys
 src, dst, target = sys.argv[1], sys.argv[2], int(sys.argv[3]) * 1_000_000
 realistic = sys.argv[4] == "realistic"
@@ -124,28 +133,29 @@ while written < target:
             break
 print(f"{file_no} files, {written / 1e6:.1f} MB ({sys.argv[4]} corpus)")
 EOF
+fi
 
-BYTES=$(find "$WORK/projects" -name '*.jsonl' -print0 | du -cb --files0-from=- | tail -1 | cut -f1)
+BYTES=$(find "$PROJECTS" -name '*.jsonl' -print0 | du -cb --files0-from=- | tail -1 | cut -f1)
 MB=$(python3 -c "print(f'{$BYTES/1e6:.1f}')")
 
 secs() { python3 -c "import sys; print(f'{float(sys.argv[1]):.2f}')" "$1"; }
 now() { date +%s.%N; }
 
 # Warm the page cache so both tools read from memory.
-find "$WORK/projects" -name '*.jsonl' -exec cat {} + > /dev/null
+find "$PROJECTS" -name '*.jsonl' -exec cat {} + > /dev/null
 
 t0=$(now)
-find "$WORK/projects" -name '*.jsonl' -exec cat {} + | jq -c . > /dev/null
+find "$PROJECTS" -name '*.jsonl' -exec cat {} + | jq -c . > /dev/null
 t1=$(now)
 JQ=$(python3 -c "print($t1 - $t0)")
 
 export GLASSBOX_DATA_DIR="$WORK/data" GLASSBOX_CONFIG_DIR="$WORK/config"
 t0=$(now)
-"$BIN" import claude-code "$WORK/projects" --json > "$WORK/first.json"
+"$BIN" import claude-code "$PROJECTS" --json > "$WORK/first.json"
 t1=$(now)
 FIRST=$(python3 -c "print($t1 - $t0)")
 t0=$(now)
-"$BIN" import claude-code "$WORK/projects" --json > "$WORK/again.json"
+"$BIN" import claude-code "$PROJECTS" --json > "$WORK/again.json"
 t1=$(now)
 AGAIN=$(python3 -c "print($t1 - $t0)")
 

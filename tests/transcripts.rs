@@ -520,3 +520,42 @@ fn a_deleted_session_comes_back_on_the_next_import() {
     assert_eq!(store.session_nodes(back.id).unwrap(), nodes);
     assert_eq!(import(&store, &root).new_nodes(), 0);
 }
+
+#[test]
+fn a_subagent_file_imported_later_still_branches_from_its_task_call() {
+    // The session's main file first, on its own; its subagent file arrives in a later run,
+    // so the Task call it branches from has to be found in the store.
+    let dir = tempfile::tempdir().unwrap();
+    let root = copy_fixtures(dir.path());
+    let session_dir = root.join("-home-ann-api").join(S3);
+    let held = dir.path().join("held-back");
+    std::fs::rename(&session_dir, &held).unwrap();
+    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let first = import(&store, &root);
+    // Only the fixture's deliberately malformed line.
+    assert_eq!(first.errors.len(), 1, "{:?}", first.errors);
+    std::fs::rename(&held, &session_dir).unwrap();
+    let second = import(&store, &root);
+    assert_eq!(second.errors, Vec::<String>::new());
+    assert!(second.new_nodes() > 0);
+
+    let s3 = session_by_claude_id(&store, S3);
+    let n3 = store.session_nodes(s3.id).unwrap();
+    assert_eq!(n3.len(), 7);
+    let agent_root = by_uuid(&n3, "30000000-0000-4000-8000-000000000g01");
+    let task3 = n3.iter().find(|n| n.kind == NodeType::ToolCall).unwrap();
+    let branch = store
+        .edges_from(agent_root.id, Some(EdgeType::BranchesFrom))
+        .unwrap();
+    assert_eq!(branch.len(), 1);
+    assert_eq!(branch[0].dst, task3.id);
+
+    // The same records as importing everything at once.
+    let other = tempfile::tempdir().unwrap();
+    let at_once = Store::open(&other.path().join("glassbox.redb")).unwrap();
+    import(&at_once, &copy_fixtures(other.path()));
+    let at_once_nodes = at_once
+        .session_nodes(session_by_claude_id(&at_once, S3).id)
+        .unwrap();
+    assert_eq!(n3, at_once_nodes);
+}

@@ -8,6 +8,7 @@ pub mod search;
 pub mod tables;
 mod types;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -475,22 +476,57 @@ impl Store {
 }
 
 /// A node with the work of writing it done ahead, off the writing thread: its encoded record
-/// and its full-text index form (see [`Writer::put_prepared_nodes`]).
+/// and its full-text index form (see [`Writer::put_prepared_nodes`]). The node itself is not
+/// kept, so the writing thread has nothing of it to free either.
 #[derive(Clone, Debug)]
 pub struct PreparedNode {
-    pub node: Node,
+    pub id: NodeId,
+    pub session: SessionId,
+    pub kind: NodeType,
     bytes: Vec<u8>,
     text: Option<search::PreparedText>,
 }
 
 impl PreparedNode {
-    pub fn new(node: Node) -> Result<Self> {
+    pub fn new(node: &Node) -> Result<Self> {
         Ok(Self {
-            bytes: codec::encode(&node)?,
-            text: search::prepare(&node),
-            node,
+            id: node.id,
+            session: node.session,
+            kind: node.kind,
+            bytes: codec::encode(node)?,
+            text: search::prepare(node),
         })
     }
+
+    /// Size of the encoded record.
+    pub fn encoded_len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Whether `stored` (a `nodes` record) already holds this node. Equal bytes are the
+    /// common case; otherwise both are decoded, since a record written by an older version
+    /// may encode the same node differently.
+    fn same_as(&self, stored: &[u8]) -> bool {
+        if stored == self.bytes.as_slice() {
+            return true;
+        }
+        match (
+            codec::decode::<Node>("nodes", stored),
+            codec::decode::<Node>("nodes", &self.bytes),
+        ) {
+            (Ok(old), Ok(new)) => old == new,
+            _ => false,
+        }
+    }
+}
+
+/// What [`Writer::put_prepared_nodes`] did with one node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PutOutcome {
+    Created,
+    Updated,
+    /// The store held the same node already: nothing was written.
+    Unchanged,
 }
 
 /// One write transaction. Every put appends a journal entry.
@@ -541,49 +577,54 @@ impl Writer<'_> {
         self.journal(ChangeKind::NodePut, Some(n.session), Some(n.id.0))
     }
 
-    /// Puts many nodes: the same records, index entries and journal entries (in the same
-    /// order) as [`Writer::put_node`] on each, with every table opened once for the lot.
-    pub fn put_prepared_nodes(&mut self, nodes: &[PreparedNode]) -> Result<()> {
+    /// Puts many nodes, skipping those the store already holds unchanged: the same records
+    /// and index entries as [`Writer::put_node`] on each, with every table opened once for
+    /// the lot. The journal gets one entry per session changed (its newest node), which is
+    /// what followers act on, rather than one per node.
+    pub fn put_prepared_nodes(&mut self, nodes: &[PreparedNode]) -> Result<Vec<PutOutcome>> {
         let mut table = self.txn.open_table(NODES)?;
         let mut by_session = self.txn.open_table(SESSION_NODES)?;
         let mut docs = self.txn.open_table(SEARCH_DOCS)?;
-        let mut journal = self.txn.open_table(JOURNAL)?;
+        let mut outcomes = Vec::with_capacity(nodes.len());
+        // The newest changed node of each session, for the journal.
+        let mut changed: BTreeMap<SessionId, NodeId> = BTreeMap::new();
         for p in nodes {
-            let n = &p.node;
-            table.insert(n.id.to_bytes(), p.bytes.as_slice())?;
-            by_session.insert(key32(n.session.to_bytes(), n.id.to_bytes()), ())?;
-            if let Some(text) = &p.text {
-                search::index_prepared(&mut docs, &mut self.index, n, text)?;
-            }
-            let change = Change {
-                kind: ChangeKind::NodePut,
-                session: Some(n.session),
-                id: Some(n.id.0),
-                at: Utc::now(),
+            let outcome = match table.get(p.id.to_bytes())? {
+                None => PutOutcome::Created,
+                Some(old) if p.same_as(old.value()) => PutOutcome::Unchanged,
+                Some(_) => PutOutcome::Updated,
             };
-            journal.insert(self.next_seq, codec::encode(&change)?.as_slice())?;
-            self.next_seq += 1;
+            outcomes.push(outcome);
+            if outcome == PutOutcome::Unchanged {
+                continue;
+            }
+            table.insert(p.id.to_bytes(), p.bytes.as_slice())?;
+            by_session.insert(key32(p.session.to_bytes(), p.id.to_bytes()), ())?;
+            if let Some(text) = &p.text {
+                search::index_prepared(&mut docs, &mut self.index, p.id, p.session, text)?;
+            }
+            changed.insert(p.session, p.id);
         }
-        Ok(())
+        drop((table, by_session, docs));
+        for (session, id) in changed {
+            self.journal(ChangeKind::NodePut, Some(session), Some(id.0))?;
+        }
+        Ok(outcomes)
     }
 
-    /// Puts many edges, as [`Writer::put_edge`] on each with every table opened once.
+    /// Puts many edges, as [`Writer::put_edge`] on each with every table opened once, and
+    /// one journal entry for the lot.
     pub fn put_edges(&mut self, edges: &[Edge]) -> Result<()> {
         let mut out = self.txn.open_table(EDGES_OUT)?;
         let mut inn = self.txn.open_table(EDGES_IN)?;
-        let mut journal = self.txn.open_table(JOURNAL)?;
         for e in edges {
             let (s, d, c) = (e.src.to_bytes(), e.dst.to_bytes(), e.kind.code());
             out.insert(key33(s, c, d), codec::encode(e)?.as_slice())?;
             inn.insert(key33(d, c, s), ())?;
-            let change = Change {
-                kind: ChangeKind::EdgePut,
-                session: None,
-                id: Some(e.src.0),
-                at: Utc::now(),
-            };
-            journal.insert(self.next_seq, codec::encode(&change)?.as_slice())?;
-            self.next_seq += 1;
+        }
+        drop((out, inn));
+        if let Some(last) = edges.last() {
+            self.journal(ChangeKind::EdgePut, None, Some(last.src.0))?;
         }
         Ok(())
     }

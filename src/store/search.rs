@@ -546,7 +546,7 @@ pub(super) fn index_node(
         return Ok(());
     };
     let mut docs = txn.open_table(SEARCH_DOCS)?;
-    index_prepared(&mut docs, pending, n, &prepared)
+    index_prepared(&mut docs, pending, n.id, n.session, &prepared)
 }
 
 /// [`index_node`] with the text already prepared (by [`prepare`] on this node) and the
@@ -554,10 +554,11 @@ pub(super) fn index_node(
 pub(super) fn index_prepared(
     docs: &mut redb::Table<[u8; 16], &[u8]>,
     pending: &mut PendingIndex,
-    n: &Node,
+    node: NodeId,
+    session: SessionId,
     p: &PreparedText,
 ) -> Result<()> {
-    let id = n.id.to_bytes();
+    let id = node.to_bytes();
     let old = match docs.get(id)? {
         Some(v) => Some(DocRecord::decode(v.value())?),
         None => None,
@@ -581,7 +582,7 @@ pub(super) fn index_prepared(
     }
     docs.insert(
         id,
-        encode_doc(n.session.to_bytes(), p.tokens, p.hash, &p.terms).as_slice(),
+        encode_doc(session.to_bytes(), p.tokens, p.hash, &p.terms).as_slice(),
     )?;
     pending.docs += 1;
     pending.tokens += i64::from(p.tokens);

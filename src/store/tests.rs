@@ -466,3 +466,57 @@ fn write_v1_fixture() {
     w.commit().unwrap();
     db.compact().unwrap();
 }
+
+#[test]
+fn prepared_puts_skip_unchanged_nodes_and_journal_once_per_session() {
+    let (_d, store) = temp_store();
+    let (s, nodes) = session_with_nodes(&store, 3);
+    let before = store.last_seq().unwrap();
+    let mut changed = nodes[1].clone();
+    changed.text = "n1, revised".into();
+    let fresh = Node::new(s.id, NodeType::Response, "new");
+    let batch: Vec<PreparedNode> = [&nodes[0], &changed, &fresh]
+        .into_iter()
+        .map(|n| PreparedNode::new(n).unwrap())
+        .collect();
+    let outcomes = store.write(|w| w.put_prepared_nodes(&batch)).unwrap();
+    assert_eq!(
+        outcomes,
+        [
+            PutOutcome::Unchanged,
+            PutOutcome::Updated,
+            PutOutcome::Created
+        ]
+    );
+    assert_eq!(store.node(changed.id).unwrap().unwrap().text, "n1, revised");
+    assert_eq!(store.node(fresh.id).unwrap().unwrap(), fresh);
+    // One entry for the session, naming its newest changed node.
+    let entries = store.follow(before, 100).unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].1.kind, ChangeKind::NodePut);
+    assert_eq!(entries[0].1.session, Some(s.id));
+    assert_eq!(entries[0].1.id, Some(fresh.id.0));
+    // Nothing changed: nothing written, nothing journalled.
+    let again = store.write(|w| w.put_prepared_nodes(&batch)).unwrap();
+    assert!(again.iter().all(|o| *o == PutOutcome::Unchanged));
+    assert_eq!(store.follow(before, 100).unwrap().len(), 1);
+}
+
+#[test]
+fn a_record_encoded_differently_but_equal_counts_as_unchanged() {
+    let (_d, store) = temp_store();
+    let (_s, nodes) = session_with_nodes(&store, 1);
+    // The same node as an older writer might have laid it out (here: pretty-printed).
+    let mut pretty = vec![codec::FORMAT_JSON];
+    pretty.extend(serde_json::to_vec_pretty(&nodes[0]).unwrap());
+    store
+        .write(|w| {
+            let mut t = w.txn.open_table(NODES)?;
+            t.insert(nodes[0].id.to_bytes(), pretty.as_slice())?;
+            Ok(())
+        })
+        .unwrap();
+    let p = PreparedNode::new(&nodes[0]).unwrap();
+    let outcome = store.write(|w| w.put_prepared_nodes(&[p])).unwrap();
+    assert_eq!(outcome, [PutOutcome::Unchanged]);
+}

@@ -252,10 +252,11 @@ pub(crate) struct FileMapper {
     lines: HashMap<LineKey, LineInfo>,
     messages: HashMap<String, MessageState>,
     tool_calls: HashMap<String, NodeId>,
-    /// Task/Agent tool calls seen in this file: (node, prompt, agent id).
-    task_calls: Vec<(NodeId, String, Option<String>)>,
-    /// Task/Agent tool calls of the session already in the store, loaded on first need.
-    stored_task_calls: Option<Vec<(NodeId, String, Option<String>)>>,
+    /// Task/Agent tool calls seen in this file.
+    task_calls: Vec<TaskCall>,
+    /// Task/Agent tool calls of the session already in the store, loaded on first need
+    /// (only for sessions stored before this import; see [`RunTaskCalls`]).
+    stored_task_calls: Option<Vec<TaskCall>>,
     last_ts: Option<DateTime<Utc>>,
     /// Nodes created or changed since the last batch, by id, with their first-touch order.
     live: HashMap<NodeId, Node>,
@@ -269,6 +270,30 @@ pub(crate) struct FileMapper {
     pub dry: bool,
 }
 
+/// A Task/Agent tool call a subagent thread may have come from: (node, prompt, agent id).
+type TaskCall = (NodeId, String, Option<String>);
+
+/// Task/Agent tool calls of the sessions an importer created itself, across all its files.
+/// For those sessions this is everything the store holds or will hold once the batches in
+/// flight are committed, so linking a subagent thread needs no store read and no wait for
+/// the writer thread (which would stall the import once per subagent file).
+#[derive(Default)]
+pub(crate) struct RunTaskCalls {
+    /// Sessions first created by this importer (nothing of theirs was stored before).
+    created: HashSet<SessionId>,
+    calls: HashMap<SessionId, Vec<TaskCall>>,
+}
+
+impl RunTaskCalls {
+    fn set_agent(&mut self, session: SessionId, id: NodeId, agent: &str) {
+        if let Some(calls) = self.calls.get_mut(&session) {
+            for c in calls.iter_mut().filter(|c| c.0 == id) {
+                c.2 = Some(agent.to_string());
+            }
+        }
+    }
+}
+
 /// The shared context a line is mapped in.
 pub(crate) struct MapCtx<'a> {
     pub store: &'a Store,
@@ -277,6 +302,7 @@ pub(crate) struct MapCtx<'a> {
     pub summary: &'a mut ImportSummary,
     /// The writer thread committing earlier batches, if one is running.
     pub(crate) writes: Option<&'a super::WritePipe>,
+    pub(crate) task_calls: &'a mut RunTaskCalls,
 }
 
 impl MapCtx<'_> {
@@ -442,6 +468,9 @@ impl FileMapper {
             None => {
                 let id = SessionId(stable_uuid(ts, 0, &[b"session", claude.as_bytes()]));
                 ctx.sessions.insert(claude.clone(), id);
+                if !self.dry {
+                    ctx.task_calls.created.insert(id);
+                }
                 (id, true)
             }
         };
@@ -705,6 +734,9 @@ impl FileMapper {
                 for t in self.task_calls.iter_mut().filter(|t| t.0 == id) {
                     t.2 = Some(a.clone());
                 }
+                if !self.dry {
+                    ctx.task_calls.set_agent(session, id, a);
+                }
             }
             info.tail = Some(id);
         }
@@ -766,7 +798,8 @@ impl FileMapper {
             return Ok(());
         }
         let agent = line.agent_id.clone().or_else(|| self.file_agent.clone());
-        if self.stored_task_calls.is_none() {
+        let created_here = ctx.task_calls.created.contains(&root.session);
+        if !created_here && self.stored_task_calls.is_none() {
             ctx.settle().map_err(|e| e.to_string())?;
             let mut found = Vec::new();
             for n in ctx
@@ -799,10 +832,15 @@ impl FileMapper {
             }
             self.stored_task_calls = Some(found);
         }
-        let candidates: Vec<&(NodeId, String, Option<String>)> = self
+        let run_calls = match created_here {
+            true => ctx.task_calls.calls.get(&root.session),
+            false => None,
+        };
+        let candidates: Vec<&TaskCall> = self
             .stored_task_calls
             .iter()
             .flatten()
+            .chain(run_calls.into_iter().flatten())
             .chain(self.task_calls.iter())
             .filter(|c| c.0 < root.id)
             .collect();
@@ -967,6 +1005,13 @@ impl FileMapper {
                             .and_then(Value::as_str)
                             .unwrap_or_default()
                             .to_string();
+                        if !self.dry {
+                            ctx.task_calls.calls.entry(session).or_default().push((
+                                n.id,
+                                prompt.clone(),
+                                None,
+                            ));
+                        }
                         self.task_calls.push((n.id, prompt, None));
                     }
                     n.meta.insert("input".into(), input);

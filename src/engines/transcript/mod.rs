@@ -17,14 +17,19 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 
 use crate::store::{
-    PreparedNode, Session, SessionId, SessionSource, Store, StoreError, TranscriptCursor,
+    PreparedNode, PutOutcome, Session, SessionId, SessionSource, Store, StoreError,
+    TranscriptCursor,
 };
-use claude_code::{Batch, FileMapper, MapCtx, SessionDelta};
+use claude_code::{Batch, FileMapper, MapCtx, RunTaskCalls, SessionDelta};
 
-/// Lines per write transaction while importing.
+/// Lines per batch (one file's lines, committed with its cursor) while importing.
 pub const BATCH_LINES: usize = 10000;
-/// Bytes per write transaction while importing (whichever limit comes first).
+/// Bytes per batch while importing (whichever limit comes first).
 pub const BATCH_BYTES: u64 = 32 << 20;
+/// Batches that may wait for the writer thread.
+const QUEUED_BATCHES: usize = 4;
+/// Encoded node bytes above which the writer thread stops adding queued batches to a commit.
+const COMMIT_BYTES: usize = 48 << 20;
 
 /// Transcript import failures (bad lines are never failures: they are counted and skipped).
 #[derive(Debug, thiserror::Error)]
@@ -126,6 +131,7 @@ pub struct Importer {
     pipe: Option<WritePipe>,
     /// Files whose cursor is in a batch the writer thread may not have committed yet.
     in_flight: HashSet<String>,
+    task_calls: RunTaskCalls,
 }
 
 impl Importer {
@@ -150,6 +156,7 @@ impl Importer {
             files_total: 0,
             pipe: None,
             in_flight: HashSet::new(),
+            task_calls: RunTaskCalls::default(),
         })
     }
 
@@ -357,6 +364,7 @@ impl Importer {
                 sessions: &mut self.sessions,
                 summary: &mut scratch,
                 writes: self.pipe.as_ref(),
+                task_calls: &mut self.task_calls,
             };
             let _ = mapper.feed(&mut ctx, &buf);
         }
@@ -407,6 +415,7 @@ impl Importer {
                 sessions: &mut self.sessions,
                 summary: &mut self.summary,
                 writes: self.pipe.as_ref(),
+                task_calls: &mut self.task_calls,
             };
             if let Err(reason) = state.mapper.feed(&mut ctx, &buf) {
                 self.summary
@@ -539,7 +548,7 @@ impl WriteJob {
     fn new(batch: Batch, cursor: TranscriptCursor) -> Result<Self, TranscriptError> {
         let nodes = batch
             .nodes
-            .into_iter()
+            .iter()
             .map(PreparedNode::new)
             .collect::<Result<Vec<_>, StoreError>>()?;
         Ok(Self {
@@ -553,7 +562,23 @@ impl WriteJob {
 
     /// Writes the batch and the cursor in one transaction, so a crash keeps both or neither.
     fn commit(self, store: &Store) -> Result<Committed, StoreError> {
-        store.write(|w| {
+        store.write(|w| self.write_into(w))
+    }
+
+    /// Writes several batches, in order, in one transaction: fewer commits (each one syncs
+    /// the file and rewrites the index blocks it touched), and a crash still keeps whole
+    /// batches with their cursors or none of them.
+    fn commit_all(jobs: &[WriteJob], store: &Store) -> Result<Vec<Committed>, StoreError> {
+        store.write(|w| jobs.iter().map(|j| j.write_into(w)).collect())
+    }
+
+    /// Encoded size of the batch's nodes: what coalescing batches into one commit counts.
+    fn weight(&self) -> usize {
+        self.nodes.iter().map(PreparedNode::encoded_len).sum()
+    }
+
+    fn write_into(&self, w: &mut crate::store::Writer<'_>) -> Result<Committed, StoreError> {
+        {
             let mut done = Committed {
                 edges: self.edges.len() as u64,
                 decisions: self.decisions.len() as u64,
@@ -570,38 +595,33 @@ impl WriteJob {
                     done.touched.push(*id);
                 }
             }
-            let stored = w.nodes(self.nodes.iter().map(|p| p.node.id))?;
-            let mut changed = Vec::with_capacity(self.nodes.len());
-            for (p, old) in self.nodes.into_iter().zip(stored) {
-                match old {
-                    Some(old) if old == p.node => continue,
-                    Some(_) => done.updated += 1,
-                    None => {
-                        *done
-                            .created
-                            .entry(p.node.kind.as_str().to_string())
-                            .or_insert(0) += 1
+            let outcomes = w.put_prepared_nodes(&self.nodes)?;
+            for (p, outcome) in self.nodes.iter().zip(outcomes) {
+                match outcome {
+                    PutOutcome::Unchanged => continue,
+                    PutOutcome::Updated => done.updated += 1,
+                    PutOutcome::Created => {
+                        *done.created.entry(p.kind.as_str().to_string()).or_insert(0) += 1
                     }
                 }
-                done.touched.push(p.node.session);
-                changed.push(p);
+                done.touched.push(p.session);
             }
-            w.put_prepared_nodes(&changed)?;
             w.put_edges(&self.edges)?;
             for d in &self.decisions {
                 w.put_decision_point(d)?;
             }
             w.put_transcript_cursor(&self.cursor)?;
             Ok(done)
-        })
+        }
     }
 }
 
 /// A writer thread that commits batches while the importing thread reads and maps the next
 /// ones: parsing and mapping lines and writing them to the store take comparable time, so
-/// doing both at once nearly halves an import on two cores. Batches are committed one at a
-/// time in the order they were sent, each in its own transaction with its file's cursor, so
-/// the store after a crash is the same as without the thread: a prefix of the batches. After
+/// doing both at once nearly halves an import on two cores. Batches are committed in the
+/// order they were sent, each with its file's cursor; batches that queued up while the
+/// previous commit ran share one transaction. So the store after a crash is the same as
+/// without the thread: a prefix of the batches. After
 /// a failed commit the later batches are dropped unwritten (their cursors must not move past
 /// lines that were never stored), and the error is reported by `settle` and `finish`.
 pub(crate) struct WritePipe {
@@ -621,8 +641,9 @@ struct PipeState {
 impl WritePipe {
     /// `None` when no thread can be started (the caller then writes batches itself).
     fn start(store: Store) -> Option<Self> {
-        // One batch queued while one is written: enough to overlap, and memory stays bounded.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<WriteJob>(1);
+        // A few batches may wait while one is written: they are then committed together, and
+        // memory stays bounded.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<WriteJob>(QUEUED_BATCHES);
         let state = std::sync::Arc::new((
             std::sync::Mutex::new(PipeState::default()),
             std::sync::Condvar::new(),
@@ -632,20 +653,28 @@ impl WritePipe {
             .name("import-writer".into())
             .spawn(move || {
                 let (lock, cv) = &*shared;
-                for job in rx {
+                while let Ok(first) = rx.recv() {
+                    // Whatever else is queued joins this commit, up to COMMIT_BYTES.
+                    let mut weight = first.weight();
+                    let mut jobs = vec![first];
+                    while weight < COMMIT_BYTES {
+                        let Ok(next) = rx.try_recv() else { break };
+                        weight += next.weight();
+                        jobs.push(next);
+                    }
                     let failed = lock.lock().map(|s| s.error.is_some()).unwrap_or(true);
                     let result = if failed {
                         None
                     } else {
-                        Some(job.commit(&store))
+                        Some(WriteJob::commit_all(&jobs, &store))
                     };
                     let Ok(mut st) = lock.lock() else { return };
                     match result {
-                        Some(Ok(done)) => st.done.push(done),
+                        Some(Ok(done)) => st.done.extend(done),
                         Some(Err(e)) => st.error = Some(e),
                         None => {}
                     }
-                    st.finished += 1;
+                    st.finished += jobs.len() as u64;
                     cv.notify_all();
                 }
             })
