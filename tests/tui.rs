@@ -457,6 +457,52 @@ async fn continue_from_a_thinking_node_branches_with_the_history_up_to_it() {
 }
 
 #[tokio::test]
+async fn enter_alone_after_c_answers_the_selected_question_again_as_a_branch() {
+    let server = ScriptedServer::start(Script::forever(Step::sse(anthropic_stream(
+        &["Again."],
+        "A sorted vector, this time.",
+    ))))
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = seeded_store(dir.path());
+    let mut app = app(store.clone(), &server.url(), "dark");
+    app.start();
+    pump_until(&mut app, |a| a.state.loaded.session.is_some()).await;
+    press(&mut app, KeyCode::Esc);
+    press(&mut app, KeyCode::Char('g'));
+    press(&mut app, KeyCode::Char('g'));
+    let query = app.state.graph.selected_node().unwrap();
+    assert_eq!(store.node(query).unwrap().unwrap().kind, NodeType::Query);
+    press(&mut app, KeyCode::Char('c'));
+    let title = draw(&mut app, 140, 30).backend().to_string();
+    assert!(title.contains("Enter alone continues"), "{title}");
+    // No question typed: the selected question is asked again.
+    press(&mut app, KeyCode::Enter);
+    pump_until(&mut app, |a| !a.running() && a.state.loaded.nodes.len() > 3).await;
+    let sent = &server.requests()[0].json["messages"];
+    let messages = sent.as_array().unwrap();
+    assert_eq!(messages.len(), 1, "only the question itself: {sent}");
+    assert!(
+        messages[0]
+            .to_string()
+            .contains("Should the index be a hash map or a sorted vector?")
+    );
+    let nodes = store.session_nodes(app.state.loaded.id().unwrap()).unwrap();
+    let again = nodes
+        .iter()
+        .rev()
+        .find(|n| n.kind == NodeType::Query)
+        .unwrap();
+    assert_ne!(again.id, query);
+    let edges = store
+        .edges_from(again.id, Some(EdgeType::BranchesFrom))
+        .unwrap();
+    assert_eq!(edges.len(), 1);
+    assert_eq!(edges[0].dst, query);
+    assert_eq!(app.state.branch_from, None);
+}
+
+#[tokio::test]
 async fn the_ledger_workspace_follows_thoughts_written_by_another_writer() {
     let dir = tempfile::tempdir().unwrap();
     let mut app = loaded_app(dir.path(), "dark").await;

@@ -589,7 +589,8 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
                 state.workspace = Workspace::Think;
                 state.focus = Focus::Input;
                 state.notice = Some((
-                    "the next question continues from the selected node".into(),
+                    "type a question to ask from the selected node, or Enter to continue it as is"
+                        .into(),
                     Level::Info,
                 ));
             }
@@ -653,7 +654,10 @@ fn submit(state: &mut State, settings: &Settings<'_>, fx: &mut Vec<Effect>) {
         return;
     }
     if state.input.is_empty() {
-        return;
+        match state.branch_from.and_then(|id| continuation(state, id)) {
+            Some(q) => state.input.set_text(q),
+            None => return,
+        }
     }
     if let Err(e) = &settings.provider_ready {
         state.notice = Some((e.clone(), Level::Error));
@@ -697,6 +701,19 @@ fn submit(state: &mut State, settings: &Settings<'_>, fx: &mut Vec<Effect>) {
         branch_from,
     });
 }
+
+/// What an empty question sends when continuing from `node`: a question is asked again (a
+/// new answer to it, as a branch); anything else is carried on from where it stops.
+fn continuation(state: &State, node: NodeId) -> Option<String> {
+    let n = state.loaded.nodes.iter().find(|n| n.id == node)?;
+    Some(match n.kind {
+        NodeType::Query if !n.text.trim().is_empty() => n.text.clone(),
+        _ => CONTINUE_PROMPT.to_string(),
+    })
+}
+
+/// The question an empty continuation sends after anything but a question.
+pub const CONTINUE_PROMPT: &str = "Continue from here.";
 
 fn key(state: &mut State, k: KeyEvent, settings: &Settings<'_>, fx: &mut Vec<Effect>) {
     let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);

@@ -271,7 +271,10 @@ pub fn render(
         ];
         if let Some(from) = state.branch_from {
             title.push(Span::styled(
-                format!("· branching from {} (Esc cancels) ", from.short()),
+                format!(
+                    "· branching from {} (Enter alone continues, Esc cancels) ",
+                    from.short()
+                ),
                 theme.style(Role::Accent),
             ));
         }
