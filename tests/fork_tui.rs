@@ -193,8 +193,13 @@ async fn fork_four_ways_merge_challenge_and_checkpoint_from_the_keyboard() {
             .iter()
             .all(|c| c.status == ColStatus::Running && c.result.is_none())
     );
-    assert!(screen(&mut app).contains("Weighing the options…"));
+    let streaming = screen(&mut app);
+    assert!(streaming.contains("Weighing the options…"));
+    // The status bar says a fork runs, though the Think run is idle.
+    let status = streaming.lines().last().unwrap().to_string();
+    assert!(status.contains("fork running…"), "{status}");
     pump_until(&mut app, idle).await;
+    assert!(!screen(&mut app).contains("running…"));
     let ws = &app.state.fork;
     assert!(ws.run.is_some());
     assert!(ws.columns.iter().all(|c| c.status == ColStatus::Done));

@@ -475,4 +475,29 @@ async fn an_imported_claude_code_session_replays_and_is_searchable() {
         app.state.replay.current().map(|e| e.kind),
         Some(NodeType::Thinking)
     );
+
+    // Replaying another session than the one open in Think: the tab line names the replayed one.
+    app.dispatch(Msg::Replay(ReplayMsg::Open {
+        session: seeded.glassbox,
+        from: None,
+        speed: 1.0,
+        max_gap: Duration::from_secs(2),
+    }));
+    pump_until(&mut app, |a| {
+        a.state.replay.session == Some(seeded.glassbox) && !a.state.replay.loading
+    })
+    .await;
+    assert_eq!(app.state.loaded.id(), Some(hit.session));
+    let replayed = app.state.replay.title.clone();
+    let open = app.state.loaded.session.as_ref().unwrap().title.clone();
+    assert_ne!(replayed, open);
+    let tabs = draw(&mut app, 160, 45)
+        .backend()
+        .to_string()
+        .lines()
+        .next()
+        .unwrap()
+        .to_string();
+    assert!(tabs.contains(&replayed), "{tabs}");
+    assert!(!tabs.contains(&open), "{tabs}");
 }

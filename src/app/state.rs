@@ -305,6 +305,38 @@ impl State {
             .and_then(|i| self.sessions.get(*i))
     }
 
+    /// The workspace jobs under way besides the Think run, as the status bar names them.
+    pub fn background_jobs(&self) -> Vec<String> {
+        let mut jobs = Vec::new();
+        if let Some(busy) = &self.fork.busy {
+            let what = match busy.kind {
+                super::fork_ws::JobKind::Fork => "fork",
+                super::fork_ws::JobKind::Debate => "debate",
+                super::fork_ws::JobKind::Refork => "refork",
+                super::fork_ws::JobKind::Steer => "steering",
+                super::fork_ws::JobKind::Checkpoint => "checkpoint",
+            };
+            jobs.push(format!("{what} running…"));
+        }
+        if self.got.running() {
+            jobs.push(match self.got.paused {
+                true => "GoT search paused".to_string(),
+                false => "GoT search running…".to_string(),
+            });
+        }
+        match self.verify.status {
+            super::verify_ws::Status::Verifying { .. } => jobs.push("verifying…".to_string()),
+            super::verify_ws::Status::Forking { .. } => {
+                jobs.push("corrected branch running…".to_string())
+            }
+            super::verify_ws::Status::Idle | super::verify_ws::Status::Loading => {}
+        }
+        if self.insights.running.is_some() {
+            jobs.push("insights running…".to_string());
+        }
+        jobs
+    }
+
     /// Whether the sidebar fits and is switched on.
     pub fn sidebar_shown(&self) -> bool {
         self.sidebar_visible && self.size.0 >= 100

@@ -18,11 +18,13 @@ pub fn render_tabs(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         };
         spans.push(Span::styled(format!(" {} {} ", i + 1, w.title()), style));
     }
-    if let Some(s) = &state.loaded.session {
-        spans.push(Span::styled(
-            format!("  {}", s.title),
-            theme.style(Role::Title),
-        ));
+    // The session the workspace shows: Replay plays one of its own.
+    let title = match state.workspace {
+        Workspace::Replay if state.replay.session.is_some() => Some(state.replay.title.as_str()),
+        _ => state.loaded.session.as_ref().map(|s| s.title.as_str()),
+    };
+    if let Some(title) = title {
+        spans.push(Span::styled(format!("  {title}"), theme.style(Role::Title)));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
@@ -59,18 +61,27 @@ pub fn render_status(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     } else {
         model.to_string()
     };
-    let mut spans = vec![
-        Span::styled(
-            format!(" {} ", state.phase.label()),
-            theme.style(phase_role),
-        ),
+    let mut spans = vec![Span::styled(
+        format!(" {} ", state.phase.label()),
+        theme.style(phase_role),
+    )];
+    // Fork, GoT, verify and insights jobs run beside the Think run: name them too.
+    let jobs = state.background_jobs();
+    if !jobs.is_empty() {
+        spans.push(Span::raw("│ "));
+        spans.push(Span::styled(
+            format!("{} ", jobs.join(", ")),
+            theme.style(Role::Accent),
+        ));
+    }
+    spans.extend([
         Span::raw("│ "),
         Span::raw(format!("{}:{model} ", state.provider)),
         Span::raw("│ "),
         Span::raw(format!("{effort} ")),
         Span::raw("│ "),
         Span::raw(format!("{tokens} ")),
-    ];
+    ]);
     if let Some((prefix, _)) = &state.pending_chord {
         spans.push(Span::styled(
             format!("│ {prefix}… "),
