@@ -170,7 +170,7 @@ async fn a_search_grows_on_screen_and_the_best_thought_opens() {
         _dir,
     } = setup(bfs_script(), config(Strategy::Bfs)).await;
     let empty = draw(&mut app, 160, 45).backend().to_string();
-    assert!(empty.contains("N starts one"), "{empty}");
+    assert!(empty.contains("N  starts one"), "{empty}");
     start_search(&mut app, "Plan a trip");
     // Thoughts arrive while the search still runs.
     pump_until(&mut app, |a| {

@@ -538,3 +538,45 @@ async fn the_ledger_workspace_follows_thoughts_written_by_another_writer() {
     assert!(screen.contains("thought number 3"), "{screen}");
     assert!(screen.contains("mcp ledger"), "{screen}");
 }
+
+#[tokio::test]
+async fn workspace_hints_show_the_keys_of_the_keymap_in_use() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = seeded_store(dir.path());
+    let cfg = Config::builtin().unwrap();
+    let orch = Orchestrator::new(store.clone(), provider("http://127.0.0.1:9"), "claude-test");
+    let mut keymap = Keymap::builtin();
+    keymap
+        .merge(
+            std::path::Path::new("keymap.toml"),
+            "[replay]\n\"p\" = \"play_pause\"\n\"space\" = \"none\"\n[normal]\n\"R\" = \"none\"\n",
+        )
+        .unwrap();
+    let mut app = App::new(
+        store,
+        cfg,
+        keymap,
+        Theme::builtin("dark", ColorDepth::TrueColor).unwrap(),
+        Ok((orch, ProviderKind::Anthropic)),
+        "claude-test".into(),
+    );
+    app.start();
+    pump_until(&mut app, |a| {
+        a.state.loaded.session.is_some() && !a.state.sessions.is_empty()
+    })
+    .await;
+    press(&mut app, KeyCode::Esc);
+    // Sessions: renaming is unbound, so it is not offered.
+    press(&mut app, KeyCode::Char('2'));
+    let sessions = draw(&mut app, 160, 45).backend().to_string();
+    assert!(
+        sessions.contains("enter opens it in Think · d d deletes"),
+        "{sessions}"
+    );
+    assert!(!sessions.contains("renames"), "{sessions}");
+    // Replay: play/pause moved from space to p.
+    press(&mut app, KeyCode::Char('8'));
+    pump_until(&mut app, |a| !a.state.replay.events.is_empty()).await;
+    let replay = draw(&mut app, 160, 45).backend().to_string();
+    assert!(replay.contains(" p play/pause · h/l step"), "{replay}");
+}

@@ -471,6 +471,15 @@ impl Keymap {
             .collect()
     }
 
+    /// The keys that run `action` in `mode`, as displayed, most specific section first;
+    /// keys hidden by another binding in a more specific section are left out.
+    pub fn keys_in_mode(&self, mode: Mode, action: &Action) -> Vec<String> {
+        self.effective(mode)
+            .filter(|b| b.action == *action)
+            .map(|b| b.keys.to_string())
+            .collect()
+    }
+
     /// The bindings that apply in `mode`, most specific first: a workspace's own section,
     /// then `[normal]` (for workspace modes), then `[global]`; a key bound in a more specific
     /// section hides the same key below it.

@@ -8,8 +8,11 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
+use super::hints;
 use super::think::{pane, tail_text};
+use crate::app::action::{Action, Section};
 use crate::app::fork_ws::{ColStatus, Column, ForkWs, SteerView};
+use crate::app::keymap::{Keymap, Mode};
 use crate::app::state::State;
 use crate::app::theme::{Role, Theme};
 use crate::engines::fork::{Agreement, Significance};
@@ -34,10 +37,10 @@ pub fn first_visible(ws: &ForkWs, fit: usize) -> usize {
 }
 
 /// Draws the workspace into `area`.
-pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme, keymap: &Keymap) {
     let ws = &state.fork;
     if ws.columns.is_empty() {
-        hint(f, area, ws, theme);
+        hint(f, area, ws, theme, keymap);
         return;
     }
     let bottom = (area.height * 2 / 5)
@@ -52,23 +55,62 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     render_tree(f, tree, ws, theme);
 }
 
-fn hint(f: &mut Frame, area: Rect, ws: &ForkWs, theme: &Theme) {
+fn hint(f: &mut Frame, area: Rect, ws: &ForkWs, theme: &Theme, keymap: &Keymap) {
     let text = if ws.loading {
         "Loading the session's latest fork…".to_string()
     } else {
-        [
-            "No fork yet.",
-            "",
-            "N        fork a new question (question, then Tab to pick 2–4 styles)",
-            "f        in Think: fork the selected question, or a thinking step inside the trace",
-            "D        debate the branches (a new question when none is loaded)",
-            "x / C    expand / challenge the focused branch",
-            "space M  mark branches, merge them",
-            "F        refork every branch with new context",
-            "v        checkpoint the focused branch: verified / questionable / disagree",
-            "h / l    previous / next column · j / k scroll · Enter details · Esc cancel",
-        ]
-        .join("\n")
+        let mode = Mode::Workspace(Section::Fork);
+        let mut rows = hints::rows(
+            keymap,
+            mode,
+            &[
+                (
+                    &[Action::NewFork],
+                    "fork a new question (question, then Tab to pick 2–4 styles)",
+                ),
+                (
+                    &[Action::Debate],
+                    "debate the branches (a new question when none is loaded)",
+                ),
+                (&[Action::ExpandBranch], "expand the focused branch"),
+                (&[Action::ChallengeBranch], "challenge the focused branch"),
+                (
+                    &[Action::ToggleMark, Action::MergeBranches],
+                    "mark branches, merge them",
+                ),
+                (&[Action::Refork], "refork every branch with new context"),
+                (
+                    &[Action::Checkpoint],
+                    "checkpoint the focused branch: verified / questionable / disagree",
+                ),
+                (
+                    &[Action::PrevColumn, Action::NextColumn],
+                    "previous / next column",
+                ),
+            ],
+        );
+        // Forking from a node happens in Think, with the keys of panes there.
+        let think = hints::rows(
+            keymap,
+            Mode::Normal,
+            &[(
+                &[Action::ForkHere],
+                "in Think: fork the selected question, or a thinking step inside the trace",
+            )],
+        );
+        rows.splice(1..1, think);
+        let mut lines = vec!["No fork yet.".to_string(), String::new()];
+        lines.extend(hints::pad(rows));
+        lines.push(hints::line(
+            keymap,
+            mode,
+            &[
+                (&[Action::MoveDown, Action::MoveUp], "scroll"),
+                (&[Action::Select], "details"),
+                (&[Action::CancelRun], "cancel"),
+            ],
+        ));
+        lines.join("\n")
     };
     f.render_widget(
         Paragraph::new(text)

@@ -8,9 +8,12 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
+use super::hints;
 use super::overlay::centered;
 use super::think::pane;
+use crate::app::action::{Action, Section};
 use crate::app::got_ws::{GotWs, Phase};
+use crate::app::keymap::{Keymap, Mode};
 use crate::app::state::State;
 use crate::app::theme::{Role, Theme};
 use crate::engines::got::{Thought, ThoughtState};
@@ -24,7 +27,7 @@ pub fn tree_height(size: (u16, u16)) -> usize {
 }
 
 /// Draws the workspace into `area`.
-pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme, keymap: &Keymap) {
     let ws = &state.got;
     let [header, main] =
         Layout::vertical([Constraint::Length(HEADER), Constraint::Min(3)]).areas(area);
@@ -34,12 +37,44 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             Phase::Loading => "Reading the last search of this session…".to_string(),
             Phase::Running => "Starting the search…".to_string(),
             Phase::Failed(ref e) => format!("The search failed: {e}"),
-            _ => "No Graph of Thoughts search in this session yet.\n\n\
-                  N starts one: type the problem, Tab to pick bfs / dfs / best_first, Enter.\n\
-                  While it runs: space pauses and resumes, . expands one thought while paused,\n\
-                  p pins the selected thought (never pruned), x prunes it, + / - raise or lower\n\
-                  its priority, B sets a token budget, Esc cancels. Enter opens a thought."
-                .to_string(),
+            _ => {
+                let mode = Mode::Workspace(Section::Got);
+                let mut lines = vec![
+                    "No Graph of Thoughts search in this session yet.".to_string(),
+                    String::new(),
+                ];
+                lines.extend(hints::table(
+                    keymap,
+                    mode,
+                    &[(
+                        &[Action::NewSearch],
+                        "starts one: type the problem, Tab to pick bfs / dfs / best_first, Enter",
+                    )],
+                ));
+                lines.push(String::new());
+                lines.push("While it runs:".to_string());
+                lines.extend(hints::table(
+                    keymap,
+                    mode,
+                    &[
+                        (&[Action::PauseResume], "pause / resume"),
+                        (&[Action::StepSearch], "expand one thought while paused"),
+                        (
+                            &[Action::PinThought],
+                            "pin the selected thought (never pruned)",
+                        ),
+                        (&[Action::PruneThought], "prune it"),
+                        (
+                            &[Action::BoostThought, Action::LowerThought],
+                            "raise / lower its priority",
+                        ),
+                        (&[Action::SetBudget], "set a token budget"),
+                        (&[Action::CancelRun], "cancel"),
+                        (&[Action::Select], "open a thought"),
+                    ],
+                ));
+                lines.join("\n")
+            }
         };
         f.render_widget(
             Paragraph::new(text)

@@ -7,9 +7,12 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::hints;
 use super::think::pane;
 use super::verify::wrap;
+use crate::app::action::{Action, Section};
 use crate::app::insights_ws::{InsightsRun, Line as Row};
+use crate::app::keymap::{Keymap, Mode};
 use crate::app::state::State;
 use crate::app::theme::{Role, Theme};
 
@@ -23,7 +26,8 @@ fn type_style(kind: &str, theme: &Theme) -> Style {
 }
 
 /// Draws the workspace into `area`.
-pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme, keymap: &Keymap) {
+    let mode = Mode::Workspace(Section::Insights);
     let ws = &state.insights;
     let running = ws.running.map(|focus| {
         format!(
@@ -45,8 +49,27 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             "Insights",
             status,
             &[
-                "I runs metacognition on the open session: biases, patterns and improvement hypotheses, each with evidence.",
-                "Here: j/k move between insights and evidence · enter jumps to the evidence's node in the Think graph",
+                &format!(
+                    "{} runs metacognition on the open session: biases, patterns and improvement hypotheses, each with evidence.",
+                    hints::keys(keymap, mode, &[Action::RunInsights]).unwrap_or_default()
+                ),
+                &format!(
+                    "Here: {}",
+                    hints::line(
+                        keymap,
+                        mode,
+                        &[
+                            (
+                                &[Action::MoveDown, Action::MoveUp],
+                                "move between insights and evidence"
+                            ),
+                            (
+                                &[Action::OpenEvidence],
+                                "jumps to the evidence's node in the Think graph"
+                            ),
+                        ]
+                    )
+                ),
             ],
             theme,
         );
@@ -60,11 +83,19 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         Constraint::Min(3),
     ])
     .areas(area);
-    header(f, head, r, running, theme);
+    header(f, head, r, running, theme, keymap);
     list(f, body, r, ws.selected, theme);
 }
 
-fn header(f: &mut Frame, area: Rect, r: &InsightsRun, running: Option<String>, theme: &Theme) {
+fn header(
+    f: &mut Frame,
+    area: Rect,
+    r: &InsightsRun,
+    running: Option<String>,
+    theme: &Theme,
+    keymap: &Keymap,
+) {
+    let mode = Mode::Workspace(Section::Insights);
     let dim = theme.style(Role::Dim);
     let mut lines = vec![Line::from(vec![
         Span::styled(
@@ -105,7 +136,15 @@ fn header(f: &mut Frame, area: Rect, r: &InsightsRun, running: Option<String>, t
     lines.push(match running {
         Some(s) => Line::styled(s, theme.style(Role::Accent)),
         None => Line::styled(
-            "j/k move · enter jumps to the evidence's node · I analyse again (with a focus)",
+            hints::line(
+                keymap,
+                mode,
+                &[
+                    (&[Action::MoveDown, Action::MoveUp], "move"),
+                    (&[Action::OpenEvidence], "jumps to the evidence's node"),
+                    (&[Action::RunInsights], "analyse again (with a focus)"),
+                ],
+            ),
             dim,
         ),
     });

@@ -6,6 +6,7 @@ pub mod form;
 pub mod got;
 pub mod graph;
 pub mod help;
+pub mod hints;
 pub mod insights;
 pub mod ledger;
 pub mod markdown;
@@ -55,7 +56,7 @@ pub fn render(
     chrome::render_tabs(f, tabs, state, theme);
     match state.workspace {
         Workspace::Think => think::render(f, body, state, theme, highlights),
-        Workspace::Sessions => sessions::render(f, body, state, theme),
+        Workspace::Sessions => sessions::render(f, body, state, theme, keymap),
         Workspace::Ledger => {
             if state.ledger.session().is_none() {
                 let hint = "No MCP thoughts yet. Connect a client — `claude mcp add glassbox -- glassbox mcp` — and its thoughts appear here as they arrive.";
@@ -70,11 +71,11 @@ pub fn render(
                 ledger::render(f, body, &state.ledger, theme, true);
             }
         }
-        Workspace::Fork => fork::render(f, body, state, theme),
-        Workspace::Got => got::render(f, body, state, theme),
-        Workspace::Verify => verify::render(f, body, state, theme),
-        Workspace::Insights => insights::render(f, body, state, theme),
-        Workspace::Replay => replay::render(f, body, state, theme),
+        Workspace::Fork => fork::render(f, body, state, theme, keymap),
+        Workspace::Got => got::render(f, body, state, theme, keymap),
+        Workspace::Verify => verify::render(f, body, state, theme, keymap),
+        Workspace::Insights => insights::render(f, body, state, theme, keymap),
+        Workspace::Replay => replay::render(f, body, state, theme, keymap),
     }
     chrome::render_status(f, status, state, theme);
     match &state.overlay {

@@ -10,9 +10,12 @@ use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
+use super::hints;
 use super::markdown::{self, MarkdownStyles};
 use super::think::{pane, tail_text};
+use crate::app::action::{Action, Section};
 use crate::app::highlight::HighlightCache;
+use crate::app::keymap::{Keymap, Mode};
 use crate::app::replay_ws::{ReplayWs, event_label, event_text};
 use crate::app::state::State;
 use crate::app::theme::{Role, Theme};
@@ -132,7 +135,7 @@ fn event_list(f: &mut Frame, area: Rect, ws: &ReplayWs, theme: &Theme) {
 }
 
 /// Draws the workspace into `area`.
-pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme, keymap: &Keymap) {
     let ws = &state.replay;
     if ws.session.is_none() {
         let hint = if ws.loading {
@@ -157,9 +160,20 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     .areas(area);
     f.render_widget(Paragraph::new(progress(ws, theme)), status);
     f.render_widget(
-        Paragraph::new(
-            " space play/pause · ←/→ step · +/- speed · g g/G start/end · enter open the node",
-        )
+        Paragraph::new(format!(
+            " {}",
+            hints::line(
+                keymap,
+                Mode::Workspace(Section::Replay),
+                &[
+                    (&[Action::PlayPause], "play/pause"),
+                    (&[Action::StepBack, Action::StepForward], "step"),
+                    (&[Action::SpeedUp, Action::SpeedDown], "speed"),
+                    (&[Action::Top, Action::Bottom], "start/end"),
+                    (&[Action::Select], "open the node"),
+                ],
+            )
+        ))
         .style(theme.style(Role::Dim)),
         keys,
     );

@@ -5,7 +5,10 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use super::hints;
 use super::think::pane;
+use crate::app::action::Action;
+use crate::app::keymap::{Keymap, Mode};
 use crate::app::state::{Focus, State};
 use crate::app::theme::{Role, Theme};
 
@@ -76,7 +79,7 @@ pub fn render_list(f: &mut Frame, area: Rect, state: &State, theme: &Theme, focu
 }
 
 /// The Sessions workspace: the list, and the selected session's details.
-pub fn render(f: &mut Frame, body: Rect, state: &State, theme: &Theme) {
+pub fn render(f: &mut Frame, body: Rect, state: &State, theme: &Theme, keymap: &Keymap) {
     let [list, detail] =
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(body);
     render_list(f, list, state, theme, true);
@@ -103,7 +106,15 @@ pub fn render(f: &mut Frame, body: Rect, state: &State, theme: &Theme) {
         ]),
         Line::from(""),
         Line::from(Span::styled(
-            "Enter opens it in Think · R renames · d d deletes",
+            hints::line(
+                keymap,
+                Mode::Normal,
+                &[
+                    (&[Action::Select], "opens it in Think"),
+                    (&[Action::RenameSession], "renames"),
+                    (&[Action::DeleteSession], "deletes"),
+                ],
+            ),
             theme.style(Role::Dim),
         )),
     ];

@@ -8,8 +8,11 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
+use super::hints;
 use super::overlay::centered;
 use super::think::pane;
+use crate::app::action::{Action, Section};
+use crate::app::keymap::{Keymap, Mode};
 use crate::app::state::State;
 use crate::app::theme::{Role, Theme};
 use crate::app::verify_ws::{HumanMark, Status, StepView, Verification};
@@ -93,7 +96,8 @@ fn first_line(text: &str, max: usize) -> String {
 }
 
 /// Draws the workspace into `area`.
-pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
+pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme, keymap: &Keymap) {
+    let mode = Mode::Workspace(Section::Verify);
     let ws = &state.verify;
     let Some(r) = &ws.result else {
         let status = match &ws.status {
@@ -111,8 +115,26 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
             "Verify",
             status,
             &[
-                "V verifies the thinking node selected in the Think graph (or its turn's thinking) step by step.",
-                "Here: j/k move between steps · ] e / [ e next/previous failing step · enter step detail · f corrected branch at the step",
+                &format!(
+                    "{} verifies the thinking node selected in the Think graph (or its turn's thinking) step by step.",
+                    hints::keys(keymap, Mode::Normal, &[Action::VerifyNode]).unwrap_or_default()
+                ),
+                &format!(
+                    "Here: {}",
+                    hints::line(
+                        keymap,
+                        mode,
+                        &[
+                            (&[Action::MoveDown, Action::MoveUp], "move between steps"),
+                            (
+                                &[Action::NextError, Action::PrevError],
+                                "next/previous failing step"
+                            ),
+                            (&[Action::Select], "step detail"),
+                            (&[Action::ForkAtError], "corrected branch at the step"),
+                        ]
+                    )
+                ),
             ],
             theme,
         );
@@ -129,7 +151,7 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
         Constraint::Length(pattern_h),
     ])
     .areas(area);
-    header(f, head, state, r, theme);
+    header(f, head, state, r, theme, keymap);
     steps(f, body, r, ws.selected, theme);
     patterns(f, pats, r, theme);
     if ws.detail
@@ -139,7 +161,15 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme) {
     }
 }
 
-fn header(f: &mut Frame, area: Rect, state: &State, r: &Verification, theme: &Theme) {
+fn header(
+    f: &mut Frame,
+    area: Rect,
+    state: &State,
+    r: &Verification,
+    theme: &Theme,
+    keymap: &Keymap,
+) {
+    let mode = Mode::Workspace(Section::Verify);
     let dim = theme.style(Role::Dim);
     let count = |v: Verdict| r.steps.iter().filter(|s| s.verdict == v).count();
     let mut lines = Vec::new();
@@ -224,7 +254,17 @@ fn header(f: &mut Frame, area: Rect, state: &State, r: &Verification, theme: &Th
     lines.push(match status {
         Some(s) => Line::styled(s, theme.style(Role::Accent)),
         None => Line::styled(
-            "j/k step · ] e / [ e failing step · enter detail · f corrected branch here · V verify again",
+            hints::line(
+                keymap,
+                mode,
+                &[
+                    (&[Action::MoveDown, Action::MoveUp], "step"),
+                    (&[Action::NextError, Action::PrevError], "failing step"),
+                    (&[Action::Select], "detail"),
+                    (&[Action::ForkAtError], "corrected branch here"),
+                    (&[Action::VerifyNode], "verify again"),
+                ],
+            ),
             dim,
         ),
     });
