@@ -583,6 +583,32 @@ fn critique_through_sampling_is_stored_as_an_annotation() {
         assert_eq!(t.meta["thoughtType"], json!("conclusion"));
         assert_eq!(node.session, t.session);
     }
+    // The prompt file and `[mcp]` in the config dir shape the request.
+    std::fs::create_dir_all(env.config.join("prompts/mcp")).unwrap();
+    std::fs::write(
+        env.config.join("prompts/mcp/critique.md"),
+        "Critique like a terse reviewer.\n",
+    )
+    .unwrap();
+    std::fs::write(
+        env.config.join("config.toml"),
+        "[mcp]\ncritique_max_tokens = 123\n",
+    )
+    .unwrap();
+    let summary = env.client(
+        &py,
+        &Transport::Stdio,
+        &[
+            "--expect-system",
+            "Critique like a terse reviewer.",
+            "--expect-max-tokens",
+            "123",
+            "critique",
+        ],
+    );
+    assert_eq!(summary["critique"]["text"], json!(CRITIQUE_TEXT));
+    std::fs::remove_file(env.config.join("config.toml")).unwrap();
+
     // A client without sampling is told so, and nothing but the thoughts is stored.
     let summary = env.client(&py, &Transport::Stdio, &["--sampling", "no", "critique"]);
     assert_eq!(summary["critique"]["status"], json!("unavailable"));

@@ -128,6 +128,7 @@ pub struct Config {
     pub got: GotConfig,
     pub verify: VerifyConfig,
     pub metacog: MetacogConfig,
+    pub mcp: McpConfig,
     #[serde(default)]
     pub profiles: BTreeMap<String, Profile>,
 }
@@ -320,6 +321,15 @@ pub struct MetacogConfig {
     pub total_chars: usize,
     pub effort: Effort,
     pub max_tokens: u32,
+}
+
+/// `[mcp]`: the critiques the reasoning ledger asks the client's model for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpConfig {
+    pub critique_max_tokens: u32,
+    pub critique_context: usize,
+    pub sampling_timeout_secs: u64,
 }
 
 /// `[network]`: timeouts, retries and key rotation.
@@ -917,6 +927,22 @@ fn check_values(config: &Config) -> Vec<(String, String)> {
         (0.0..=1.0).contains(&fork.consensus_threshold),
         "fork.consensus_threshold",
         format!("must be in [0, 1], got {}", fork.consensus_threshold),
+    );
+    let mcp = &config.mcp;
+    check(
+        mcp.critique_max_tokens > 0,
+        "mcp.critique_max_tokens",
+        "must be at least 1".into(),
+    );
+    check(
+        mcp.critique_context > 0,
+        "mcp.critique_context",
+        "must be at least 1".into(),
+    );
+    check(
+        mcp.sampling_timeout_secs > 0,
+        "mcp.sampling_timeout_secs",
+        "must be at least 1".into(),
     );
     let local = &config.providers.local;
     check(

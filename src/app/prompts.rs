@@ -35,6 +35,10 @@ const DEFAULTS: &[(&str, &str)] = &[
         include_str!("../../configs/prompts/verify/step.md"),
     ),
     (
+        "mcp/critique",
+        include_str!("../../configs/prompts/mcp/critique.md"),
+    ),
+    (
         "metacog/analyze",
         include_str!("../../configs/prompts/metacog/analyze.md"),
     ),

@@ -10,11 +10,8 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use super::Ctx;
-use crate::engines::mcp::server::{DEFAULT_CRITIQUE_PROMPT, TransportKind};
+use crate::engines::mcp::server::TransportKind;
 use crate::engines::mcp::{LedgerServer, LedgerSettings, http, serve_stdio, token};
-
-/// Where a user's critique prompt overrides the built-in one (under the config dir).
-const CRITIQUE_PROMPT_FILE: &str = "prompts/mcp/critique.md";
 
 /// Options of `glassbox mcp`.
 #[derive(Debug, Args)]
@@ -34,17 +31,9 @@ pub struct McpArgs {
     pub print_token: bool,
 }
 
+/// `[mcp]` and the critique prompt (`<config dir>/prompts/mcp/critique.md` overrides it).
 fn settings(ctx: &Ctx) -> LedgerSettings {
-    let file = ctx.paths.config_dir.join(CRITIQUE_PROMPT_FILE);
-    let prompt = std::fs::read_to_string(&file)
-        .ok()
-        .map(|t| t.trim().to_string())
-        .filter(|t| !t.is_empty())
-        .unwrap_or_else(|| DEFAULT_CRITIQUE_PROMPT.to_string());
-    LedgerSettings {
-        critique_prompt: prompt,
-        ..LedgerSettings::default()
-    }
+    LedgerSettings::from_config(&ctx.loaded.config.mcp, &ctx.prompts())
 }
 
 /// Runs `glassbox mcp`. Nothing but MCP messages ever goes to stdout in stdio mode.

@@ -70,6 +70,10 @@ def client_for(args, sampling=False):
             # A stand-in for the client's model: answer the critique request.
             check(params.max_tokens > 0, "critique request without maxTokens")
             check(params.system_prompt, "critique request without a system prompt")
+            if args.expect_system is not None:
+                check(params.system_prompt == args.expect_system, f"system prompt: {params.system_prompt!r}")
+            if args.expect_max_tokens is not None:
+                check(params.max_tokens == args.expect_max_tokens, f"maxTokens: {params.max_tokens}")
             asked = " ".join(m.content.text for m in params.messages if getattr(m.content, "text", None))
             check("Thought" in asked, f"critique request does not show the thoughts: {asked!r}")
             return types.CreateMessageResult(
@@ -329,6 +333,8 @@ def main():
     p.add_argument("--count", type=int, default=10, help="burst: thoughts to send")
     p.add_argument("--tag", default="burst", help="burst: text prefix")
     p.add_argument("--sampling", choices=["yes", "no"], default="yes", help="critique: offer sampling")
+    p.add_argument("--expect-system", help="critique: the system prompt the request must carry")
+    p.add_argument("--expect-max-tokens", type=int, help="critique: the maxTokens the request must carry")
     args = p.parse_args()
     if not args.url and not args.binary:
         p.error("give --binary (stdio) or --url (HTTP)")

@@ -23,16 +23,10 @@ use serde_json::{Map, Value, json};
 use super::args::{self, ThoughtArgs};
 use super::ledger::{self, Recorded, SessionTarget, Verdict};
 use super::{LedgerError, tools};
+use crate::app::config::McpConfig;
+use crate::app::prompts::Prompts;
 use crate::store::{NodeId, Session, SessionId, SessionSource, Store, StoreError};
 
-/// The system prompt of a critique request (Thoughtbox's critique prompt, in our words).
-pub const DEFAULT_CRITIQUE_PROMPT: &str = "You are a careful critic of reasoning. Read the \
-thoughts you are given and point out, for the latest one: logical gaps or fallacies, unstated \
-assumptions, alternatives it did not consider, edge cases it may miss, and how it could be made \
-stronger. Be specific and constructive; be brief.";
-
-/// How long a critique may take on an older (request-based) connection.
-const SAMPLING_TIMEOUT: Duration = Duration::from_secs(180);
 /// How long an input-required critique waits for the client's retry.
 const PENDING_TTL: Duration = Duration::from_secs(600);
 /// The key of the critique request inside an input-required result.
@@ -56,14 +50,27 @@ pub struct LedgerSettings {
     pub sampling_timeout: Duration,
 }
 
-impl Default for LedgerSettings {
-    fn default() -> Self {
+impl LedgerSettings {
+    /// The settings of `[mcp]` with the `mcp/critique` prompt of `prompts`.
+    pub fn from_config(config: &McpConfig, prompts: &Prompts) -> Self {
         Self {
-            critique_prompt: DEFAULT_CRITIQUE_PROMPT.to_string(),
+            critique_prompt: prompts.get("mcp/critique").to_string(),
+            critique_max_tokens: config.critique_max_tokens,
+            critique_context: config.critique_context,
+            sampling_timeout: Duration::from_secs(config.sampling_timeout_secs),
+        }
+    }
+}
+
+impl Default for LedgerSettings {
+    /// The built-in `[mcp]` values and critique prompt.
+    fn default() -> Self {
+        let builtin = McpConfig {
             critique_max_tokens: 500,
             critique_context: 5,
-            sampling_timeout: SAMPLING_TIMEOUT,
-        }
+            sampling_timeout_secs: 180,
+        };
+        Self::from_config(&builtin, &Prompts::builtin())
     }
 }
 
