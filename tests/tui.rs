@@ -18,8 +18,8 @@ use glassbox::engines::llm::anthropic::AnthropicProvider;
 use glassbox::engines::llm::http::{ApiKey, HttpSettings};
 use glassbox::engines::orchestrator::Orchestrator;
 use glassbox::store::{
-    Alternative, DecisionId, DecisionPoint, Edge, EdgeType, Node, NodeStatus, NodeType, Session,
-    SessionSource, Store,
+    Alternative, DecisionId, DecisionPoint, Edge, EdgeType, Node, NodeId, NodeStatus, NodeType,
+    Session, SessionSource, Store,
 };
 use support::tui::{draw, press, pump_until, type_text};
 use support::{ChunkBy, Script, ScriptedServer, Step};
@@ -107,13 +107,17 @@ fn provider(url: &str) -> Arc<AnthropicProvider> {
 }
 
 fn app(store: Store, url: &str, theme: &str) -> App {
+    app_with_keymap(store, url, theme, Keymap::builtin())
+}
+
+fn app_with_keymap(store: Store, url: &str, theme: &str, keymap: Keymap) -> App {
     let cfg = Config::builtin().unwrap();
     let orch = Orchestrator::new(store.clone(), provider(url), "claude-test");
     let theme = Theme::builtin(theme, ColorDepth::TrueColor).unwrap();
     App::new(
         store,
         cfg,
-        Keymap::builtin(),
+        keymap,
         theme,
         Ok((orch, ProviderKind::Anthropic)),
         "claude-test".into(),
@@ -409,19 +413,44 @@ async fn sessions_rename_switch_new_and_delete_from_the_keyboard() {
     assert_eq!(app.state.focus, glassbox::app::state::Focus::Input);
 }
 
-#[tokio::test]
-async fn continue_from_a_thinking_node_branches_with_the_history_up_to_it() {
+/// The seeded session open, the question box left, answering through a scripted server
+/// that streams `thinking` then `answer` for every request.
+async fn answering_app(
+    dir: &std::path::Path,
+    thinking: &[&str],
+    answer: &str,
+) -> (ScriptedServer, Store, App) {
     let server = ScriptedServer::start(Script::forever(Step::sse(anthropic_stream(
-        &["Branching."],
-        "Branched.",
+        thinking, answer,
     ))))
     .await;
-    let dir = tempfile::tempdir().unwrap();
-    let store = seeded_store(dir.path());
+    let store = seeded_store(dir);
     let mut app = app(store.clone(), &server.url(), "dark");
     app.start();
     pump_until(&mut app, |a| a.state.loaded.session.is_some()).await;
     press(&mut app, KeyCode::Esc);
+    (server, store, app)
+}
+
+/// The newest question of the open session and the node it branches from.
+fn newest_branch(store: &Store, app: &App) -> (NodeId, NodeId) {
+    let nodes = store.session_nodes(app.state.loaded.id().unwrap()).unwrap();
+    let query = nodes
+        .iter()
+        .rev()
+        .find(|n| n.kind == NodeType::Query)
+        .unwrap();
+    let edges = store
+        .edges_from(query.id, Some(EdgeType::BranchesFrom))
+        .unwrap();
+    assert_eq!(edges.len(), 1);
+    (query.id, edges[0].dst)
+}
+
+#[tokio::test]
+async fn continue_from_a_thinking_node_branches_with_the_history_up_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (server, store, mut app) = answering_app(dir.path(), &["Branching."], "Branched.").await;
     // Select the thinking node (second row) and continue from it.
     press(&mut app, KeyCode::Char('g'));
     press(&mut app, KeyCode::Char('g'));
@@ -443,32 +472,14 @@ async fn continue_from_a_thinking_node_branches_with_the_history_up_to_it() {
         !sent.contains("Use a **hash map**"),
         "the answer after the branch point is not sent: {sent}"
     );
-    let nodes = store.session_nodes(app.state.loaded.id().unwrap()).unwrap();
-    let query = nodes
-        .iter()
-        .rev()
-        .find(|n| n.kind == NodeType::Query)
-        .unwrap();
-    let edges = store
-        .edges_from(query.id, Some(EdgeType::BranchesFrom))
-        .unwrap();
-    assert_eq!(edges.len(), 1);
-    assert_eq!(edges[0].dst, thinking);
+    assert_eq!(newest_branch(&store, &app).1, thinking);
 }
 
 #[tokio::test]
 async fn enter_alone_after_c_answers_the_selected_question_again_as_a_branch() {
-    let server = ScriptedServer::start(Script::forever(Step::sse(anthropic_stream(
-        &["Again."],
-        "A sorted vector, this time.",
-    ))))
-    .await;
     let dir = tempfile::tempdir().unwrap();
-    let store = seeded_store(dir.path());
-    let mut app = app(store.clone(), &server.url(), "dark");
-    app.start();
-    pump_until(&mut app, |a| a.state.loaded.session.is_some()).await;
-    press(&mut app, KeyCode::Esc);
+    let (server, store, mut app) =
+        answering_app(dir.path(), &["Again."], "A sorted vector, this time.").await;
     press(&mut app, KeyCode::Char('g'));
     press(&mut app, KeyCode::Char('g'));
     let query = app.state.graph.selected_node().unwrap();
@@ -487,18 +498,9 @@ async fn enter_alone_after_c_answers_the_selected_question_again_as_a_branch() {
             .to_string()
             .contains("Should the index be a hash map or a sorted vector?")
     );
-    let nodes = store.session_nodes(app.state.loaded.id().unwrap()).unwrap();
-    let again = nodes
-        .iter()
-        .rev()
-        .find(|n| n.kind == NodeType::Query)
-        .unwrap();
-    assert_ne!(again.id, query);
-    let edges = store
-        .edges_from(again.id, Some(EdgeType::BranchesFrom))
-        .unwrap();
-    assert_eq!(edges.len(), 1);
-    assert_eq!(edges[0].dst, query);
+    let (again, from) = newest_branch(&store, &app);
+    assert_ne!(again, query);
+    assert_eq!(from, query);
     assert_eq!(app.state.branch_from, None);
 }
 
@@ -543,8 +545,6 @@ async fn the_ledger_workspace_follows_thoughts_written_by_another_writer() {
 async fn workspace_hints_show_the_keys_of_the_keymap_in_use() {
     let dir = tempfile::tempdir().unwrap();
     let store = seeded_store(dir.path());
-    let cfg = Config::builtin().unwrap();
-    let orch = Orchestrator::new(store.clone(), provider("http://127.0.0.1:9"), "claude-test");
     let mut keymap = Keymap::builtin();
     keymap
         .merge(
@@ -552,14 +552,7 @@ async fn workspace_hints_show_the_keys_of_the_keymap_in_use() {
             "[replay]\n\"p\" = \"play_pause\"\n\"space\" = \"none\"\n[normal]\n\"R\" = \"none\"\n",
         )
         .unwrap();
-    let mut app = App::new(
-        store,
-        cfg,
-        keymap,
-        Theme::builtin("dark", ColorDepth::TrueColor).unwrap(),
-        Ok((orch, ProviderKind::Anthropic)),
-        "claude-test".into(),
-    );
+    let mut app = app_with_keymap(store, "http://127.0.0.1:9", "dark", keymap);
     app.start();
     pump_until(&mut app, |a| {
         a.state.loaded.session.is_some() && !a.state.sessions.is_empty()
