@@ -176,7 +176,13 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
                 bar.set_message(format!("{} lines · {mb:.1} MB · {rate:.1} MB/s", p.lines));
             });
         }
-        importer.import_files(&files, since)?;
+        let imported = importer.import_files(&files, since);
+        if let Some(bar) = &bar {
+            bar.finish_and_clear();
+        }
+        imported.context(
+            "the import stopped; what it stored is kept, and running it again goes on from there",
+        )?;
         if let Some(bar) = bar {
             bar.finish_and_clear();
         }

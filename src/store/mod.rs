@@ -24,7 +24,7 @@ use tables::*;
 pub use types::*;
 
 /// Store failures, each with a message fit for a one-line error.
-#[derive(Debug, thiserror::Error)]
+#[derive(Clone, Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("cannot open store {path}: {reason}")]
     Open { path: PathBuf, reason: String },

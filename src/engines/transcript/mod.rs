@@ -696,7 +696,7 @@ impl WritePipe {
             let (lock, _) = &*self.state;
             let mut st = lock.lock().map_err(|_| poisoned())?;
             if let Some(e) = &st.error {
-                return Err(TranscriptError::Store(StoreError::Io(e.to_string())));
+                return Err(TranscriptError::Store(e.clone()));
             }
             st.sent += 1;
         }
@@ -712,7 +712,7 @@ impl WritePipe {
             st = cv.wait(st).map_err(|_| poisoned_store())?;
         }
         match &st.error {
-            Some(e) => Err(StoreError::Io(e.to_string())),
+            Some(e) => Err(e.clone()),
             None => Ok(()),
         }
     }
