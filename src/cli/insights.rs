@@ -35,7 +35,15 @@ pub async fn run(ctx: &Ctx, args: InsightsArgs) -> Result<ExitCode> {
         prompt: ctx.prompts().get("metacog/analyze").to_string(),
         config: cfg.metacog.clone(),
     };
-    let r = engine.analyze(session, args.focus, &ctrl_c_token()).await?;
+    let spinner = super::working(
+        &format!("analysing the session with {}", built.model),
+        args.json,
+    );
+    let r = engine.analyze(session, args.focus, &ctrl_c_token()).await;
+    if let Some(s) = spinner {
+        s.finish_and_clear();
+    }
+    let r = r?;
     if args.json {
         super::print_json(&json!({
             "insights": r.insights,
@@ -51,6 +59,9 @@ pub async fn run(ctx: &Ctx, args: InsightsArgs) -> Result<ExitCode> {
     }
     if r.insights.is_empty() {
         println!("no insights");
+    }
+    for e in &r.validation_errors {
+        eprintln!("glassbox: dropped from the model's answer: {e}");
     }
     for i in &r.insights {
         println!(

@@ -242,6 +242,22 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
     }
 }
 
+/// A spinner with the elapsed time on stderr while `what` runs, for work that prints nothing
+/// until it ends; `None` (nothing drawn) when stderr is not a terminal or `quiet` is set.
+pub(crate) fn working(what: &str, quiet: bool) -> Option<indicatif::ProgressBar> {
+    use std::io::IsTerminal;
+    if quiet || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    let spinner = indicatif::ProgressBar::new_spinner();
+    if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
+        spinner.set_style(style);
+    }
+    spinner.set_message(format!("{what}…"));
+    spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+    Some(spinner)
+}
+
 /// Prints `value` as pretty JSON on stdout.
 pub(crate) fn print_json(value: &impl serde::Serialize) -> Result<()> {
     println!("{}", serde_json::to_string_pretty(value)?);

@@ -88,7 +88,15 @@ pub async fn run(ctx: &Ctx, args: VerifyArgs) -> Result<ExitCode> {
         threshold: args.threshold,
         session: None,
     };
-    let out = verifier.verify(req, &ctrl_c_token()).await?;
+    let spinner = super::working(
+        &format!("verifying {} steps with {}", steps.len(), built.model),
+        args.json,
+    );
+    let out = verifier.verify(req, &ctrl_c_token()).await;
+    if let Some(s) = spinner {
+        s.finish_and_clear();
+    }
+    let out = out?;
     let c = &out.chain;
     if args.json {
         super::print_json(&json!({
