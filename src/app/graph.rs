@@ -424,52 +424,14 @@ impl GraphModel {
         self.rows = rows;
     }
 
-    pub fn move_by(&mut self, delta: isize) {
-        if self.rows.is_empty() {
-            return;
-        }
-        let max = self.rows.len() as isize - 1;
-        self.selected = (self.selected as isize + delta).clamp(0, max) as usize;
+    /// Opens or closes `key`'s row and flattens the tree again, keeping the selected row.
+    fn open_row(&mut self, key: RowKey, open: bool) {
+        self.mark_open(key, open);
+        self.rebuild_keep();
     }
 
-    pub fn select_first(&mut self) {
-        self.selected = 0;
-    }
-
-    pub fn select_last(&mut self) {
-        self.selected = self.rows.len().saturating_sub(1);
-    }
-
-    /// Expands the selected row; on an expanded or leaf row moves to its first child.
-    pub fn expand(&mut self) {
-        let Some(row) = self.rows.get(self.selected).cloned() else {
-            return;
-        };
-        if row.expandable && !row.expanded {
-            self.set_open(row.key, true);
-            self.rebuild_keep();
-        } else if row.expandable {
-            self.move_by(1);
-        }
-    }
-
-    /// Collapses the selected row, or moves to its parent.
-    pub fn collapse(&mut self) {
-        let Some(row) = self.rows.get(self.selected).cloned() else {
-            return;
-        };
-        if row.expandable && row.expanded {
-            self.set_open(row.key, false);
-            self.rebuild_keep();
-        } else if let Some(parent) = self.rows[..self.selected]
-            .iter()
-            .rposition(|r| r.depth < row.depth)
-        {
-            self.selected = parent;
-        }
-    }
-
-    fn set_open(&mut self, key: RowKey, open: bool) {
+    /// Marks `key`'s row open or closed (without flattening again).
+    fn mark_open(&mut self, key: RowKey, open: bool) {
         match (key, open) {
             (RowKey::Step(..), true) => {
                 self.collapsed_steps.remove(&key);
@@ -534,25 +496,14 @@ impl GraphModel {
             None => false,
         }
     }
-
-    /// Keeps the selection inside a window of `height` rows and returns the first row shown.
-    pub fn scroll_into_view(&mut self, height: usize) -> usize {
-        if height == 0 {
-            return self.offset;
-        }
-        if self.selected < self.offset {
-            self.offset = self.selected;
-        } else if self.selected >= self.offset + height {
-            self.offset = self.selected + 1 - height;
-        }
-        self.offset = self.offset.min(self.rows.len().saturating_sub(1));
-        self.offset
-    }
 }
+
+super::tree::flat_tree!(GraphModel, Row, RowKey);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::app::tree::TreeCursor;
     use crate::store::{Alternative, DecisionId, SessionId};
 
     fn session_nodes() -> (Vec<Node>, Vec<DecisionPoint>) {

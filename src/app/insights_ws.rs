@@ -11,6 +11,7 @@ use super::form::{Answer, Form, Purpose};
 use super::graph::RowKey;
 use super::runtime::Services;
 use super::state::{Focus, Level, Overlay, State, Workspace};
+use super::tree::TreeCursor;
 use super::update::{Effect, Msg};
 use crate::engines::metacog::{FocusArea, Metacog};
 use crate::store::{NodeId, NodeType, RunId, RunKind, SessionId, Store};

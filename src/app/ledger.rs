@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 
+use super::tree::TreeCursor;
 use crate::store::{
     Edge, EdgeType, Node, NodeId, NodeType, Session, SessionId, SessionSource, Store, StoreError,
 };
@@ -576,52 +577,13 @@ impl LedgerModel {
         self.reselect(keep);
     }
 
-    /// Moves the selection by `delta` rows, stopping at either end.
-    pub fn move_by(&mut self, delta: isize) {
-        if self.rows.is_empty() {
-            return;
-        }
-        let max = self.rows.len() as isize - 1;
-        self.selected = (self.selected as isize + delta).clamp(0, max) as usize;
-    }
-
-    /// Selects the first row.
-    pub fn select_first(&mut self) {
-        self.selected = 0;
-    }
-
-    /// Selects the last row (the newest thought, when nothing is closed).
-    pub fn select_last(&mut self) {
-        self.selected = self.rows.len().saturating_sub(1);
-    }
-
-    /// Opens the selected row; on an open row moves to its first child.
-    pub fn expand(&mut self) {
-        let Some(row) = self.rows.get(self.selected).cloned() else {
-            return;
+    /// Opens or closes `key`'s row and flattens the tree again, keeping the selected row.
+    fn open_row(&mut self, key: RowKey, open: bool) {
+        match open {
+            true => self.collapsed.remove(&key),
+            false => self.collapsed.insert(key),
         };
-        if row.expandable && !row.expanded {
-            self.collapsed.remove(&row.key);
-            self.rebuild_keep();
-        } else if row.expandable {
-            self.move_by(1);
-        }
-    }
-
-    /// Closes the selected row, or moves to its parent.
-    pub fn collapse(&mut self) {
-        let Some(row) = self.rows.get(self.selected).cloned() else {
-            return;
-        };
-        if row.expandable && row.expanded {
-            self.collapsed.insert(row.key);
-            self.rebuild_keep();
-        } else if let Some(parent) = self.rows[..self.selected]
-            .iter()
-            .rposition(|r| r.depth < row.depth)
-        {
-            self.selected = parent;
-        }
+        self.rebuild_keep();
     }
 
     /// Opens everything that hides `key`'s row.
@@ -699,21 +661,9 @@ impl LedgerModel {
             None => false,
         }
     }
-
-    /// Keeps the selection inside a window of `height` rows and returns the first row shown.
-    pub fn scroll_into_view(&mut self, height: usize) -> usize {
-        if height == 0 {
-            return self.offset;
-        }
-        if self.selected < self.offset {
-            self.offset = self.selected;
-        } else if self.selected >= self.offset + height {
-            self.offset = self.selected + 1 - height;
-        }
-        self.offset = self.offset.min(self.rows.len().saturating_sub(1));
-        self.offset
-    }
 }
+
+super::tree::flat_tree!(LedgerModel, Row, RowKey);
 
 #[cfg(test)]
 mod tests {

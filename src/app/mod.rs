@@ -17,6 +17,7 @@ pub mod runtime;
 pub mod search_ui;
 pub mod state;
 pub mod theme;
+pub mod tree;
 pub mod tui;
 pub mod update;
 pub mod verify_ws;

@@ -18,6 +18,7 @@ use super::keymap::{KeyResolver, Keymap, Mode, Resolution};
 use super::prompts::Prompts;
 use super::state::{Focus, Level, LoadedSession, SessionRow, State, Workspace};
 use super::theme::Theme;
+use super::tree::TreeCursor;
 use super::update::{Effect, Msg, Settings, update};
 use crate::engines::llm::factory;
 use crate::engines::orchestrator::{Orchestrator, Router, TurnRequest, session_output_tokens};

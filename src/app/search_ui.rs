@@ -12,6 +12,7 @@ use super::graph::RowKey;
 use super::input::InputBox;
 use super::runtime::Services;
 use super::state::{Focus, Level, Overlay, State, Workspace};
+use super::tree::TreeCursor;
 use super::update::{Effect, Msg};
 use crate::store::{NodeId, NodeType, SessionId};
 

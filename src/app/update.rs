@@ -14,6 +14,7 @@ use super::state::{
     Focus, Level, LoadedSession, Overlay, RunPhase, RunView, SessionRow, State, ThinkingView,
     Workspace,
 };
+use super::tree::TreeCursor;
 use crate::engines::llm::{Effort, StopReason};
 use crate::engines::orchestrator::{Route, Router, TurnEvent, TurnOutcome};
 use crate::store::{DecisionPoint, Node, NodeId, NodeStatus, NodeType, SessionId};
