@@ -8,7 +8,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
 use super::http::{self, ApiKey, DecodeStats, HttpSettings, Remote, Wire, WireDecoder};
-use super::sse::SseDecoder;
+use super::sse::SseBody;
 use super::{
     CallCtx, ChatRequest, EventStream, LlmError, Provider, StopReason, StreamEvent, ThinkingMode,
     Usage,
@@ -239,15 +239,10 @@ enum Block {
 /// Decodes an Anthropic SSE stream (or a whole non-streaming message body) into events.
 #[derive(Debug)]
 pub struct AnthropicDecoder {
-    sse: SseDecoder,
+    body: SseBody,
     blocks: BTreeMap<u64, Block>,
     usage: Option<Usage>,
     stop_reason: Option<String>,
-    done: bool,
-    recognized: u64,
-    stats: DecodeStats,
-    first_bad: Option<String>,
-    head: Option<Vec<u8>>,
 }
 
 impl Default for AnthropicDecoder {
@@ -260,15 +255,10 @@ impl AnthropicDecoder {
     /// A decoder at the start of a response body.
     pub fn new() -> Self {
         Self {
-            sse: SseDecoder::new(),
+            body: SseBody::new(),
             blocks: BTreeMap::new(),
             usage: None,
             stop_reason: None,
-            done: false,
-            recognized: 0,
-            stats: DecodeStats::default(),
-            first_bad: None,
-            head: Some(Vec::new()),
         }
     }
 
@@ -276,16 +266,16 @@ impl AnthropicDecoder {
         match parse_json_values(data) {
             Some(values) => {
                 for v in values {
-                    if self.done {
+                    if self.body.done {
                         return;
                     }
                     self.event(event_name, &v, out);
                 }
             }
             None => {
-                self.stats.malformed += 1;
-                if self.first_bad.is_none() {
-                    self.first_bad = Some(http::snippet(data));
+                self.body.skipped.malformed += 1;
+                if self.body.first_bad.is_none() {
+                    self.body.first_bad = Some(http::snippet(data));
                 }
             }
         }
@@ -359,20 +349,20 @@ impl AnthropicDecoder {
                 };
                 self.push_usage(out);
                 out.push(StreamEvent::Error { error });
-                self.done = true;
+                self.body.done = true;
             }
             "message" => {
                 // A whole non-streaming message (proxy ignored `stream`, or fallback call).
-                self.recognized += 1;
+                self.body.recognized += 1;
                 self.whole_message(v, out);
                 return;
             }
             _ => {
-                self.stats.unknown += 1;
+                self.body.skipped.unknown += 1;
                 return;
             }
         }
-        self.recognized += 1;
+        self.body.recognized += 1;
     }
 
     fn block_start(&mut self, index: u64, block: &Value, out: &mut Vec<StreamEvent>) {
@@ -419,7 +409,7 @@ impl AnthropicDecoder {
                 initial: block.get("input").cloned().unwrap_or(Value::Null),
             },
             _ => {
-                self.stats.unknown += 1;
+                self.body.skipped.unknown += 1;
                 Block::Other
             }
         };
@@ -456,7 +446,7 @@ impl AnthropicDecoder {
                 if let Some(Block::Tool { json, .. }) = self.blocks.get_mut(&index) {
                     json.push_str(field("partial_json"));
                 } else {
-                    self.stats.unknown += 1;
+                    self.body.skipped.unknown += 1;
                 }
             }
             "compaction_delta" => {
@@ -475,10 +465,10 @@ impl AnthropicDecoder {
                     summary.push_str(field("content"));
                     encrypted.push_str(field("encrypted_content"));
                 } else {
-                    self.stats.unknown += 1;
+                    self.body.skipped.unknown += 1;
                 }
             }
-            _ => self.stats.unknown += 1,
+            _ => self.body.skipped.unknown += 1,
         }
     }
 
@@ -556,26 +546,16 @@ impl AnthropicDecoder {
             .map(StopReason::from_wire)
             .unwrap_or(StopReason::EndTurn);
         out.push(StreamEvent::Stop { reason });
-        self.done = true;
+        self.body.done = true;
     }
 }
 
 impl WireDecoder for AnthropicDecoder {
     fn feed(&mut self, bytes: &[u8]) -> Vec<StreamEvent> {
         let mut out = Vec::new();
-        if self.done {
-            return out;
-        }
-        if let Some(head) = &mut self.head {
-            head.extend_from_slice(bytes);
-            if head.len() > 64 << 20 {
-                self.head = None;
-            }
-        }
-        for frame in self.sse.push(bytes) {
-            self.head = None;
+        for frame in self.body.push(bytes) {
             self.frame(frame.event.as_deref(), &frame.data, &mut out);
-            if self.done {
+            if self.body.done {
                 break;
             }
         }
@@ -584,7 +564,7 @@ impl WireDecoder for AnthropicDecoder {
 
     fn flush(&mut self) -> Vec<StreamEvent> {
         let mut out = Vec::new();
-        if !self.done {
+        if !self.body.done {
             self.push_usage(&mut out);
         }
         out
@@ -592,17 +572,16 @@ impl WireDecoder for AnthropicDecoder {
 
     fn finish(&mut self) -> Vec<StreamEvent> {
         let mut out = Vec::new();
-        if self.done {
+        if self.body.done {
             return out;
         }
-        for frame in self.sse.finish() {
-            self.head = None;
+        for frame in self.body.finish() {
             self.frame(frame.event.as_deref(), &frame.data, &mut out);
-            if self.done {
+            if self.body.done {
                 return out;
             }
         }
-        if let Some(head) = self.head.take() {
+        if let Some(head) = self.body.take_head() {
             // No SSE frames at all: maybe a whole JSON body.
             if let Ok(v) = serde_json::from_slice::<Value>(&head) {
                 if v.get("error").is_some() {
@@ -621,7 +600,7 @@ impl WireDecoder for AnthropicDecoder {
                         }
                     };
                     out.push(StreamEvent::Error { error });
-                    self.done = true;
+                    self.body.done = true;
                     return out;
                 }
                 if v.get("content").is_some() {
@@ -636,47 +615,22 @@ impl WireDecoder for AnthropicDecoder {
             self.end(&mut out);
             return out;
         }
-        let error = if self.recognized == 0 {
-            let s = self.sse.stats();
-            let bad = self
-                .first_bad
-                .clone()
-                .or_else(|| self.sse.first_junk().map(http::snippet));
-            let detail = format!(
-                "no Anthropic events in the response ({} unparseable data frame(s), {} unknown line(s)){}",
-                self.stats.malformed,
-                s.junk_lines,
-                bad.map(|b| format!("; first: {b}")).unwrap_or_default()
-            );
-            LlmError::Malformed {
-                provider: NAME.into(),
-                detail,
-            }
-        } else {
-            let detail = "the stream ended before message_stop".to_string();
-            LlmError::Truncated {
-                provider: NAME.into(),
-                detail,
-            }
-        };
+        let error = self.body.ended_early(
+            NAME,
+            "no Anthropic events",
+            "the stream ended before message_stop",
+        );
         out.push(StreamEvent::Error { error });
-        self.done = true;
+        self.body.done = true;
         out
     }
 
     fn is_blank(&self) -> bool {
-        let s = self.sse.stats();
-        s.frames == 0 && s.junk_lines == 0 && !self.sse.has_pending_text()
+        self.body.is_blank()
     }
 
     fn stats(&self) -> DecodeStats {
-        let s = self.sse.stats();
-        DecodeStats {
-            frames: s.frames,
-            comments: s.comments,
-            unknown: self.stats.unknown + s.junk_lines + s.empty_frames,
-            malformed: self.stats.malformed,
-        }
+        self.body.stats()
     }
 }
 

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::anthropic::parse_json_values;
 use super::http::{self, ApiKey, DecodeStats, HttpSettings, Remote, Wire, WireDecoder};
-use super::sse::SseDecoder;
+use super::sse::SseBody;
 use super::think_tags::{Segment, ThinkSplitter};
 use super::{
     CallCtx, ChatRequest, Effort, EventStream, LlmError, Provider, Role, StopReason, StreamEvent,
@@ -164,44 +164,34 @@ struct ToolAcc {
 /// Decodes an OpenAI-compatible SSE stream (or a whole non-streaming body) into events.
 #[derive(Debug)]
 pub struct OpenAiDecoder {
-    sse: SseDecoder,
+    body: SseBody,
     think: ThinkSplitter,
     tools: BTreeMap<u64, ToolAcc>,
     finish_reason: Option<String>,
     usage: Option<Usage>,
-    done: bool,
-    recognized: u64,
-    stats: DecodeStats,
-    first_bad: Option<String>,
-    head: Option<Vec<u8>>,
 }
 
 impl OpenAiDecoder {
     /// A decoder at the start of a body; `think_open` starts inside `<think>` (see [`ThinkSplitter`]).
     pub fn new(think_open: bool) -> Self {
         Self {
-            sse: SseDecoder::new(),
+            body: SseBody::new(),
             think: ThinkSplitter::new(think_open),
             tools: BTreeMap::new(),
             finish_reason: None,
             usage: None,
-            done: false,
-            recognized: 0,
-            stats: DecodeStats::default(),
-            first_bad: None,
-            head: Some(Vec::new()),
         }
     }
 
     fn frame(&mut self, data: &str, out: &mut Vec<StreamEvent>) {
         if data.trim() == "[DONE]" {
-            self.recognized += 1;
+            self.body.recognized += 1;
             self.end(out);
             return;
         }
         if let Some(values) = parse_json_values(data) {
             for v in values {
-                if self.done {
+                if self.body.done {
                     return;
                 }
                 self.chunk(&v, out);
@@ -210,18 +200,18 @@ impl OpenAiDecoder {
         }
         // Several lines glued into one frame, possibly ending in [DONE].
         for line in data.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            if self.done {
+            if self.body.done {
                 return;
             }
             if line == "[DONE]" {
-                self.recognized += 1;
+                self.body.recognized += 1;
                 self.end(out);
             } else if let Ok(v) = serde_json::from_str::<Value>(line) {
                 self.chunk(&v, out);
             } else {
-                self.stats.malformed += 1;
-                if self.first_bad.is_none() {
-                    self.first_bad = Some(http::snippet(line));
+                self.body.skipped.malformed += 1;
+                if self.body.first_bad.is_none() {
+                    self.body.first_bad = Some(http::snippet(line));
                 }
             }
         }
@@ -229,16 +219,16 @@ impl OpenAiDecoder {
 
     fn chunk(&mut self, v: &Value, out: &mut Vec<StreamEvent>) {
         if !v.is_object() {
-            self.stats.unknown += 1;
+            self.body.skipped.unknown += 1;
             return;
         }
         if let Some(err) = v.get("error").filter(|e| !e.is_null()) {
-            self.recognized += 1;
+            self.body.recognized += 1;
             let error = stream_error(err);
             self.flush_text(out);
             self.push_usage(out);
             out.push(StreamEvent::Error { error });
-            self.done = true;
+            self.body.done = true;
             return;
         }
         let mut known = false;
@@ -257,7 +247,7 @@ impl OpenAiDecoder {
                 .find(|c| c.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
                 .or_else(|| choices.first());
             if choices.len() > 1 {
-                self.stats.unknown += (choices.len() - 1) as u64;
+                self.body.skipped.unknown += (choices.len() - 1) as u64;
             }
             if let Some(choice) = choice {
                 if let Some(delta) = choice.get("delta").or_else(|| choice.get("message")) {
@@ -271,9 +261,9 @@ impl OpenAiDecoder {
             }
         }
         if known {
-            self.recognized += 1;
+            self.body.recognized += 1;
         } else {
-            self.stats.unknown += 1;
+            self.body.skipped.unknown += 1;
         }
     }
 
@@ -307,7 +297,7 @@ impl OpenAiDecoder {
                             data: text_field("data").to_string(),
                         });
                     }
-                    _ => self.stats.unknown += 1,
+                    _ => self.body.skipped.unknown += 1,
                 }
             }
         }
@@ -409,7 +399,7 @@ impl OpenAiDecoder {
                     out.push(StreamEvent::ThinkingDelta { text });
                 }
             }
-            _ => self.stats.unknown += 1,
+            _ => self.body.skipped.unknown += 1,
         }
     }
 
@@ -456,7 +446,7 @@ impl OpenAiDecoder {
             None => StopReason::EndTurn,
         };
         out.push(StreamEvent::Stop { reason });
-        self.done = true;
+        self.body.done = true;
     }
 }
 
@@ -536,19 +526,9 @@ fn merge_usage(acc: &mut Option<Usage>, u: &Value) {
 impl WireDecoder for OpenAiDecoder {
     fn feed(&mut self, bytes: &[u8]) -> Vec<StreamEvent> {
         let mut out = Vec::new();
-        if self.done {
-            return out;
-        }
-        if let Some(head) = &mut self.head {
-            head.extend_from_slice(bytes);
-            if head.len() > 64 << 20 {
-                self.head = None;
-            }
-        }
-        for frame in self.sse.push(bytes) {
-            self.head = None;
+        for frame in self.body.push(bytes) {
             self.frame(&frame.data, &mut out);
-            if self.done {
+            if self.body.done {
                 break;
             }
         }
@@ -557,7 +537,7 @@ impl WireDecoder for OpenAiDecoder {
 
     fn flush(&mut self) -> Vec<StreamEvent> {
         let mut out = Vec::new();
-        if !self.done {
+        if !self.body.done {
             self.flush_text(&mut out);
             self.push_usage(&mut out);
         }
@@ -566,23 +546,22 @@ impl WireDecoder for OpenAiDecoder {
 
     fn finish(&mut self) -> Vec<StreamEvent> {
         let mut out = Vec::new();
-        if self.done {
+        if self.body.done {
             return out;
         }
-        for frame in self.sse.finish() {
-            self.head = None;
+        for frame in self.body.finish() {
             self.frame(&frame.data, &mut out);
-            if self.done {
+            if self.body.done {
                 return out;
             }
         }
-        if let Some(head) = self.head.take() {
+        if let Some(head) = self.body.take_head() {
             // No SSE frames at all: maybe a whole JSON body (non-streaming response or error).
             if let Ok(v) = serde_json::from_slice::<Value>(&head)
                 && (v.get("choices").is_some() || v.get("error").is_some())
             {
                 self.chunk(&v, &mut out);
-                if !self.done {
+                if !self.body.done {
                     self.end(&mut out);
                 }
                 return out;
@@ -595,47 +574,22 @@ impl WireDecoder for OpenAiDecoder {
         }
         self.flush_text(&mut out);
         self.push_usage(&mut out);
-        let error = if self.recognized == 0 {
-            let s = self.sse.stats();
-            let bad = self
-                .first_bad
-                .clone()
-                .or_else(|| self.sse.first_junk().map(http::snippet));
-            let detail = format!(
-                "no chat completion chunks in the response ({} unparseable data frame(s), {} unknown line(s)){}",
-                self.stats.malformed,
-                s.junk_lines,
-                bad.map(|b| format!("; first: {b}")).unwrap_or_default()
-            );
-            LlmError::Malformed {
-                provider: NAME.into(),
-                detail,
-            }
-        } else {
-            let detail = "the stream ended without [DONE] or a finish_reason".to_string();
-            LlmError::Truncated {
-                provider: NAME.into(),
-                detail,
-            }
-        };
+        let error = self.body.ended_early(
+            NAME,
+            "no chat completion chunks",
+            "the stream ended without [DONE] or a finish_reason",
+        );
         out.push(StreamEvent::Error { error });
-        self.done = true;
+        self.body.done = true;
         out
     }
 
     fn is_blank(&self) -> bool {
-        let s = self.sse.stats();
-        s.frames == 0 && s.junk_lines == 0 && !self.sse.has_pending_text()
+        self.body.is_blank()
     }
 
     fn stats(&self) -> DecodeStats {
-        let s = self.sse.stats();
-        DecodeStats {
-            frames: s.frames,
-            comments: s.comments,
-            unknown: self.stats.unknown + s.junk_lines + s.empty_frames,
-            malformed: self.stats.malformed,
-        }
+        self.body.stats()
     }
 }
 

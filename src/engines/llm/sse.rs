@@ -1,6 +1,8 @@
 //! Incremental Server-Sent Events decoder: body bytes in any chunking become `{event, data}`
 //! frames. Tolerant of CRLF/CR line ends, `:` comments, padding, data-only streams and EOF.
 
+use super::LlmError;
+
 /// One dispatched SSE event.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SseFrame {
@@ -167,6 +169,39 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    #[test]
+    fn a_body_that_ends_early_says_what_it_held() {
+        let mut body = SseBody::new();
+        assert!(body.is_blank());
+        assert!(body.push(b"<html>bad gateway</html>\n").is_empty());
+        assert!(body.finish().is_empty());
+        match body.ended_early("p", "no p events", "cut short") {
+            LlmError::Malformed { detail, .. } => assert_eq!(
+                detail,
+                "no p events in the response (0 unparseable data frame(s), 1 unknown line(s)); first: \"<html>bad gateway</html>\""
+            ),
+            other => panic!("{other:?}"),
+        }
+        // The whole body is there for a caller that reads it as one JSON document.
+        assert_eq!(
+            body.take_head().unwrap(),
+            b"<html>bad gateway</html>\n".to_vec()
+        );
+
+        let mut body = SseBody::new();
+        assert_eq!(body.push(b"data: {}\n\n").len(), 1);
+        body.recognized += 1;
+        assert!(
+            body.take_head().is_none(),
+            "a frame came: no whole-body answer"
+        );
+        assert!(matches!(
+            body.ended_early("p", "no p events", "cut short"),
+            LlmError::Truncated { detail, .. } if detail == "cut short"
+        ));
+        assert_eq!(body.stats().frames, 1);
+    }
+
     fn all(input: &[u8]) -> Vec<SseFrame> {
         let mut d = SseDecoder::new();
         let mut f = d.push(input);
@@ -296,6 +331,118 @@ mod tests {
             got.extend(d.push(&body[prev..]));
             got.extend(d.finish());
             prop_assert_eq!(got, whole);
+        }
+    }
+}
+
+/// Bodies kept for a possible whole-JSON answer are dropped past this size.
+const MAX_HEAD: usize = 64 << 20;
+
+/// What the SSE wire decoders (Anthropic, OpenAI-compatible) share besides their events: the
+/// frame parser, the body's bytes while no frame has come (a body that is one JSON document,
+/// such as an error or a non-streaming answer, has none), and counts of what was understood.
+#[derive(Debug)]
+pub struct SseBody {
+    sse: SseDecoder,
+    head: Option<Vec<u8>>,
+    /// The wire's end was decoded (or a fatal error): nothing more is read.
+    pub done: bool,
+    /// Frames that were events of the wire.
+    pub recognized: u64,
+    /// Unknown and malformed frames (the frame counts come from the parser).
+    pub skipped: super::http::DecodeStats,
+    /// The first frame that could not be read, for the error message.
+    pub first_bad: Option<String>,
+}
+
+impl Default for SseBody {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SseBody {
+    pub fn new() -> Self {
+        Self {
+            sse: SseDecoder::new(),
+            head: Some(Vec::new()),
+            done: false,
+            recognized: 0,
+            skipped: super::http::DecodeStats::default(),
+            first_bad: None,
+        }
+    }
+
+    /// The frames `bytes` complete (none once done).
+    pub fn push(&mut self, bytes: &[u8]) -> Vec<SseFrame> {
+        if self.done {
+            return Vec::new();
+        }
+        if let Some(head) = &mut self.head {
+            head.extend_from_slice(bytes);
+            if head.len() > MAX_HEAD {
+                self.head = None;
+            }
+        }
+        let frames = self.sse.push(bytes);
+        if !frames.is_empty() {
+            self.head = None;
+        }
+        frames
+    }
+
+    /// The frames the end of the body completes.
+    pub fn finish(&mut self) -> Vec<SseFrame> {
+        let frames = self.sse.finish();
+        if !frames.is_empty() {
+            self.head = None;
+        }
+        frames
+    }
+
+    /// The whole body, when it held no SSE frame at all (once).
+    pub fn take_head(&mut self) -> Option<Vec<u8>> {
+        self.head.take()
+    }
+
+    /// The error of a body that ended before the wire's end: `Malformed` when nothing in it
+    /// was understood (`expected`: what should have been there), else `Truncated`.
+    pub fn ended_early(&self, provider: &str, expected: &str, truncated: &str) -> LlmError {
+        if self.recognized > 0 {
+            return LlmError::Truncated {
+                provider: provider.into(),
+                detail: truncated.into(),
+            };
+        }
+        let s = self.sse.stats();
+        let bad = self
+            .first_bad
+            .clone()
+            .or_else(|| self.sse.first_junk().map(super::http::snippet));
+        LlmError::Malformed {
+            provider: provider.into(),
+            detail: format!(
+                "{expected} in the response ({} unparseable data frame(s), {} unknown line(s)){}",
+                self.skipped.malformed,
+                s.junk_lines,
+                bad.map(|b| format!("; first: {b}")).unwrap_or_default()
+            ),
+        }
+    }
+
+    /// Whether nothing at all has arrived.
+    pub fn is_blank(&self) -> bool {
+        let s = self.sse.stats();
+        s.frames == 0 && s.junk_lines == 0 && !self.sse.has_pending_text()
+    }
+
+    pub fn stats(&self) -> super::http::DecodeStats {
+        let s = self.sse.stats();
+        super::http::DecodeStats {
+            frames: s.frames,
+            comments: s.comments,
+            unknown: self.skipped.unknown + s.junk_lines + s.empty_frames,
+            malformed: self.skipped.malformed,
         }
     }
 }
