@@ -25,6 +25,7 @@ use glassbox::store::{
     StreamId,
 };
 use support::tui::{draw, press, pump_until, type_text};
+use support::wire::anthropic_frames;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
@@ -37,52 +38,7 @@ const ANSWER: [&str; 2] = ["Use a **hash map**", ": O(1) lookups."];
 
 /// Anthropic SSE frames: start, thinking pieces, signature, answer pieces, stop.
 fn frames() -> Vec<String> {
-    let mut out = Vec::new();
-    let mut frame = |event: &str, data: serde_json::Value| {
-        out.push(format!("event: {event}\ndata: {data}\n\n"));
-    };
-    frame(
-        "message_start",
-        serde_json::json!({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"usage":{"input_tokens":12,"output_tokens":1}}}),
-    );
-    frame(
-        "content_block_start",
-        serde_json::json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}),
-    );
-    for p in THINKING {
-        frame(
-            "content_block_delta",
-            serde_json::json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":p}}),
-        );
-    }
-    frame(
-        "content_block_delta",
-        serde_json::json!({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig"}}),
-    );
-    frame(
-        "content_block_stop",
-        serde_json::json!({"type":"content_block_stop","index":0}),
-    );
-    frame(
-        "content_block_start",
-        serde_json::json!({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}),
-    );
-    for p in ANSWER {
-        frame(
-            "content_block_delta",
-            serde_json::json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":p}}),
-        );
-    }
-    frame(
-        "content_block_stop",
-        serde_json::json!({"type":"content_block_stop","index":1}),
-    );
-    frame(
-        "message_delta",
-        serde_json::json!({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":30}}),
-    );
-    frame("message_stop", serde_json::json!({"type":"message_stop"}));
-    out
+    anthropic_frames(&THINKING, &ANSWER)
 }
 
 struct Seeded {

@@ -22,6 +22,7 @@ use glassbox::store::{
     Session, SessionSource, Store,
 };
 use support::tui::{draw, press, pump_until, type_text};
+use support::wire::anthropic_stream;
 use support::{ChunkBy, Script, ScriptedServer, Step};
 
 fn at(h: u32, m: u32) -> chrono::DateTime<chrono::Utc> {
@@ -210,55 +211,6 @@ async fn graph_navigation_and_decision_jumps() {
             .to_string()
             .contains("I could either use a hash map")
     );
-}
-
-/// An Anthropic SSE stream: message_start, one thinking block split into `parts`, a
-/// signature, then a text block, usage and stop.
-fn anthropic_stream(parts: &[&str], answer: &str) -> String {
-    let mut s = String::new();
-    let mut frame = |event: &str, data: serde_json::Value| {
-        s.push_str(&format!("event: {event}\ndata: {data}\n\n"));
-    };
-    frame(
-        "message_start",
-        serde_json::json!({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-test","content":[],"stop_reason":null,"usage":{"input_tokens":12,"output_tokens":1}}}),
-    );
-    frame(
-        "content_block_start",
-        serde_json::json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}),
-    );
-    for p in parts {
-        frame(
-            "content_block_delta",
-            serde_json::json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":p}}),
-        );
-    }
-    frame(
-        "content_block_delta",
-        serde_json::json!({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"sig"}}),
-    );
-    frame(
-        "content_block_stop",
-        serde_json::json!({"type":"content_block_stop","index":0}),
-    );
-    frame(
-        "content_block_start",
-        serde_json::json!({"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}),
-    );
-    frame(
-        "content_block_delta",
-        serde_json::json!({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":answer}}),
-    );
-    frame(
-        "content_block_stop",
-        serde_json::json!({"type":"content_block_stop","index":1}),
-    );
-    frame(
-        "message_delta",
-        serde_json::json!({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":30}}),
-    );
-    frame("message_stop", serde_json::json!({"type":"message_stop"}));
-    s
 }
 
 const THINKING: [&str; 6] = [

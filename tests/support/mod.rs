@@ -18,6 +18,7 @@ use futures::StreamExt;
 use futures::stream::{self, BoxStream};
 
 pub mod tui;
+pub mod wire;
 
 /// How a scripted response body ends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
