@@ -206,6 +206,12 @@ async fn verify_fork_at_the_first_error_then_insights_jump_to_evidence() {
     assert_eq!(app.state.graph.selected_node(), Some(seed.response));
     press(&mut app, KeyCode::Char('V'));
     assert_eq!(app.state.workspace, Workspace::Verify);
+    let status = screen(&mut app, 160, 45, &[])
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(status.contains("verifying…"), "{status}");
     pump_until(&mut app, |a| a.state.verify.result.is_some()).await;
     let r = app.state.verify.result.as_ref().unwrap();
     assert_eq!(r.source, Some(seed.thinking));
@@ -285,7 +291,19 @@ async fn verify_fork_at_the_first_error_then_insights_jump_to_evidence() {
     press(&mut app, KeyCode::Char('I'));
     press(&mut app, KeyCode::Enter); // no particular focus
     assert_eq!(app.state.workspace, Workspace::Insights);
+    let status = screen(&mut app, 160, 45, &[])
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(status.contains("insights running…"), "{status}");
     pump_until(&mut app, |a| a.state.insights.result.is_some()).await;
+    let status = screen(&mut app, 160, 45, &[])
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(!status.contains("running…"), "{status}");
     let r = app.state.insights.result.as_ref().unwrap();
     assert_eq!(r.insights.len(), 2);
     assert_eq!(r.hallucinated, 1);
