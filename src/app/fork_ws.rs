@@ -1167,20 +1167,16 @@ pub fn submit(state: &mut State, p: FormPurpose, answer: Answer, fx: &mut Vec<Ef
             },
             fx,
         ),
-        FormPurpose::Merge(styles) => start_steer(
-            state,
-            SteerAction::Merge {
-                styles,
-                focus_area: text(&answer),
-            },
-            fx,
-        ),
-        FormPurpose::MergePick => {
-            let styles: Vec<ForkStyle> = answer
-                .checked
-                .iter()
-                .filter_map(|i| state.fork.columns.get(*i).map(|c| c.style))
-                .collect();
+        purpose @ (FormPurpose::Merge(_) | FormPurpose::MergePick) => {
+            let styles: Vec<ForkStyle> = match purpose {
+                FormPurpose::Merge(styles) => styles,
+                // The branches ticked in the form.
+                _ => answer
+                    .checked
+                    .iter()
+                    .filter_map(|i| state.fork.columns.get(*i).map(|c| c.style))
+                    .collect(),
+            };
             start_steer(
                 state,
                 SteerAction::Merge {

@@ -6,12 +6,11 @@ use std::time::Duration;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::hints;
-use super::markdown::{self, MarkdownStyles};
+use super::markdown;
 use super::think::{pane, tail_text};
 use crate::app::action::{Action, Section};
 use crate::app::highlight::HighlightCache;
@@ -20,21 +19,6 @@ use crate::app::replay_ws::{ReplayWs, event_label, event_text};
 use crate::app::state::State;
 use crate::app::theme::{Role, Theme};
 use crate::store::NodeType;
-
-fn markdown_styles(theme: &Theme) -> MarkdownStyles {
-    MarkdownStyles {
-        text: theme.style(Role::Response),
-        heading: theme.style(Role::Heading).add_modifier(Modifier::BOLD),
-        emphasis: theme.style(Role::Response).add_modifier(Modifier::ITALIC),
-        strong: theme.style(Role::Response).add_modifier(Modifier::BOLD),
-        code_inline: theme.style(Role::Accent),
-        code_block: theme.style(Role::Fg).patch(theme.style(Role::CodeBg)),
-        link: theme.style(Role::Link),
-        quote: theme.style(Role::Dim),
-        list_marker: theme.style(Role::Accent),
-        rule: theme.style(Role::Dim),
-    }
-}
 
 /// `m:ss.s`
 pub fn clock(d: Duration) -> String {
@@ -247,7 +231,8 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme, keymap: &
         f.render_widget(block, answer);
         if !shown.answer.is_empty() {
             let cache = HighlightCache::new(1);
-            let rendered = markdown::render(&shown.answer, &markdown_styles(theme), &cache);
+            let rendered =
+                markdown::render(&shown.answer, &super::think::markdown_styles(theme), &cache);
             let para = Paragraph::new(rendered.lines).wrap(Wrap { trim: false });
             // Follow the end, like a stream.
             let total = para.line_count(inner.width) as u16;

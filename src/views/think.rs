@@ -151,7 +151,8 @@ fn status_marker(status: &Option<NodeStatus>) -> &'static str {
     }
 }
 
-fn markdown_styles(theme: &Theme) -> MarkdownStyles {
+/// How the answer's markdown is styled in `theme` (Think and Replay alike).
+pub(super) fn markdown_styles(theme: &Theme) -> MarkdownStyles {
     MarkdownStyles {
         text: theme.style(Role::Response),
         heading: theme.style(Role::Heading).add_modifier(Modifier::BOLD),
