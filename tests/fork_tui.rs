@@ -6,23 +6,17 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crossterm::event::KeyCode;
-use glassbox::app::config::{Config, ProviderKind};
+use glassbox::app::config::Config;
 use glassbox::app::fork_ws::ColStatus;
-use glassbox::app::keymap::Keymap;
 use glassbox::app::runtime::App;
 use glassbox::app::state::{Overlay, Workspace};
-use glassbox::app::theme::{ColorDepth, Theme};
 use glassbox::engines::fork::ForkStyle;
-use glassbox::engines::llm::http::{ApiKey, HttpSettings};
-use glassbox::engines::llm::openai::OpenAiProvider;
-use glassbox::engines::orchestrator::Orchestrator;
 use glassbox::store::{Edge, EdgeType, Node, NodeType, Session, SessionSource, Store};
 use serde_json::{Value, json};
-use support::tui::{draw, press, pump_until, type_text};
+use support::tui::{app_with, draw, openai_engine, press, pump_until, type_text};
 use support::{Script, ScriptedServer, Step};
 
 // ---- scripted responses -------------------------------------------------------------
@@ -80,26 +74,13 @@ fn json_answer(v: &Value) -> Step {
 // ---- harness --------------------------------------------------------------------------
 
 fn app(store: Store, url: &str) -> App {
-    let cfg = Config::builtin().unwrap();
-    let provider = Arc::new(
-        OpenAiProvider::new(HttpSettings {
-            base_url: format!("{url}/v1"),
-            model: Some("test-model".into()),
-            keys: vec![ApiKey::new("k")],
-            max_retries: 0,
-            ..Default::default()
-        })
-        .unwrap(),
-    );
-    let orch = Orchestrator::new(store.clone(), provider, "test-model");
-    let theme = Theme::builtin("dark", ColorDepth::TrueColor).unwrap();
-    App::new(
+    let engine = openai_engine(&store, url, "test-model");
+    app_with(
         store,
-        cfg,
-        Keymap::builtin(),
-        theme,
-        Ok((orch, ProviderKind::OpenAi)),
-        "test-model".into(),
+        Config::builtin().unwrap(),
+        engine,
+        "test-model",
+        "dark",
     )
 }
 

@@ -7,22 +7,16 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use crossterm::event::KeyCode;
-use glassbox::app::config::{Config, ProviderKind};
+use glassbox::app::config::Config;
 use glassbox::app::got_ws::Phase;
-use glassbox::app::keymap::Keymap;
 use glassbox::app::runtime::App;
-use glassbox::app::theme::{ColorDepth, Theme};
 use glassbox::engines::got::{Strategy, Thought, ThoughtState};
-use glassbox::engines::llm::http::{ApiKey, HttpSettings};
-use glassbox::engines::llm::openai::OpenAiProvider;
-use glassbox::engines::orchestrator::Orchestrator;
 use glassbox::store::Store;
 use serde_json::json;
-use support::tui::{draw, press, pump_until, type_text};
+use support::tui::{app_with, draw, openai_engine, press, pump_until, type_text};
 use support::{Script, ScriptedServer, Step};
 
 /// An OpenAI-compatible stream answering `text`, 15 tokens in all, a little slowly so the
@@ -54,25 +48,8 @@ fn config(strategy: Strategy) -> Config {
 }
 
 fn app(store: Store, url: &str, cfg: Config) -> App {
-    let provider = Arc::new(
-        OpenAiProvider::new(HttpSettings {
-            base_url: format!("{url}/v1"),
-            keys: vec![ApiKey::new("k")],
-            max_retries: 0,
-            ..Default::default()
-        })
-        .unwrap(),
-    );
-    let orch = Orchestrator::new(store.clone(), provider, "m");
-    let theme = Theme::builtin("dark", ColorDepth::TrueColor).unwrap();
-    App::new(
-        store,
-        cfg,
-        Keymap::builtin(),
-        theme,
-        Ok((orch, ProviderKind::OpenAi)),
-        "m".into(),
-    )
+    let engine = openai_engine(&store, url, "m");
+    app_with(store, cfg, engine, "m", "dark")
 }
 
 struct Setup {

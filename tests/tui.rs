@@ -4,24 +4,19 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::TimeZone;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
-use glassbox::app::config::{Config, ProviderKind};
+use glassbox::app::config::Config;
 use glassbox::app::graph::RowKind;
 use glassbox::app::keymap::Keymap;
 use glassbox::app::runtime::App;
-use glassbox::app::theme::{ColorDepth, Theme};
-use glassbox::engines::llm::anthropic::AnthropicProvider;
-use glassbox::engines::llm::http::{ApiKey, HttpSettings};
-use glassbox::engines::orchestrator::Orchestrator;
 use glassbox::store::{
     Alternative, DecisionId, DecisionPoint, Edge, EdgeType, Node, NodeId, NodeStatus, NodeType,
     Session, SessionSource, Store,
 };
-use support::tui::{draw, press, pump_until, type_text};
+use support::tui::{self, draw, press, pump_until, type_text};
 use support::wire::anthropic_stream;
 use support::{ChunkBy, Script, ScriptedServer, Step};
 
@@ -96,33 +91,14 @@ fn seeded_store(dir: &std::path::Path) -> Store {
     store
 }
 
-fn provider(url: &str) -> Arc<AnthropicProvider> {
-    let settings = HttpSettings {
-        base_url: url.to_string(),
-        model: Some("claude-test".into()),
-        keys: vec![ApiKey::new("sk-test")],
-        max_retries: 0,
-        ..Default::default()
-    };
-    Arc::new(AnthropicProvider::new(settings).unwrap())
-}
-
 fn app(store: Store, url: &str, theme: &str) -> App {
     app_with_keymap(store, url, theme, Keymap::builtin())
 }
 
 fn app_with_keymap(store: Store, url: &str, theme: &str, keymap: Keymap) -> App {
+    let engine = tui::anthropic_engine(&store, url, "claude-test");
     let cfg = Config::builtin().unwrap();
-    let orch = Orchestrator::new(store.clone(), provider(url), "claude-test");
-    let theme = Theme::builtin(theme, ColorDepth::TrueColor).unwrap();
-    App::new(
-        store,
-        cfg,
-        keymap,
-        theme,
-        Ok((orch, ProviderKind::Anthropic)),
-        "claude-test".into(),
-    )
+    tui::app_with_keymap(store, cfg, engine, "claude-test", theme, keymap)
 }
 
 async fn loaded_app(dir: &std::path::Path, theme: &str) -> App {

@@ -6,20 +6,13 @@
 
 mod support;
 
-use std::sync::Arc;
-
 use chrono::TimeZone;
 use crossterm::event::KeyCode;
-use glassbox::app::config::{Config, ProviderKind};
+use glassbox::app::config::Config;
 use glassbox::app::graph::RowKey;
-use glassbox::app::keymap::Keymap;
 use glassbox::app::runtime::App;
 use glassbox::app::state::Workspace;
-use glassbox::app::theme::{ColorDepth, Theme};
 use glassbox::app::verify_ws::HumanMark;
-use glassbox::engines::llm::anthropic::AnthropicProvider;
-use glassbox::engines::llm::http::{ApiKey, HttpSettings};
-use glassbox::engines::orchestrator::Orchestrator;
 use glassbox::engines::verify::Verdict;
 use glassbox::store::{
     Edge, EdgeType, Node, NodeId, NodeType, RunKind, Session, SessionSource, Store,
@@ -27,7 +20,7 @@ use glassbox::store::{
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::json;
-use support::tui::{press, pump_until, type_text};
+use support::tui::{anthropic_engine, app_with, press, pump_until, type_text};
 use support::{Script, ScriptedServer, Step};
 
 fn at(h: u32, m: u32) -> chrono::DateTime<chrono::Utc> {
@@ -145,28 +138,14 @@ fn insights_answer(thinking: NodeId, response: NodeId) -> Step {
     answer(&body.to_string())
 }
 
-fn provider(url: &str) -> Arc<AnthropicProvider> {
-    let settings = HttpSettings {
-        base_url: url.to_string(),
-        model: Some("claude-test".into()),
-        keys: vec![ApiKey::new("sk-test")],
-        max_retries: 0,
-        ..Default::default()
-    };
-    Arc::new(AnthropicProvider::new(settings).unwrap())
-}
-
 fn app(store: Store, url: &str) -> App {
-    let cfg = Config::builtin().unwrap();
-    let orch = Orchestrator::new(store.clone(), provider(url), "claude-test");
-    let theme = Theme::builtin("dark", ColorDepth::TrueColor).unwrap();
-    App::new(
+    let engine = anthropic_engine(&store, url, "claude-test");
+    app_with(
         store,
-        cfg,
-        Keymap::builtin(),
-        theme,
-        Ok((orch, ProviderKind::Anthropic)),
-        "claude-test".into(),
+        Config::builtin().unwrap(),
+        engine,
+        "claude-test",
+        "dark",
     )
 }
 

@@ -3,18 +3,64 @@
 use std::time::Duration;
 
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
-use glassbox::app::config::Config;
+use std::sync::Arc;
+
+use glassbox::app::config::{Config, ProviderKind};
 use glassbox::app::keymap::Keymap;
 use glassbox::app::runtime::{App, Engine};
 use glassbox::app::theme::{ColorDepth, Theme};
+use glassbox::engines::llm::anthropic::AnthropicProvider;
+use glassbox::engines::llm::http::{ApiKey, HttpSettings};
+use glassbox::engines::llm::openai::OpenAiProvider;
+use glassbox::engines::orchestrator::Orchestrator;
 use glassbox::store::Store;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
 /// An app over `store` answering with `engine`, in the `theme` theme at full colour.
 pub fn app_with(store: Store, cfg: Config, engine: Engine, model: &str, theme: &str) -> App {
+    app_with_keymap(store, cfg, engine, model, theme, Keymap::builtin())
+}
+
+/// [`app_with`] with the keys of `keymap`.
+pub fn app_with_keymap(
+    store: Store,
+    cfg: Config,
+    engine: Engine,
+    model: &str,
+    theme: &str,
+    keymap: Keymap,
+) -> App {
     let theme = Theme::builtin(theme, ColorDepth::TrueColor).unwrap();
-    App::new(store, cfg, Keymap::builtin(), theme, engine, model.into())
+    App::new(store, cfg, keymap, theme, engine, model.into())
+}
+
+/// An engine answering as Anthropic's Messages API at `url` (the scripted server), no retries.
+pub fn anthropic_engine(store: &Store, url: &str, model: &str) -> Engine {
+    let provider = AnthropicProvider::new(HttpSettings {
+        base_url: url.to_string(),
+        model: Some(model.into()),
+        keys: vec![ApiKey::new("sk-test")],
+        max_retries: 0,
+        ..Default::default()
+    })
+    .unwrap();
+    let orch = Orchestrator::new(store.clone(), Arc::new(provider), model);
+    Ok((orch, ProviderKind::Anthropic))
+}
+
+/// An engine answering as an OpenAI-compatible server at `url`/v1, no retries.
+pub fn openai_engine(store: &Store, url: &str, model: &str) -> Engine {
+    let provider = OpenAiProvider::new(HttpSettings {
+        base_url: format!("{url}/v1"),
+        model: Some(model.into()),
+        keys: vec![ApiKey::new("k")],
+        max_retries: 0,
+        ..Default::default()
+    })
+    .unwrap();
+    let orch = Orchestrator::new(store.clone(), Arc::new(provider), model);
+    Ok((orch, ProviderKind::OpenAi))
 }
 
 /// Handles engine messages until `done` holds; fails after about 100 s of waiting.
