@@ -4,8 +4,8 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use glassbox::app::highlight::{HighlightCache, highlight_now};
-use glassbox::views::markdown::{CodeBlock, MarkdownStyles, render};
+use glassbox::app::highlight::highlight_now;
+use glassbox::views::markdown::{CodeBlock, HighlightCache, MarkdownStyles, render};
 
 /// A ~20 KB answer mixing every construct the renderer handles.
 fn answer() -> String {

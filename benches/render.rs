@@ -10,13 +10,13 @@ use glassbox::app::config::{Config, ProviderKind};
 use glassbox::app::keymap::Keymap;
 use glassbox::app::runtime::App;
 use glassbox::app::state::LoadedSession;
-use glassbox::app::theme::{ColorDepth, Theme};
 use glassbox::app::update::Msg;
 use glassbox::engines::llm::replay::ReplayProvider;
 use glassbox::engines::orchestrator::{Orchestrator, TurnEvent};
 use glassbox::store::{
     Node, NodeType, RawStream, Session, SessionId, SessionSource, Store, StreamId,
 };
+use glassbox::views::theme::{ColorDepth, Theme};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 

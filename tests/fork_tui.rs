@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use crossterm::event::KeyCode;
 use glassbox::app::config::Config;
-use glassbox::app::fork_ws::ColStatus;
 use glassbox::app::runtime::App;
-use glassbox::app::state::{Overlay, Workspace};
+use glassbox::app::state::Overlay;
+use glassbox::app::workspaces::fork::{self, ColStatus, Fork};
 use glassbox::engines::fork::ForkStyle;
 use glassbox::store::{Edge, EdgeType, Node, NodeType, Session, SessionSource, Store};
 use serde_json::{Value, json};
@@ -93,7 +93,7 @@ fn screen(app: &mut App) -> String {
 }
 
 fn idle(app: &App) -> bool {
-    app.state.fork.busy.is_none()
+    app.ws::<Fork>().busy.is_none()
 }
 
 const QUESTION: &str = "Should we rewrite the billing service?";
@@ -101,7 +101,7 @@ const QUESTION: &str = "Should we rewrite the billing service?";
 /// `4`, `N`, the question, optionally unmark styles on the list, Enter.
 async fn fork_by_keys(app: &mut App, unmark: &[char]) {
     key(app, '4');
-    assert_eq!(app.state.workspace, Workspace::Fork);
+    assert_eq!(app.state.workspace, fork::ID);
     key(app, 'N');
     assert!(matches!(app.state.overlay, Some(Overlay::Form(_))));
     type_text(app, QUESTION);
@@ -113,7 +113,7 @@ async fn fork_by_keys(app: &mut App, unmark: &[char]) {
     }
     press(app, KeyCode::Enter);
     assert!(app.state.overlay.is_none(), "the form was refused");
-    assert!(app.state.fork.busy.is_some());
+    assert!(app.ws::<Fork>().busy.is_some());
 }
 
 // ---- tests ----------------------------------------------------------------------------
@@ -155,11 +155,10 @@ async fn fork_four_ways_merge_challenge_and_checkpoint_from_the_keyboard() {
     assert!(screen(&mut app).contains("N        fork a new question"));
 
     fork_by_keys(&mut app, &[]).await;
-    assert_eq!(app.state.fork.columns.len(), 4);
+    assert_eq!(app.ws::<Fork>().columns.len(), 4);
     // Branches stream side by side before any finishes.
     pump_until(&mut app, |a| {
-        a.state
-            .fork
+        a.ws::<Fork>()
             .columns
             .iter()
             .filter(|c| c.thinking.contains("Weighing"))
@@ -168,8 +167,7 @@ async fn fork_four_ways_merge_challenge_and_checkpoint_from_the_keyboard() {
     })
     .await;
     assert!(
-        app.state
-            .fork
+        app.ws::<Fork>()
             .columns
             .iter()
             .all(|c| c.status == ColStatus::Running && c.result.is_none())
@@ -181,7 +179,7 @@ async fn fork_four_ways_merge_challenge_and_checkpoint_from_the_keyboard() {
     assert!(status.contains("fork running…"), "{status}");
     pump_until(&mut app, idle).await;
     assert!(!screen(&mut app).contains("running…"));
-    let ws = &app.state.fork;
+    let ws = app.ws::<Fork>();
     assert!(ws.run.is_some());
     assert!(ws.columns.iter().all(|c| c.status == ColStatus::Done));
     assert_eq!(
@@ -216,7 +214,7 @@ async fn fork_four_ways_merge_challenge_and_checkpoint_from_the_keyboard() {
     key(&mut app, 'M');
     press(&mut app, KeyCode::Enter);
     pump_until(&mut app, idle).await;
-    let merge = app.state.fork.steers.last().unwrap();
+    let merge = app.ws::<Fork>().steers.last().unwrap();
     assert_eq!(merge.label, "merge conservative + aggressive");
     assert_eq!(merge.lines[0], "Strangle the old service module by module");
     assert!(merge.node.is_some());
@@ -231,7 +229,7 @@ async fn fork_four_ways_merge_challenge_and_checkpoint_from_the_keyboard() {
     type_text(&mut app, "The deadline is in two weeks");
     press(&mut app, KeyCode::Enter);
     pump_until(&mut app, idle).await;
-    let ch = app.state.fork.steers.last().unwrap();
+    let ch = app.ws::<Fork>().steers.last().unwrap();
     assert_eq!(ch.label, "challenge aggressive");
     assert_eq!(ch.lines[0], "Still refactor: the deadline is soft");
     assert!(
@@ -242,13 +240,13 @@ async fn fork_four_ways_merge_challenge_and_checkpoint_from_the_keyboard() {
     );
 
     // Checkpoint the focused branch: v, 3 (disagree), correction, Enter.
-    let target = app.state.fork.columns[1].node().unwrap();
+    let target = app.ws::<Fork>().columns[1].node().unwrap();
     key(&mut app, 'v');
     key(&mut app, '3');
     type_text(&mut app, "There is a code freeze in two weeks");
     press(&mut app, KeyCode::Enter);
     pump_until(&mut app, idle).await;
-    let cp = app.state.fork.steers.last().unwrap();
+    let cp = app.ws::<Fork>().steers.last().unwrap();
     assert_eq!(cp.label, "checkpoint disagree → corrected branch");
     let alt = cp.node.expect("the corrected branch node");
     assert_eq!(
@@ -288,7 +286,7 @@ async fn two_columns_then_a_debate_reaches_consensus() {
     // Unmark balanced and contrarian: two columns.
     fork_by_keys(&mut app, &['3', '4']).await;
     pump_until(&mut app, idle).await;
-    let styles: Vec<ForkStyle> = app.state.fork.columns.iter().map(|c| c.style).collect();
+    let styles: Vec<ForkStyle> = app.ws::<Fork>().columns.iter().map(|c| c.style).collect();
     assert_eq!(styles, vec![ForkStyle::Conservative, ForkStyle::Aggressive]);
     assert_eq!(server.requests().len(), 3);
     pump_until(&mut app, |a| a.state.loaded.nodes.len() == 3).await;
@@ -296,9 +294,9 @@ async fn two_columns_then_a_debate_reaches_consensus() {
     insta::assert_snapshot!("fork_2_columns_160x45", two.backend());
 
     key(&mut app, 'D');
-    assert_eq!(app.state.fork.kind, "debate");
+    assert_eq!(app.ws::<Fork>().kind, "debate");
     pump_until(&mut app, idle).await;
-    let ws = &app.state.fork;
+    let ws = app.ws::<Fork>();
     let c = ws.consensus.as_ref().expect("the debate ended");
     assert!(c.reached, "{c:?}");
     assert_eq!(c.text.as_deref(), Some("Refactor in place"));
@@ -359,21 +357,22 @@ async fn fork_from_a_thinking_step_selected_in_the_think_graph() {
     key(&mut app, '3');
     key(&mut app, '4');
     press(&mut app, KeyCode::Enter);
-    assert_eq!(app.state.workspace, Workspace::Fork);
-    assert_eq!(app.state.fork.kind, "fork from step");
+    assert_eq!(app.state.workspace, fork::ID);
+    assert_eq!(app.ws::<Fork>().kind, "fork from step");
     pump_until(&mut app, idle).await;
     assert!(
-        app.state
-            .fork
+        app.ws::<Fork>()
             .columns
             .iter()
-            .all(|c| c.status == ColStatus::Done)
+            .all(|c| c.status == ColStatus::Done),
+        "{:?}",
+        app.state.notice
     );
     // The branches continue the trace from the start of step 2.
     let first = server.requests()[0].json.to_string();
     assert!(first.contains("We need fast lookups."), "{first}");
     assert!(!first.contains("A sorted vector is compact."), "{first}");
-    let branch = app.state.fork.columns[0].node().unwrap();
+    let branch = app.ws::<Fork>().columns[0].node().unwrap();
     assert!(
         store
             .edges_from(branch, None)

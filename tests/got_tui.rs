@@ -11,10 +11,11 @@ use std::time::Duration;
 
 use crossterm::event::KeyCode;
 use glassbox::app::config::Config;
-use glassbox::app::got_ws::Phase;
 use glassbox::app::runtime::App;
+use glassbox::app::workspaces::got::{self, Got, Phase};
 use glassbox::engines::got::{Strategy, Thought, ThoughtState};
 use glassbox::store::Store;
+use glassbox::views::got::SearchView;
 use serde_json::json;
 use support::tui::{app_with, draw, openai_engine, press, pump_until, type_text};
 use support::{Script, ScriptedServer, Step};
@@ -69,12 +70,8 @@ async fn setup(steps: Vec<Step>, cfg: Config) -> Setup {
     press(&mut app, KeyCode::Esc);
     press(&mut app, KeyCode::Char('5'));
     // The config defaults arrive as a message.
-    pump_until(&mut app, |a| a.state.got.defaults.is_some()).await;
-    assert_eq!(
-        app.state.workspace,
-        glassbox::app::state::Workspace::Got,
-        "5 opens the GoT workspace"
-    );
+    pump_until(&mut app, |a| a.ws::<Got>().defaults.is_some()).await;
+    assert_eq!(app.state.workspace, got::ID, "5 opens the GoT workspace");
     Setup {
         app,
         server,
@@ -90,12 +87,16 @@ fn start_search(app: &mut App, problem: &str) {
     type_text(app, problem);
     press(app, KeyCode::Enter);
     assert!(app.state.overlay.is_none(), "{:?}", app.state.notice);
-    assert!(app.state.got.running());
+    assert!(view(app).running());
+}
+
+/// The search the GoT workspace shows.
+fn view(app: &App) -> &SearchView {
+    &app.ws::<Got>().view
 }
 
 fn thought<'a>(app: &'a App, text: &str) -> &'a Thought {
-    app.state
-        .got
+    view(app)
         .thoughts
         .iter()
         .find(|t| t.content == text)
@@ -106,8 +107,8 @@ fn select(app: &mut App, text: &str) {
     let id = thought(app, text).id;
     press(app, KeyCode::Char('g'));
     press(app, KeyCode::Char('g'));
-    for _ in 0..app.state.got.rows.len() {
-        if app.state.got.selected_id() == Some(id) {
+    for _ in 0..view(app).rows.len() {
+        if view(app).selected_id() == Some(id) {
             return;
         }
         press(app, KeyCode::Char('j'));
@@ -117,7 +118,7 @@ fn select(app: &mut App, text: &str) {
 
 fn done(a: &App) -> bool {
     matches!(
-        a.state.got.phase,
+        view(a).phase,
         Phase::Done | Phase::Interrupted | Phase::Failed(_)
     )
 }
@@ -151,16 +152,16 @@ async fn a_search_grows_on_screen_and_the_best_thought_opens() {
     start_search(&mut app, "Plan a trip");
     // Thoughts arrive while the search still runs.
     pump_until(&mut app, |a| {
-        a.state.got.running() && a.state.got.thoughts.len() >= 3
+        view(a).running() && view(a).thoughts.len() >= 3
     })
     .await;
     let live = draw(&mut app, 160, 45).backend().to_string();
     assert!(live.contains("running"), "{live}");
     assert!(live.contains("Plan a trip"), "{live}");
     pump_until(&mut app, done).await;
-    assert_eq!(app.state.got.phase, Phase::Done, "{:?}", app.state.notice);
+    assert_eq!(view(&app).phase, Phase::Done, "{:?}", app.state.notice);
     assert_eq!(server.requests().len(), 9);
-    let ws = &app.state.got;
+    let ws = view(&app);
     assert_eq!(thought(&app, "A1").state, ThoughtState::Rejected);
     assert_eq!(thought(&app, "B2").state, ThoughtState::Verified);
     assert_eq!(ws.best, Some(thought(&app, "B").id));
@@ -170,34 +171,30 @@ async fn a_search_grows_on_screen_and_the_best_thought_opens() {
     // The best thought is selected when the search ends; enter opens it.
     assert_eq!(ws.selected_id(), ws.best);
     press(&mut app, KeyCode::Enter);
-    assert!(app.state.got.detail.is_some());
+    assert!(view(&app).detail.is_some());
     let term = draw(&mut app, 160, 45);
     let text = term.backend().to_string();
     assert!(text.contains("Thought · j/k scroll"), "{text}");
     press(&mut app, KeyCode::Esc);
-    assert!(app.state.got.detail.is_none(), "Esc closes the popup");
+    assert!(view(&app).detail.is_none(), "Esc closes the popup");
     let term = draw(&mut app, 160, 45);
     insta::assert_snapshot!("got_done_160x45", term.backend());
 
     // Read back from the store: leaving and coming back after the session changed shows
     // the same tree, from the nodes, edges and run.
-    let session = app.state.got.session.unwrap();
-    let stored = glassbox::app::got_ws::load_last(&store, session).unwrap();
+    let session = app.ws::<Got>().session.unwrap();
+    let stored = got::load_last(&store, session).unwrap();
     assert_eq!(stored.thoughts.len(), 7);
-    assert_eq!(stored.best, app.state.got.best);
+    assert_eq!(stored.best, view(&app).best);
     assert_eq!(
         stored.thoughts.iter().map(|t| t.state).collect::<Vec<_>>(),
-        app.state
-            .got
+        view(&app)
             .thoughts
             .iter()
             .map(|t| t.state)
             .collect::<Vec<_>>()
     );
-    assert_eq!(
-        glassbox::app::got_ws::tree_rows(&stored.thoughts),
-        app.state.got.rows
-    );
+    assert_eq!(got::tree_rows(&stored.thoughts), view(&app).rows);
 }
 
 #[tokio::test]
@@ -219,9 +216,9 @@ async fn a_finished_search_is_replayed_from_the_store_on_entering() {
     pump_until(&mut app2, |a| a.state.loaded.session.is_some()).await;
     press(&mut app2, KeyCode::Esc);
     press(&mut app2, KeyCode::Char('5'));
-    pump_until(&mut app2, |a| a.state.got.thoughts.len() == 7).await;
-    assert_eq!(app2.state.got.phase, Phase::Done);
-    assert_eq!(app2.state.got.problem, "Plan a trip");
+    pump_until(&mut app2, |a| view(a).thoughts.len() == 7).await;
+    assert_eq!(view(&app2).phase, Phase::Done);
+    assert_eq!(view(&app2).problem, "Plan a trip");
     let after = draw(&mut app2, 160, 45).backend().to_string();
     // Same tree, answer and counts; only the status line (notices, tokens) may differ.
     let body = |s: &str| s.lines().skip(1).take(42).collect::<Vec<_>>().join("\n");
@@ -252,19 +249,19 @@ async fn pause_holds_the_search_and_pin_and_prune_change_what_it_expands() {
     .await;
     start_search(&mut app, "P");
     press(&mut app, KeyCode::Char(' '));
-    pump_until(&mut app, |a| a.state.got.paused).await;
-    assert_eq!(app.state.got.state_label(), "paused");
+    pump_until(&mut app, |a| view(a).paused).await;
+    assert_eq!(view(&app).state_label(), "paused");
     // Paused before the first expansion: only the problem, and no model call.
-    assert_eq!(app.state.got.thoughts.len(), 1);
-    assert!(app.state.got.expanded.is_empty());
+    assert_eq!(view(&app).thoughts.len(), 1);
+    assert!(view(&app).expanded.is_empty());
     assert_eq!(server.requests().len(), 0);
     // `.` expands exactly one thought and pauses again.
     press(&mut app, KeyCode::Char('.'));
-    assert_eq!(app.state.got.state_label(), "stepping…");
-    pump_until(&mut app, |a| !a.state.got.stepping).await;
-    assert_eq!(app.state.got.state_label(), "paused");
-    assert_eq!(app.state.got.expanded.len(), 1);
-    assert_eq!(app.state.got.thoughts.len(), 3);
+    assert_eq!(view(&app).state_label(), "stepping…");
+    pump_until(&mut app, |a| !view(a).stepping).await;
+    assert_eq!(view(&app).state_label(), "paused");
+    assert_eq!(view(&app).expanded.len(), 1);
+    assert_eq!(view(&app).thoughts.len(), 3);
     assert_eq!(server.requests().len(), 3);
     assert_eq!(thought(&app, "A").state, ThoughtState::Rejected);
     select(&mut app, "A");
@@ -272,7 +269,7 @@ async fn pause_holds_the_search_and_pin_and_prune_change_what_it_expands() {
     select(&mut app, "B");
     press(&mut app, KeyCode::Char('x'));
     pump_until(&mut app, |a| {
-        let ws = &a.state.got;
+        let ws = view(a);
         ws.pending.is_empty()
             && ws.thoughts.iter().any(|t| t.content == "A" && t.pinned)
             && ws
@@ -290,8 +287,8 @@ async fn pause_holds_the_search_and_pin_and_prune_change_what_it_expands() {
     assert_eq!(server.requests().len(), 3);
     press(&mut app, KeyCode::Char(' '));
     pump_until(&mut app, done).await;
-    assert_eq!(app.state.got.phase, Phase::Done, "{:?}", app.state.notice);
-    let ws = &app.state.got;
+    assert_eq!(view(&app).phase, Phase::Done, "{:?}", app.state.notice);
+    let ws = view(&app);
     let a = thought(&app, "A").id;
     let b = thought(&app, "B").id;
     assert!(ws.expanded.contains(&a));
@@ -339,25 +336,25 @@ async fn boosting_reorders_best_first_and_steering_needs_a_running_search() {
     press(&mut app, KeyCode::Char(' '));
     press(&mut app, KeyCode::Char('.'));
     pump_until(&mut app, |a| {
-        a.state.got.paused && !a.state.got.stepping && a.state.got.thoughts.len() == 3
+        view(a).paused && !view(a).stepping && view(a).thoughts.len() == 3
     })
     .await;
     select(&mut app, "B");
     press(&mut app, KeyCode::Char('-'));
     select(&mut app, "A");
     press(&mut app, KeyCode::Char('+'));
-    pump_until(&mut app, |a| a.state.got.pending.is_empty()).await;
+    pump_until(&mut app, |a| view(a).pending.is_empty()).await;
     assert_eq!(thought(&app, "A").boost, 0.5);
     assert_eq!(thought(&app, "B").boost, -0.5);
     press(&mut app, KeyCode::Char(' '));
     pump_until(&mut app, done).await;
-    assert_eq!(app.state.got.phase, Phase::Done, "{:?}", app.state.notice);
+    assert_eq!(view(&app).phase, Phase::Done, "{:?}", app.state.notice);
     // A went first: the first generation answer became A's children.
     let a = thought(&app, "A").id;
     let b = thought(&app, "B").id;
     assert_eq!(thought(&app, "A1").parent, Some(a));
     assert_eq!(thought(&app, "B1").parent, Some(b));
-    assert_eq!(app.state.got.expanded.len(), 3);
+    assert_eq!(view(&app).expanded.len(), 3);
     assert_eq!(server.requests().len(), 9);
 }
 
@@ -373,11 +370,11 @@ async fn the_budget_form_sets_the_next_search_and_stops_it_when_spent() {
     assert!(app.state.overlay.is_some(), "B opens the budget form");
     type_text(&mut app, "abc");
     press(&mut app, KeyCode::Enter);
-    assert_eq!(app.state.got.budget, None, "not a number: refused");
+    assert_eq!(view(&app).budget, None, "not a number: refused");
     press(&mut app, KeyCode::Char('B'));
     type_text(&mut app, "40");
     press(&mut app, KeyCode::Enter);
-    assert_eq!(app.state.got.budget, Some(40));
+    assert_eq!(view(&app).budget, Some(40));
     assert!(
         app.state
             .notice
@@ -387,7 +384,7 @@ async fn the_budget_form_sets_the_next_search_and_stops_it_when_spent() {
     start_search(&mut app, "P");
     pump_until(&mut app, done).await;
     // 45 tokens after the root's expansion (3 calls of 15): the budget of 40 is spent.
-    assert_eq!(app.state.got.phase, Phase::Interrupted);
+    assert_eq!(view(&app).phase, Phase::Interrupted);
     assert_eq!(server.requests().len(), 3);
     let text = draw(&mut app, 160, 45).backend().to_string();
     assert!(text.contains("interrupted"), "{text}");
@@ -398,5 +395,5 @@ async fn the_budget_form_sets_the_next_search_and_stops_it_when_spent() {
         press(&mut app, KeyCode::Backspace);
     }
     press(&mut app, KeyCode::Enter);
-    assert_eq!(app.state.got.budget, None);
+    assert_eq!(view(&app).budget, None);
 }

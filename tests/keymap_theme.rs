@@ -4,8 +4,10 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use glassbox::app::action::{Action, Section};
-use glassbox::app::keymap::{KeyResolver, Keymap, KeymapError, Mode, Resolution};
-use glassbox::app::theme::{ColorDepth, Role, Theme, ThemeError, builtin_names};
+use glassbox::app::keymap::{
+    self, KeyResolver, Keymap, KeymapError, Mode, Resolution, chord_hints, help_sections,
+};
+use glassbox::views::theme::{ColorDepth, Role, Theme, ThemeError, builtin_names};
 use glassbox::views::{help, palette};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -40,14 +42,14 @@ fn builtin_keymap_parses_and_binds_every_action() {
     let keymap = Keymap::parse_builtin().unwrap();
     for action in Action::all() {
         assert!(
-            !keymap.keys_for(action).is_empty(),
+            !keymap.keys_for(&action).is_empty(),
             "{} has no key",
             action.name()
         );
     }
     // builtin() is the same keymap.
     let builtin = Keymap::builtin();
-    for section in Section::ALL {
+    for section in Section::all() {
         assert_eq!(
             keymap.bindings(section).count(),
             builtin.bindings(section).count()
@@ -70,7 +72,10 @@ fn builtin_keymap_has_the_documented_defaults() {
         vec!["shift-enter", "alt-enter"]
     );
     assert_eq!(keymap.keys_for(&Action::FocusPrev), vec!["backtab"]);
-    assert_eq!(keymap.keys_for(&Action::WorkspaceThink), vec!["alt-1", "1"]);
+    assert_eq!(
+        keymap.keys_for(&Action::Workspace("think")),
+        vec!["alt-1", "1"]
+    );
     assert_eq!(
         keymap.keys_in(Section::Global, &Action::Quit),
         vec!["ctrl-c"]
@@ -486,25 +491,26 @@ fn node_and_confidence_styles_come_from_roles() {
 #[test]
 fn empty_palette_query_lists_every_action_in_order() {
     let keymap = Keymap::builtin();
-    let items = palette::matches("", &keymap);
-    let actions: Vec<Action> = items.iter().map(|i| i.action.clone()).collect();
+    let found = keymap::palette_matches("", &keymap);
+    let actions: Vec<Action> = found.iter().map(|m| m.action.clone()).collect();
     assert_eq!(actions, Action::all());
-    let top = items.iter().find(|i| i.action == Action::Top).unwrap();
-    assert_eq!(top.keys, "g g, home");
-    assert_eq!(top.description, Action::Top.description());
+    let top = found.iter().find(|m| m.action == Action::Top).unwrap();
+    assert_eq!(top.item.keys, "g g, home");
+    assert_eq!(top.item.name, "top");
+    assert_eq!(top.item.description, Action::Top.description());
 }
 
 #[test]
 fn palette_query_filters_and_ranks() {
     let keymap = Keymap::builtin();
-    let items = palette::matches("ses", &keymap);
-    assert!(!items.is_empty());
-    assert!(items.len() < Action::all().len());
-    for item in &items {
-        assert_eq!(item.indices.len(), 3, "{:?}", item.action);
+    let found = keymap::palette_matches("ses", &keymap);
+    assert!(!found.is_empty());
+    assert!(found.len() < Action::all().len());
+    for m in &found {
+        assert_eq!(m.item.indices.len(), 3, "{:?}", m.action);
     }
-    assert!(items.windows(2).all(|w| w[0].score >= w[1].score));
-    let names: Vec<&str> = items.iter().map(|i| i.action.name()).collect();
+    assert!(found.windows(2).all(|w| w[0].item.score >= w[1].item.score));
+    let names: Vec<&str> = found.iter().map(|m| m.item.name.as_str()).collect();
     for expected in [
         "search_sessions",
         "new_session",
@@ -515,9 +521,9 @@ fn palette_query_filters_and_ranks() {
     }
     assert!(!names.contains(&"move_up"), "{names:?}");
 
-    let items = palette::matches("delete sess", &keymap);
-    assert_eq!(items[0].action, Action::DeleteSession);
-    assert!(palette::matches("zzqx", &keymap).is_empty());
+    let found = keymap::palette_matches("delete sess", &keymap);
+    assert_eq!(found[0].action, Action::DeleteSession);
+    assert!(keymap::palette_matches("zzqx", &keymap).is_empty());
 }
 
 // ---------------------------------------------------------------------------------------
@@ -539,39 +545,49 @@ fn dark() -> Theme {
     Theme::builtin("dark", ColorDepth::TrueColor).unwrap()
 }
 
+/// The palette's items for `query` with the built-in keys.
+fn palette_items(query: &str) -> Vec<palette::PaletteItem> {
+    keymap::palette_matches(query, &Keymap::builtin())
+        .into_iter()
+        .map(|m| m.item)
+        .collect()
+}
+
 #[test]
 fn help_overlay_80x24() {
-    let keymap = Keymap::builtin();
+    let sections = help_sections(&Keymap::builtin());
     let theme = dark();
     insta::assert_snapshot!(draw(80, 24, |f, area| help::render(
-        f, area, &keymap, &theme, 0
+        f, area, &sections, &theme, 0
     )));
 }
 
 #[test]
 fn help_overlay_80x24_scrolled_past_the_end() {
-    let keymap = Keymap::builtin();
+    let sections = help_sections(&Keymap::builtin());
     let theme = dark();
     let end = draw(80, 24, |f, area| {
-        help::render(f, area, &keymap, &theme, 999)
+        help::render(f, area, &sections, &theme, 999)
     });
     insta::assert_snapshot!(end);
     // Scrolling further than the last page shows the last page, however far.
     let further = draw(80, 24, |f, area| {
-        help::render(f, area, &keymap, &theme, 500)
+        help::render(f, area, &sections, &theme, 500)
     });
     assert_eq!(end, further);
-    let first = draw(80, 24, |f, area| help::render(f, area, &keymap, &theme, 0));
+    let first = draw(80, 24, |f, area| {
+        help::render(f, area, &sections, &theme, 0)
+    });
     assert_ne!(end, first);
     assert!(end.contains(" of "), "the footer shows the position");
 }
 
 #[test]
 fn help_overlay_120x40() {
-    let keymap = Keymap::builtin();
+    let sections = help_sections(&Keymap::builtin());
     let theme = dark();
     insta::assert_snapshot!(draw(120, 40, |f, area| help::render(
-        f, area, &keymap, &theme, 0
+        f, area, &sections, &theme, 0
     )));
 }
 
@@ -586,6 +602,7 @@ fn which_key_popup() {
     };
     let mut hints = hints;
     hints.push(("x".to_string(), Action::CycleRoute));
+    let hints = chord_hints(&hints);
     insta::assert_snapshot!(draw(60, 12, |f, area| help::which_key(
         f, area, &prefix, &hints, &theme
     )));
@@ -593,44 +610,44 @@ fn which_key_popup() {
 
 #[test]
 fn palette_with_an_empty_query() {
-    let keymap = Keymap::builtin();
     let theme = dark();
     let state = palette::PaletteState::default();
-    let items = palette::matches(&state.query, &keymap);
+    let items = palette_items(&state.query);
+    let total = Action::all().len();
     insta::assert_snapshot!(draw(80, 24, |f, area| palette::render(
-        f, area, &state, &items, &theme
+        f, area, &state, &items, total, &theme
     )));
 }
 
 #[test]
 fn palette_with_query_ses() {
-    let keymap = Keymap::builtin();
     let theme = dark();
     let state = palette::PaletteState {
         query: "ses".to_string(),
         selected: 1,
     };
-    let items = palette::matches(&state.query, &keymap);
+    let items = palette_items(&state.query);
+    let total = Action::all().len();
     let screen = draw(80, 24, |f, area| {
-        palette::render(f, area, &state, &items, &theme)
+        palette::render(f, area, &state, &items, total, &theme)
     });
     insta::assert_snapshot!(screen);
 }
 
 #[test]
 fn palette_highlights_matched_characters() {
-    let keymap = Keymap::builtin();
     let theme = dark();
     let state = palette::PaletteState {
         query: "ses".to_string(),
         selected: 0,
     };
-    let items = palette::matches(&state.query, &keymap);
+    let items = palette_items(&state.query);
+    let total = Action::all().len();
     let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
     terminal
         .draw(|f| {
             let area = f.area();
-            palette::render(f, area, &state, &items, &theme);
+            palette::render(f, area, &state, &items, total, &theme);
         })
         .unwrap();
     let buffer = terminal.backend().buffer();
@@ -646,19 +663,19 @@ fn palette_highlights_matched_characters() {
 
 #[test]
 fn views_fit_a_tiny_terminal_without_panicking() {
-    let keymap = Keymap::builtin();
+    let sections = help_sections(&Keymap::builtin());
     let theme = dark();
-    let items = palette::matches("", &keymap);
+    let items = palette_items("");
     let state = palette::PaletteState {
         query: "a long query that does not fit".to_string(),
         selected: 99,
     };
-    let hints = vec![("g".to_string(), Action::Top)];
+    let hints = chord_hints(&[("g".to_string(), Action::Top)]);
     for (w, h) in [(1, 1), (5, 3), (12, 4), (20, 6)] {
         draw(w, h, |f, area| {
-            help::render(f, area, &keymap, &theme, 3);
+            help::render(f, area, &sections, &theme, 3);
             help::which_key(f, area, "g", &hints, &theme);
-            palette::render(f, area, &state, &items, &theme);
+            palette::render(f, area, &state, &items, items.len(), &theme);
         });
     }
 }

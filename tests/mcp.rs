@@ -15,10 +15,10 @@ use std::time::{Duration, Instant};
 
 use chrono::TimeZone;
 use glassbox::app::ledger::LedgerModel;
-use glassbox::app::theme::{ColorDepth, Theme};
 use glassbox::store::{
     ChangeKind, Edge, EdgeType, Node, NodeId, NodeType, Session, SessionId, SessionSource, Store,
 };
+use glassbox::views::theme::{ColorDepth, Theme};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use serde_json::{Value, json};

@@ -12,19 +12,18 @@ use std::time::Duration;
 use chrono::TimeZone;
 use crossterm::event::KeyCode;
 use glassbox::app::config::Config;
-use glassbox::app::keymap::Keymap;
-use glassbox::app::replay_ws::ReplayMsg;
 use glassbox::app::runtime::App;
-use glassbox::app::state::{Overlay, Workspace};
-use glassbox::app::theme::{ColorDepth, Theme};
+use glassbox::app::state::Overlay;
 use glassbox::app::update::Msg;
+use glassbox::app::workspaces::replay::{self, Replay, ReplayMsg, open_msg};
+use glassbox::app::workspaces::think;
 use glassbox::cli::replay::{ReplayPart, timeline};
 use glassbox::engines::transcript::{Importer, discover};
 use glassbox::store::{
     Node, NodeId, NodeType, RawStream, Session, SessionId, SessionSource, Store, StoredChunk,
     StreamId,
 };
-use support::tui::{draw, press, pump_until, type_text};
+use support::tui::{app_with, draw, press, pump_until, type_text};
 use support::wire::anthropic_frames;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
@@ -118,15 +117,7 @@ fn seeded_store(dir: &Path) -> (Store, Seeded) {
 
 fn app(store: Store) -> App {
     let cfg = Config::builtin().unwrap();
-    let theme = Theme::builtin("dark", ColorDepth::TrueColor).unwrap();
-    App::new(
-        store,
-        cfg,
-        Keymap::builtin(),
-        theme,
-        Err("no model in this test".into()),
-        "-".into(),
-    )
+    app_with(store, cfg, Err("no model in this test".into()), "-", "dark")
 }
 
 /// The app with the glassbox session open in Think and the question box left.
@@ -218,9 +209,9 @@ async fn stepping_through_a_recorded_session() {
     let dir = tempfile::tempdir().unwrap();
     let (mut app, seeded) = started(dir.path()).await;
     press(&mut app, KeyCode::Char('8'));
-    assert_eq!(app.state.workspace, Workspace::Replay);
-    pump_until(&mut app, |a| !a.state.replay.events.is_empty()).await;
-    let ws = &app.state.replay;
+    assert_eq!(app.state.workspace, replay::ID);
+    pump_until(&mut app, |a| !a.ws::<Replay>().events.is_empty()).await;
+    let ws = app.ws::<Replay>();
     assert_eq!(ws.session, Some(seeded.glassbox));
     assert_eq!(ws.pos, 0, "opening with 8 does not play");
     assert!(!ws.playing);
@@ -231,11 +222,11 @@ async fn stepping_through_a_recorded_session() {
     let mut seen = Vec::new();
     for i in 1..=n {
         press(&mut app, KeyCode::Right);
-        assert_eq!(app.state.replay.pos, i);
-        seen.push(app.state.replay.shown.clone());
+        assert_eq!(app.ws::<Replay>().pos, i);
+        seen.push(app.ws::<Replay>().shown.clone());
     }
     press(&mut app, KeyCode::Right);
-    assert_eq!(app.state.replay.pos, n, "no step past the end");
+    assert_eq!(app.ws::<Replay>().pos, n, "no step past the end");
     let end = seen.last().unwrap();
     assert_eq!(end.question, "Which structure for fast lookups?");
     assert_eq!(end.thinking, THINKING.concat());
@@ -250,36 +241,36 @@ async fn stepping_through_a_recorded_session() {
     // Stepping back shows exactly what the same position showed going forward.
     for i in (1..n).rev() {
         press(&mut app, KeyCode::Left);
-        assert_eq!(app.state.replay.pos, i);
-        assert_eq!(app.state.replay.shown, seen[i - 1], "step back to {i}");
+        assert_eq!(app.ws::<Replay>().pos, i);
+        assert_eq!(app.ws::<Replay>().shown, seen[i - 1], "step back to {i}");
     }
     // h/l step too; g g and G jump to the start and the end.
     press(&mut app, KeyCode::Char('l'));
-    assert_eq!(app.state.replay.pos, 2);
+    assert_eq!(app.ws::<Replay>().pos, 2);
     press(&mut app, KeyCode::Char('h'));
-    assert_eq!(app.state.replay.pos, 1);
+    assert_eq!(app.ws::<Replay>().pos, 1);
     press(&mut app, KeyCode::Char('G'));
-    assert_eq!(app.state.replay.pos, n);
-    assert_eq!(app.state.replay.shown, *end);
+    assert_eq!(app.ws::<Replay>().pos, n);
+    assert_eq!(app.ws::<Replay>().shown, *end);
     press(&mut app, KeyCode::Char('g'));
     press(&mut app, KeyCode::Char('g'));
-    assert_eq!(app.state.replay.pos, 0);
-    assert_eq!(app.state.replay.shown.thinking, "");
+    assert_eq!(app.ws::<Replay>().pos, 0);
+    assert_eq!(app.ws::<Replay>().shown.thinking, "");
 
     // Speed doubles and halves within 0.25×–64×.
-    assert_eq!(app.state.replay.speed, 1.0);
+    assert_eq!(app.ws::<Replay>().speed, 1.0);
     press(&mut app, KeyCode::Char('+'));
-    assert_eq!(app.state.replay.speed, 2.0);
+    assert_eq!(app.ws::<Replay>().speed, 2.0);
     press(&mut app, KeyCode::Char('='));
-    assert_eq!(app.state.replay.speed, 4.0);
+    assert_eq!(app.ws::<Replay>().speed, 4.0);
     for _ in 0..6 {
         press(&mut app, KeyCode::Char('-'));
     }
-    assert_eq!(app.state.replay.speed, 0.25);
+    assert_eq!(app.ws::<Replay>().speed, 0.25);
     for _ in 0..12 {
         press(&mut app, KeyCode::Char('+'));
     }
-    assert_eq!(app.state.replay.speed, 64.0);
+    assert_eq!(app.ws::<Replay>().speed, 64.0);
 
     // Mid-replay, stepped: question, part of the thinking, the event list, the progress.
     for _ in 0..4 {
@@ -293,7 +284,7 @@ async fn stepping_through_a_recorded_session() {
     let text = term.backend().to_string();
     assert!(text.contains("event 4/"), "{text}");
     assert!(text.contains("A hash map gives constant time."), "{text}");
-    assert!(!app.state.replay.shown.thinking.contains("So the answer"));
+    assert!(!app.ws::<Replay>().shown.thinking.contains("So the answer"));
     assert!(
         text.contains("So the answer"),
         "the event list shows what comes next"
@@ -302,23 +293,26 @@ async fn stepping_through_a_recorded_session() {
 
     // Space plays to the end.
     press(&mut app, KeyCode::Char(' '));
-    assert!(app.state.replay.playing);
-    pump_until(&mut app, |a| !a.state.replay.playing).await;
-    assert_eq!(app.state.replay.pos, n);
-    assert_eq!(app.state.replay.shown, *end);
+    assert!(app.ws::<Replay>().playing);
+    pump_until(&mut app, |a| !a.ws::<Replay>().playing).await;
+    assert_eq!(app.ws::<Replay>().pos, n);
+    assert_eq!(app.ws::<Replay>().shown, *end);
     // Space at the end plays again from the start; a step pauses, and the tick already on
     // its way is ignored.
     press(&mut app, KeyCode::Char(' '));
-    assert!(app.state.replay.playing);
-    assert_eq!(app.state.replay.pos, 0);
-    let stale = app.state.replay.generation;
+    assert!(app.ws::<Replay>().playing);
+    assert_eq!(app.ws::<Replay>().pos, 0);
+    let stale = app.ws::<Replay>().generation;
     press(&mut app, KeyCode::Right);
-    assert!(!app.state.replay.playing);
-    app.dispatch(Msg::Replay(ReplayMsg::Tick { generation: stale }));
-    app.dispatch(Msg::Replay(ReplayMsg::Tick {
-        generation: app.state.replay.generation,
-    }));
-    assert_eq!(app.state.replay.pos, 1, "ticks while paused change nothing");
+    assert!(!app.ws::<Replay>().playing);
+    let tick = |generation| Msg::Ws(replay::ID, Box::new(ReplayMsg::Tick { generation }));
+    app.dispatch(tick(stale));
+    app.dispatch(tick(app.ws::<Replay>().generation));
+    assert_eq!(
+        app.ws::<Replay>().pos,
+        1,
+        "ticks while paused change nothing"
+    );
 }
 
 #[tokio::test]
@@ -326,17 +320,19 @@ async fn p_replays_the_open_session_and_enter_opens_the_node() {
     let dir = tempfile::tempdir().unwrap();
     let (mut app, seeded) = started(dir.path()).await;
     press(&mut app, KeyCode::Char('P'));
-    assert_eq!(app.state.workspace, Workspace::Replay);
+    assert_eq!(app.state.workspace, replay::ID);
     pump_until(&mut app, |a| {
-        !a.state.replay.events.is_empty() && a.state.replay.at_end() && !a.state.replay.playing
+        !a.ws::<Replay>().events.is_empty()
+            && a.ws::<Replay>().at_end()
+            && !a.ws::<Replay>().playing
     })
     .await;
-    assert_eq!(app.state.replay.shown.answer, ANSWER.concat());
+    assert_eq!(app.ws::<Replay>().shown.answer, ANSWER.concat());
     // Back to the first event, and Enter shows its node in Think.
     press(&mut app, KeyCode::Home);
     press(&mut app, KeyCode::Right);
     press(&mut app, KeyCode::Enter);
-    assert_eq!(app.state.workspace, Workspace::Think);
+    assert_eq!(app.state.workspace, think::ID);
     assert_eq!(app.state.graph.selected_node(), Some(seeded.query));
 }
 
@@ -366,7 +362,7 @@ async fn an_imported_claude_code_session_replays_and_is_searchable() {
     insta::assert_snapshot!("search_popup_100x24", term.backend());
     // The match is highlighted.
     let buf = term.backend().buffer();
-    let accent = app.theme.style(glassbox::app::theme::Role::Accent).fg;
+    let accent = app.theme.style(glassbox::views::theme::Role::Accent).fg;
     let lines: Vec<String> = (0..buf.area.height)
         .map(|y| {
             (0..buf.area.width)
@@ -385,26 +381,21 @@ async fn an_imported_claude_code_session_replays_and_is_searchable() {
     // Enter opens the hit's session in Think with the thinking node selected.
     press(&mut app, KeyCode::Enter);
     assert!(app.state.overlay.is_none());
-    assert_eq!(app.state.workspace, Workspace::Think);
+    assert_eq!(app.state.workspace, think::ID);
     pump_until(&mut app, |a| a.state.loaded.id() == Some(hit.session)).await;
     assert_eq!(app.state.graph.selected_node(), Some(hit.node));
     assert!(app.state.shown.thinking.contains("zygomorphic"));
     assert!(app.state.pending_select.is_none());
 
     // It replays at its timestamps, the gaps capped.
-    app.dispatch(Msg::Replay(ReplayMsg::Open {
-        session: hit.session,
-        from: None,
-        speed: 1.0,
-        max_gap: Duration::from_secs(2),
-    }));
-    assert_eq!(app.state.workspace, Workspace::Replay);
+    app.dispatch(open_msg(hit.session, 1.0, None, Duration::from_secs(2)));
+    assert_eq!(app.state.workspace, replay::ID);
     pump_until(&mut app, |a| {
-        a.state.replay.session == Some(hit.session) && !a.state.replay.loading
+        a.ws::<Replay>().session == Some(hit.session) && !a.ws::<Replay>().loading
     })
     .await;
     press(&mut app, KeyCode::Char('G'));
-    let ws = &app.state.replay;
+    let ws = app.ws::<Replay>();
     assert!(ws.events.len() >= 4);
     assert!(ws.events.iter().all(|e| e.gap <= Duration::from_secs(2)));
     assert!(ws.total() > Duration::ZERO);
@@ -426,25 +417,20 @@ async fn an_imported_claude_code_session_replays_and_is_searchable() {
     for _ in 0..=at {
         press(&mut app, KeyCode::Right);
     }
-    assert!(app.state.replay.shown.thinking.contains("zygomorphic"));
+    assert!(app.ws::<Replay>().shown.thinking.contains("zygomorphic"));
     assert_eq!(
-        app.state.replay.current().map(|e| e.kind),
+        app.ws::<Replay>().current().map(|e| e.kind),
         Some(NodeType::Thinking)
     );
 
     // Replaying another session than the one open in Think: the tab line names the replayed one.
-    app.dispatch(Msg::Replay(ReplayMsg::Open {
-        session: seeded.glassbox,
-        from: None,
-        speed: 1.0,
-        max_gap: Duration::from_secs(2),
-    }));
+    app.dispatch(open_msg(seeded.glassbox, 1.0, None, Duration::from_secs(2)));
     pump_until(&mut app, |a| {
-        a.state.replay.session == Some(seeded.glassbox) && !a.state.replay.loading
+        a.ws::<Replay>().session == Some(seeded.glassbox) && !a.ws::<Replay>().loading
     })
     .await;
     assert_eq!(app.state.loaded.id(), Some(hit.session));
-    let replayed = app.state.replay.title.clone();
+    let replayed = app.ws::<Replay>().title.clone();
     let open = app.state.loaded.session.as_ref().unwrap().title.clone();
     assert_ne!(replayed, open);
     let tabs = draw(&mut app, 160, 45)

@@ -12,6 +12,7 @@ use glassbox::app::config::Config;
 use glassbox::app::graph::RowKind;
 use glassbox::app::keymap::Keymap;
 use glassbox::app::runtime::App;
+use glassbox::app::workspaces::{ledger, replay};
 use glassbox::store::{
     Alternative, DecisionId, DecisionPoint, Edge, EdgeType, Node, NodeId, NodeStatus, NodeType,
     Session, SessionSource, Store,
@@ -438,7 +439,7 @@ async fn the_ledger_workspace_follows_thoughts_written_by_another_writer() {
     let mut app = loaded_app(dir.path(), "dark").await;
     press(&mut app, KeyCode::Esc);
     press(&mut app, KeyCode::Char('3'));
-    assert_eq!(app.state.workspace, glassbox::app::state::Workspace::Ledger);
+    assert_eq!(app.state.workspace, ledger::ID);
     let empty = draw(&mut app, 120, 30).backend().to_string();
     assert!(empty.contains("No MCP thoughts yet"), "{empty}");
     // Another writer (an MCP server process) records a session of thoughts.
@@ -463,7 +464,10 @@ async fn the_ledger_workspace_follows_thoughts_written_by_another_writer() {
         })
         .unwrap();
     app.poll_store();
-    pump_until(&mut app, |a| a.state.ledger.thoughts().len() == 3).await;
+    pump_until(&mut app, |a| {
+        a.ws::<ledger::Ledger>().model().thoughts().len() == 3
+    })
+    .await;
     let screen = draw(&mut app, 120, 30).backend().to_string();
     assert!(screen.contains("thought number 3"), "{screen}");
     assert!(screen.contains("mcp ledger"), "{screen}");
@@ -497,7 +501,7 @@ async fn workspace_hints_show_the_keys_of_the_keymap_in_use() {
     assert!(!sessions.contains("renames"), "{sessions}");
     // Replay: play/pause moved from space to p.
     press(&mut app, KeyCode::Char('8'));
-    pump_until(&mut app, |a| !a.state.replay.events.is_empty()).await;
+    pump_until(&mut app, |a| !a.ws::<replay::Replay>().events.is_empty()).await;
     let replay = draw(&mut app, 160, 45).backend().to_string();
     assert!(replay.contains(" p play/pause · h/l step"), "{replay}");
 }

@@ -11,8 +11,9 @@ use crossterm::event::KeyCode;
 use glassbox::app::config::Config;
 use glassbox::app::graph::RowKey;
 use glassbox::app::runtime::App;
-use glassbox::app::state::Workspace;
-use glassbox::app::verify_ws::HumanMark;
+use glassbox::app::workspaces::insights::{self, Insights};
+use glassbox::app::workspaces::think;
+use glassbox::app::workspaces::verify::{self, HumanMark, Verify};
 use glassbox::engines::verify::Verdict;
 use glassbox::store::{
     Edge, EdgeType, Node, NodeId, NodeType, RunKind, Session, SessionSource, Store,
@@ -177,22 +178,22 @@ async fn verify_fork_at_the_first_error_then_insights_jump_to_evidence() {
 
     // Entering Verify with nothing stored shows the hint.
     press(&mut app, KeyCode::Char('6'));
-    pump_until(&mut app, |a| a.state.verify.hint.is_some()).await;
+    pump_until(&mut app, |a| a.ws::<Verify>().hint.is_some()).await;
     assert!(screen(&mut app, 160, 45, &[]).contains("no verification stored"));
 
     // The response is selected: V verifies its turn's thinking node.
     press(&mut app, KeyCode::Char('1'));
     assert_eq!(app.state.graph.selected_node(), Some(seed.response));
     press(&mut app, KeyCode::Char('V'));
-    assert_eq!(app.state.workspace, Workspace::Verify);
+    assert_eq!(app.state.workspace, verify::ID);
     let status = screen(&mut app, 160, 45, &[])
         .lines()
         .last()
         .unwrap()
         .to_string();
     assert!(status.contains("verifying…"), "{status}");
-    pump_until(&mut app, |a| a.state.verify.result.is_some()).await;
-    let r = app.state.verify.result.as_ref().unwrap();
+    pump_until(&mut app, |a| a.ws::<Verify>().result.is_some()).await;
+    let r = app.ws::<Verify>().result.as_ref().unwrap();
     assert_eq!(r.source, Some(seed.thinking));
     assert_eq!(r.first_error, 1);
     assert!(!r.valid);
@@ -202,7 +203,7 @@ async fn verify_fork_at_the_first_error_then_insights_jump_to_evidence() {
         vec![Verdict::Correct, Verdict::Incorrect, Verdict::Uncertain]
     );
     // The first failing step is selected.
-    assert_eq!(app.state.verify.selected, 1);
+    assert_eq!(app.ws::<Verify>().selected, 1);
     let text = screen(&mut app, 160, 45, &[]);
     assert!(text.contains("first error at step 1"), "{text}");
     for line in [
@@ -220,26 +221,25 @@ async fn verify_fork_at_the_first_error_then_insights_jump_to_evidence() {
     // Step navigation: ] e from the top lands on the failing step; Enter opens its detail.
     press(&mut app, KeyCode::Char('g'));
     press(&mut app, KeyCode::Char('g'));
-    assert_eq!(app.state.verify.selected, 0);
+    assert_eq!(app.ws::<Verify>().selected, 0);
     type_text(&mut app, "]e");
-    assert_eq!(app.state.verify.selected, 1);
+    assert_eq!(app.ws::<Verify>().selected, 1);
     press(&mut app, KeyCode::Enter);
     assert!(screen(&mut app, 160, 45, &[]).contains("Suggested correction"));
     press(&mut app, KeyCode::Esc);
-    assert!(!app.state.verify.detail);
+    assert!(!app.ws::<Verify>().detail);
 
     // f at the failing step: a disagree checkpoint with the correction and a branch.
-    let step_node = app.state.verify.result.as_ref().unwrap().steps[1].node;
+    let step_node = app.ws::<Verify>().result.as_ref().unwrap().steps[1].node;
     press(&mut app, KeyCode::Char('f'));
     pump_until(&mut app, |a| {
-        a.state
-            .verify
+        a.ws::<Verify>()
             .result
             .as_ref()
             .is_some_and(|r| r.steps[1].branch.is_some())
     })
     .await;
-    let r = app.state.verify.result.as_ref().unwrap();
+    let r = app.ws::<Verify>().result.as_ref().unwrap();
     assert_eq!(r.steps[1].human, Some(HumanMark::Disagree));
     assert!(r.steps[1].branch.as_deref().unwrap().contains("not prime"));
     let into_step = store.edges_to(step_node, None).unwrap();
@@ -269,21 +269,21 @@ async fn verify_fork_at_the_first_error_then_insights_jump_to_evidence() {
     // I → focus form → insights with evidence.
     press(&mut app, KeyCode::Char('I'));
     press(&mut app, KeyCode::Enter); // no particular focus
-    assert_eq!(app.state.workspace, Workspace::Insights);
+    assert_eq!(app.state.workspace, insights::ID);
     let status = screen(&mut app, 160, 45, &[])
         .lines()
         .last()
         .unwrap()
         .to_string();
     assert!(status.contains("insights running…"), "{status}");
-    pump_until(&mut app, |a| a.state.insights.result.is_some()).await;
+    pump_until(&mut app, |a| a.ws::<Insights>().result.is_some()).await;
     let status = screen(&mut app, 160, 45, &[])
         .lines()
         .last()
         .unwrap()
         .to_string();
     assert!(!status.contains("running…"), "{status}");
-    let r = app.state.insights.result.as_ref().unwrap();
+    let r = app.ws::<Insights>().result.as_ref().unwrap();
     assert_eq!(r.insights.len(), 2);
     assert_eq!(r.hallucinated, 1);
     assert_eq!(r.insights[0].evidence.len(), 1);
@@ -302,10 +302,10 @@ async fn verify_fork_at_the_first_error_then_insights_jump_to_evidence() {
     // j to the first evidence line, Enter: the Think graph selects the thinking node.
     press(&mut app, KeyCode::Char('1')); // leave and come back: the run stays
     press(&mut app, KeyCode::Char('7'));
-    assert!(app.state.insights.result.is_some());
+    assert!(app.ws::<Insights>().result.is_some());
     press(&mut app, KeyCode::Char('j'));
     press(&mut app, KeyCode::Enter);
-    assert_eq!(app.state.workspace, Workspace::Think);
+    assert_eq!(app.state.workspace, think::ID);
     pump_until(&mut app, |a| {
         a.state.graph.selected_key() == Some(RowKey::Node(seed.thinking))
     })
@@ -318,7 +318,7 @@ async fn verify_fork_at_the_first_error_then_insights_jump_to_evidence() {
         a.state.graph.selected_key() == Some(RowKey::Node(seed.response))
     })
     .await;
-    assert_eq!(app.state.workspace, Workspace::Think);
+    assert_eq!(app.state.workspace, think::ID);
 }
 
 #[tokio::test]
@@ -341,17 +341,17 @@ async fn the_last_verification_is_loaded_on_entering_and_a_step_without_a_correc
         pump_until(&mut a, |a| a.state.loaded.session.is_some()).await;
         press(&mut a, KeyCode::Esc);
         press(&mut a, KeyCode::Char('V'));
-        pump_until(&mut a, |a| a.state.verify.result.is_some()).await;
+        pump_until(&mut a, |a| a.ws::<Verify>().result.is_some()).await;
     }
     let mut app = app(seed.store.clone(), &server.url());
     app.start();
     pump_until(&mut app, |a| a.state.loaded.session.is_some()).await;
     press(&mut app, KeyCode::Esc);
     press(&mut app, KeyCode::Char('6'));
-    pump_until(&mut app, |a| a.state.verify.result.is_some()).await;
-    let r = app.state.verify.result.as_ref().unwrap();
+    pump_until(&mut app, |a| a.ws::<Verify>().result.is_some()).await;
+    let r = app.ws::<Verify>().result.as_ref().unwrap();
     assert_eq!(r.first_error, 1);
-    assert_eq!(app.state.verify.selected, 1);
+    assert_eq!(app.ws::<Verify>().selected, 1);
     let text = screen(&mut app, 160, 45, &[]);
     assert!(text.contains("~      2 conclusion"), "{text}");
     // No suggested correction: f asks for one.
@@ -363,7 +363,7 @@ async fn the_last_verification_is_loaded_on_entering_and_a_step_without_a_correc
     press(&mut app, KeyCode::Esc);
     // [ e from the failing step finds none before it.
     type_text(&mut app, "[e");
-    assert_eq!(app.state.verify.selected, 1);
+    assert_eq!(app.ws::<Verify>().selected, 1);
     assert!(
         app.state
             .notice

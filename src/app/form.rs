@@ -6,13 +6,12 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::input::InputBox;
 
-/// What a form is for, and so which workspace gets the answer.
+/// What a form is for, and so which workspace gets the answer (made by
+/// [`Cx::purpose`](super::workspaces::Cx::purpose)).
 #[derive(Clone, Debug, PartialEq)]
-pub enum Purpose {
-    Fork(super::fork_ws::FormPurpose),
-    Got(super::got_ws::FormPurpose),
-    Verify(super::verify_ws::FormPurpose),
-    Insights(super::insights_ws::FormPurpose),
+pub struct Purpose {
+    pub ws: super::workspaces::WorkspaceId,
+    pub tag: super::workspaces::FormTag,
 }
 
 /// The open form.
@@ -235,7 +234,9 @@ mod tests {
     use super::*;
 
     fn purpose() -> Purpose {
-        Purpose::Got(super::super::got_ws::FormPurpose::Budget)
+        super::super::workspaces::Cx::<super::super::workspaces::got::Got>::purpose(
+            super::super::workspaces::got::FormPurpose::Budget,
+        )
     }
 
     fn press(form: &mut Form, code: KeyCode) -> Outcome {

@@ -1,7 +1,7 @@
 //! Syntax highlighting of answer code blocks with syntect, off the render path (as gitui does):
 //! a background thread highlights requested blocks and the main loop caches the styled lines.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, PoisonError, mpsc};
 
@@ -15,8 +15,6 @@ use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender, unbounded_channel};
 
 use crate::views::markdown::CodeBlock;
 
-/// How many blocks a [`HighlightCache`] keeps by default.
-pub const DEFAULT_CACHE_CAPACITY: usize = 256;
 /// Blocks larger than this are left plain: the regex engine is too slow on them to be worth it.
 const MAX_HIGHLIGHT_BYTES: usize = 256 * 1024;
 /// A dark theme that ships with syntect; its background is ignored so the app theme shows.
@@ -37,71 +35,6 @@ pub struct Highlighted {
     pub key: u64,
     /// One line per code line, foreground colours only.
     pub lines: Vec<Line<'static>>,
-}
-
-/// Highlighted lines by code block key, bounded: the oldest insertion is evicted first.
-#[derive(Debug, Clone)]
-pub struct HighlightCache {
-    lines: HashMap<u64, Vec<Line<'static>>>,
-    order: VecDeque<u64>,
-    capacity: usize,
-}
-
-impl Default for HighlightCache {
-    fn default() -> Self {
-        Self::new(DEFAULT_CACHE_CAPACITY)
-    }
-}
-
-impl HighlightCache {
-    /// An empty cache holding at most `capacity` blocks (at least one).
-    pub fn new(capacity: usize) -> Self {
-        let capacity = capacity.max(1);
-        Self {
-            lines: HashMap::with_capacity(capacity.min(64)),
-            order: VecDeque::with_capacity(capacity.min(64)),
-            capacity,
-        }
-    }
-
-    /// Stores the lines for `key`, returning the key evicted to make room, if any.
-    /// Pass an evicted key to [`Highlighter::forget`] so the block can be highlighted again.
-    pub fn insert(&mut self, key: u64, lines: Vec<Line<'static>>) -> Option<u64> {
-        if let Some(existing) = self.lines.get_mut(&key) {
-            *existing = lines;
-            return None;
-        }
-        let evicted = if self.lines.len() >= self.capacity {
-            self.order.pop_front().inspect(|old| {
-                self.lines.remove(old);
-            })
-        } else {
-            None
-        };
-        self.lines.insert(key, lines);
-        self.order.push_back(key);
-        evicted
-    }
-
-    /// The highlighted lines for `key`, if cached.
-    pub fn get(&self, key: u64) -> Option<&[Line<'static>]> {
-        self.lines.get(&key).map(Vec::as_slice)
-    }
-
-    /// Whether `key` is cached.
-    pub fn contains(&self, key: u64) -> bool {
-        self.lines.contains_key(&key)
-    }
-
-    /// How many blocks are cached.
-    pub fn len(&self) -> usize {
-        self.lines.len()
-    }
-
-    /// Whether nothing is cached.
-    pub fn is_empty(&self) -> bool {
-        self.lines.is_empty()
-    }
 }
 
 /// Highlights `block` synchronously. Unknown languages and oversized blocks come back as
@@ -379,6 +312,7 @@ fn run_worker(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::views::markdown::HighlightCache;
     use std::collections::HashSet;
     use std::time::Duration;
 

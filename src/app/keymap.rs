@@ -6,10 +6,14 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
+use nucleo_matcher::{Config, Matcher, Utf32Str};
 use toml::de::{DeTable, DeValue};
 
 use super::action::Action;
 pub use super::action::Section;
+use crate::views::help::{HelpRow, HelpSection};
+use crate::views::palette::PaletteItem;
 
 /// The built-in bindings, embedded from `configs/keymap.toml`.
 pub const DEFAULT_KEYMAP: &str = include_str!("../../configs/keymap.toml");
@@ -332,31 +336,39 @@ struct Entry {
 }
 
 /// The bindings of each section, in file order (built-in first, then the user's additions).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Keymap {
-    sections: [Vec<Binding>; Section::ALL.len()],
+    sections: Vec<(Section, Vec<Binding>)>,
 }
 
 /// The section names a keymap file may use, for error messages.
 fn section_names() -> String {
-    Section::ALL.map(Section::name).join(", ")
-}
-
-fn section_index(section: Section) -> usize {
-    Section::ALL
-        .iter()
-        .position(|s| *s == section)
-        .unwrap_or_default()
+    Section::all()
+        .into_iter()
+        .map(Section::name)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// Every mode, for checks over all of them.
 fn all_modes() -> impl Iterator<Item = Mode> {
     [Mode::Input, Mode::Normal].into_iter().chain(
-        Section::ALL
+        Section::all()
             .into_iter()
-            .filter(|s| !matches!(s, Section::Global | Section::Input | Section::Normal))
+            .filter(|s| matches!(s, Section::Workspace(_)))
             .map(Mode::Workspace),
     )
+}
+
+impl Default for Keymap {
+    fn default() -> Self {
+        Self {
+            sections: Section::all()
+                .into_iter()
+                .map(|s| (s, Vec::new()))
+                .collect(),
+        }
+    }
 }
 
 impl Keymap {
@@ -392,7 +404,7 @@ impl Keymap {
         let entries = parse_entries(path, text)?;
         let mut merged = self.clone();
         for entry in entries {
-            let list = &mut merged.sections[section_index(entry.section)];
+            let list = merged.section_mut(entry.section);
             match entry.action {
                 None => list.retain(|b| b.keys != entry.keys),
                 Some(action) => match list.iter_mut().find(|b| b.keys == entry.keys) {
@@ -442,18 +454,34 @@ impl Keymap {
         Ok(())
     }
 
+    fn section(&self, section: Section) -> &[Binding] {
+        self.sections
+            .iter()
+            .find(|(s, _)| *s == section)
+            .map_or(&[], |(_, list)| list.as_slice())
+    }
+
+    fn section_mut(&mut self, section: Section) -> &mut Vec<Binding> {
+        let at = match self.sections.iter().position(|(s, _)| *s == section) {
+            Some(at) => at,
+            None => {
+                self.sections.push((section, Vec::new()));
+                self.sections.len() - 1
+            }
+        };
+        &mut self.sections[at].1
+    }
+
     /// The bindings of one section, in order.
     pub fn bindings(&self, section: Section) -> impl Iterator<Item = (&KeySeq, &Action)> {
-        self.sections[section_index(section)]
-            .iter()
-            .map(|b| (&b.keys, &b.action))
+        self.section(section).iter().map(|b| (&b.keys, &b.action))
     }
 
     /// The keys bound to `action` in any section, as displayed (`"g g"`, `"ctrl-c"`):
     /// `[global]` first, then `[input]`, then `[normal]`.
     pub fn keys_for(&self, action: &Action) -> Vec<String> {
         let mut keys: Vec<String> = Vec::new();
-        for section in Section::ALL {
+        for section in Section::all() {
             for key in self.keys_in(section, action) {
                 if !keys.contains(&key) {
                     keys.push(key);
@@ -484,11 +512,11 @@ impl Keymap {
     /// then `[normal]` (for workspace modes), then `[global]`; a key bound in a more specific
     /// section hides the same key below it.
     fn effective(&self, mode: Mode) -> impl Iterator<Item = &Binding> {
-        let mut layers: Vec<&Vec<Binding>> = vec![&self.sections[section_index(mode.section())]];
+        let mut layers: Vec<&[Binding]> = vec![self.section(mode.section())];
         if matches!(mode, Mode::Workspace(_)) {
-            layers.push(&self.sections[section_index(Section::Normal)]);
+            layers.push(self.section(Section::Normal));
         }
-        layers.push(&self.sections[section_index(Section::Global)]);
+        layers.push(self.section(Section::Global));
         let mut out: Vec<&Binding> = Vec::new();
         for layer in layers {
             for b in layer {
@@ -680,6 +708,101 @@ impl KeyResolver {
     }
 }
 
+// ---------------------------------------------------------------------------------------
+// What the views are shown of the keymap
+// ---------------------------------------------------------------------------------------
+
+/// The keys of one mode, as the views ask for them (by action name): the hints a workspace
+/// shows follow the keymap in use without the view seeing it.
+#[derive(Clone, Copy, Debug)]
+pub struct ModeKeys<'a> {
+    pub keymap: &'a Keymap,
+    pub mode: Mode,
+}
+
+impl crate::views::Keys for ModeKeys<'_> {
+    fn keys(&self, action: &str) -> Vec<String> {
+        Action::from_name(action)
+            .map(|a| self.keymap.keys_in_mode(self.mode, &a))
+            .unwrap_or_default()
+    }
+}
+
+/// Every section with the actions bound in it (in [`Action::all`] order) and their keys, for
+/// the help overlay; sections without bindings are left out.
+pub fn help_sections(keymap: &Keymap) -> Vec<HelpSection> {
+    let actions = Action::all();
+    Section::all()
+        .into_iter()
+        .map(|section| HelpSection {
+            title: section.title().to_string(),
+            name: section.name().to_string(),
+            rows: actions
+                .iter()
+                .filter_map(|action| {
+                    let keys = keymap.keys_in(section, action);
+                    (!keys.is_empty()).then(|| HelpRow {
+                        keys: keys.join(", "),
+                        description: action.description().into_owned(),
+                        name: action.name().into_owned(),
+                    })
+                })
+                .collect(),
+        })
+        .filter(|s| !s.rows.is_empty())
+        .collect()
+}
+
+/// The keys that may follow a pending chord, with what each does, for the which-key popup.
+pub fn chord_hints(hints: &[(String, Action)]) -> Vec<(String, String)> {
+    hints
+        .iter()
+        .map(|(keys, action)| (keys.clone(), action.description().into_owned()))
+        .collect()
+}
+
+/// An action offered by the command palette: the action to run and how it is drawn.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PaletteMatch {
+    pub action: Action,
+    pub item: PaletteItem,
+}
+
+/// The actions matching the palette's `query` (fuzzy, on "`name` `description`"), best
+/// first; ties, and every action for an empty query, keep the order of [`Action::all`].
+pub fn palette_matches(query: &str, keymap: &Keymap) -> Vec<PaletteMatch> {
+    let pattern = Pattern::parse(query, CaseMatching::Smart, Normalization::Smart);
+    let mut matcher = Matcher::new(Config::DEFAULT);
+    let mut buf = Vec::new();
+    let mut found: Vec<PaletteMatch> = Action::all()
+        .into_iter()
+        .filter_map(|action| {
+            let name = action.name().into_owned();
+            let description = action.description().into_owned();
+            let text = format!("{name} {description}");
+            let mut indices = Vec::new();
+            let score =
+                pattern.indices(Utf32Str::new(&text, &mut buf), &mut matcher, &mut indices)?;
+            indices.sort_unstable();
+            indices.dedup();
+            let keys = keymap.keys_for(&action).join(", ");
+            Some(PaletteMatch {
+                action,
+                item: PaletteItem {
+                    name,
+                    score,
+                    keys,
+                    description,
+                    indices,
+                },
+            })
+        })
+        .collect();
+    // A stable sort, so equal scores stay in `Action::all` order.
+    found.sort_by_key(|m| std::cmp::Reverse(m.item.score));
+    found
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -815,21 +938,13 @@ mod tests {
         let keymap = Keymap::builtin();
         let press = |c| KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE);
         let mut r = KeyResolver::new();
-        let fork = Mode::Workspace(Section::Fork);
-        let replay = Mode::Workspace(Section::Replay);
+        let fork = Mode::Workspace(Section::Workspace("fork"));
+        let replay = Mode::Workspace(Section::Workspace("replay"));
+        let named = |name: &str| Resolution::Action(Action::from_name(name).unwrap());
         // The same key means different things in different workspaces…
-        assert_eq!(
-            r.feed(&keymap, fork, press(' ')),
-            Resolution::Action(Action::ToggleMark)
-        );
-        assert_eq!(
-            r.feed(&keymap, replay, press(' ')),
-            Resolution::Action(Action::PlayPause)
-        );
-        assert_eq!(
-            r.feed(&keymap, fork, press('l')),
-            Resolution::Action(Action::NextColumn)
-        );
+        assert_eq!(r.feed(&keymap, fork, press(' ')), named("toggle_mark"));
+        assert_eq!(r.feed(&keymap, replay, press(' ')), named("play_pause"));
+        assert_eq!(r.feed(&keymap, fork, press('l')), named("next_column"));
         assert_eq!(
             r.feed(&keymap, Mode::Normal, press('l')),
             Resolution::Action(Action::Expand)
@@ -874,15 +989,50 @@ mod tests {
         assert_eq!(
             r.feed(
                 &keymap,
-                Mode::Workspace(Section::Got),
+                Mode::Workspace(Section::Workspace("got")),
                 KeyEvent::new(KeyCode::Char('z'), KeyModifiers::NONE)
             ),
-            Resolution::Action(Action::PinThought)
+            Resolution::Action(Action::from_name("pin_thought").unwrap())
         );
         let err = keymap
             .merge(Path::new("k.toml"), "[fork]\n\"g\" = \"debate\"\n")
             .unwrap_err()
             .to_string();
         assert!(err.contains("g g"), "{err}");
+    }
+
+    #[test]
+    fn every_binding_has_a_help_row() {
+        let keymap = Keymap::builtin();
+        let rows: usize = help_sections(&keymap).iter().map(|s| s.rows.len()).sum();
+        let mut distinct = 0;
+        for section in Section::all() {
+            let mut seen: Vec<&Action> = Vec::new();
+            for (_, a) in keymap.bindings(section) {
+                if !seen.contains(&a) {
+                    seen.push(a);
+                }
+            }
+            distinct += seen.len();
+        }
+        assert_eq!(rows, distinct);
+    }
+
+    #[test]
+    fn mode_keys_answer_by_action_name() {
+        use crate::views::Keys;
+        let keymap = Keymap::builtin();
+        let normal = ModeKeys {
+            keymap: &keymap,
+            mode: Mode::Normal,
+        };
+        assert_eq!(normal.keys("top"), vec!["g g", "home"]);
+        assert!(normal.keys("no_such_action").is_empty());
+        let fork = ModeKeys {
+            keymap: &keymap,
+            mode: Mode::Workspace(Section::Workspace("fork")),
+        };
+        assert_eq!(fork.keys("toggle_mark"), vec!["space"]);
+        assert!(normal.keys("toggle_mark").is_empty());
     }
 }

@@ -2,25 +2,21 @@
 
 pub mod action;
 pub mod config;
-pub mod fork_ws;
 pub mod form;
-pub mod got_ws;
+pub mod frame;
 pub mod graph;
 pub mod highlight;
 pub mod input;
-pub mod insights_ws;
 pub mod keymap;
 pub mod ledger;
 pub mod prompts;
-pub mod replay_ws;
 pub mod runtime;
 pub mod search_ui;
 pub mod state;
-pub mod theme;
 pub mod tree;
 pub mod tui;
 pub mod update;
-pub mod verify_ws;
+pub mod workspaces;
 
 use anyhow::Result;
 

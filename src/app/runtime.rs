@@ -13,12 +13,13 @@ use tokio::task::JoinHandle;
 
 use super::action::Action;
 use super::config::{Config, ProviderKind};
-use super::highlight::{HighlightCache, Highlighted, Highlighter};
+use super::highlight::{Highlighted, Highlighter};
+use crate::views::markdown::HighlightCache;
 use super::keymap::{KeyResolver, Keymap, Mode, Resolution};
 use super::prompts::Prompts;
-use super::state::{Focus, Level, LoadedSession, SessionRow, State, Workspace};
-use super::theme::Theme;
-use super::tree::TreeCursor;
+use super::state::{Focus, Level, LoadedSession, SessionRow, State};
+use super::workspaces::{Workspaces, think};
+use crate::views::theme::Theme;
 use super::update::{Effect, Msg, Settings, update};
 use crate::engines::llm::factory;
 use crate::engines::orchestrator::{Orchestrator, Router, TurnRequest, session_output_tokens};
@@ -40,6 +41,30 @@ pub struct Services {
     pub tx: mpsc::UnboundedSender<Msg>,
 }
 
+impl Services {
+    /// Call settings for an engine's structured calls, as the headless commands make them:
+    /// the configured effort and token cap, except that the embedded model gets no thinking
+    /// pass.
+    pub fn call_settings(
+        &self,
+        kind: ProviderKind,
+        model: &str,
+        effort: crate::engines::llm::Effort,
+        max_tokens: u32,
+    ) -> crate::engines::got::CallSettings {
+        let effort = (!matches!(kind, ProviderKind::Local | ProviderKind::Auto)).then_some(effort);
+        let plan = factory::plan_turn(&self.cfg, kind, effort, Some(max_tokens));
+        crate::engines::got::CallSettings {
+            model: model.to_string(),
+            thinking: plan.thinking,
+            effort: plan.effort,
+            max_tokens: plan.max_tokens,
+            temperature: Some(self.cfg.generation.temperature as f32),
+            seed: Some(self.cfg.generation.seed),
+        }
+    }
+}
+
 /// The configured model, for engines that call it directly.
 #[derive(Clone)]
 pub struct ModelHandle {
@@ -52,6 +77,8 @@ pub struct ModelHandle {
 /// The running TUI, minus the terminal.
 pub struct App {
     pub state: State,
+    /// Every workspace of the registry.
+    pub workspaces: Workspaces,
     pub keymap: Keymap,
     pub theme: Theme,
     cfg: Config,
@@ -105,6 +132,7 @@ impl App {
         let last_seq = store.last_seq().unwrap_or(0);
         Self {
             state,
+            workspaces: Workspaces::default(),
             keymap,
             theme,
             router: Router::new(&cfg.routing),
@@ -176,11 +204,12 @@ impl App {
             default_effort: self.cfg.effort.default,
             provider_ready: self.engine.as_ref().map(|_| ()).map_err(Clone::clone),
         };
-        let effects = update(&mut self.state, msg, &settings);
+        let effects = update(&mut self.state, &mut self.workspaces, msg, &settings);
         self.dirty = true;
         for e in effects {
             self.run_effect(e);
         }
+        self.state.jobs = self.workspaces.jobs();
         self.request_highlights();
     }
 
@@ -196,15 +225,7 @@ impl App {
                     self.resolver.reset();
                     return self.dispatch(Msg::Key(k));
                 }
-                let mode = if self.state.focus == Focus::Input
-                    && self.state.workspace == Workspace::Think
-                {
-                    Mode::Input
-                } else if let Some(section) = self.state.workspace.section() {
-                    Mode::Workspace(section)
-                } else {
-                    Mode::Normal
-                };
+                let mode = self.mode();
                 match self.resolver.feed(&self.keymap, mode, k) {
                     Resolution::Action(a) => self.dispatch(Msg::Action(a)),
                     Resolution::Pending { prefix, hints } => {
@@ -221,6 +242,23 @@ impl App {
             Event::Resize(w, h) => self.dispatch(Msg::Resize(w, h)),
             _ => {}
         }
+    }
+
+    /// The keymap mode keys are read in now.
+    pub fn mode(&self) -> Mode {
+        let id = self.state.workspace;
+        if self.state.focus == Focus::Input && id == think::ID {
+            Mode::Input
+        } else if super::workspaces::spec(id).is_some_and(|s| s.section) {
+            Mode::Workspace(super::action::Section::Workspace(id))
+        } else {
+            Mode::Normal
+        }
+    }
+
+    /// The workspace of type `W`, to read its state.
+    pub fn ws<W: super::workspaces::Workspace>(&self) -> &W {
+        self.workspaces.get::<W>()
     }
 
     /// Handles every message already waiting; true if there were any.
@@ -267,9 +305,10 @@ impl App {
             .iter()
             .any(|(_, c)| c.session.is_some() && c.session == current);
         self.run_effect(Effect::LoadSessions);
-        if self.state.workspace == Workspace::Ledger {
-            // The newest MCP session may be a new one: follow it.
-            self.run_effect(Effect::LoadLedger(None));
+        let mut fx = Vec::new();
+        self.workspaces.store_changed(&mut self.state, &mut fx);
+        for e in fx {
+            self.run_effect(e);
         }
         if touches_current
             && self.state.run.is_none()
@@ -306,39 +345,17 @@ impl App {
     fn run_effect(&mut self, e: Effect) {
         match e {
             Effect::Quit => {}
-            Effect::Fork(e) => super::fork_ws::run(e, &self.services()),
-            Effect::Got(e) => super::got_ws::run(e, &self.services()),
-            Effect::Verify(e) => super::verify_ws::run(e, &self.services()),
-            Effect::Insights(e) => super::insights_ws::run(e, &self.services()),
-            Effect::Replay(e) => super::replay_ws::run(e, &self.services()),
+            Effect::Show(id) => self.dispatch(Msg::Action(Action::Workspace(id))),
+            Effect::Ws(id, e) => {
+                let svc = self.services();
+                self.workspaces.run(id, e, &svc);
+            }
             Effect::Search(e) => super::search_ui::run(e, &self.services()),
             Effect::LoadSessions => {
                 let store = self.store.clone();
                 let tx = self.tx.clone();
                 tokio::task::spawn_blocking(move || {
-                    let msg = match store.sessions() {
-                        Ok(s) => Msg::SessionsLoaded(s.iter().map(session_row).collect()),
-                        Err(e) => Msg::Notice(format!("cannot read sessions: {e}"), Level::Error),
-                    };
-                    let _ = tx.send(msg);
-                });
-            }
-            Effect::LoadLedger(session) => {
-                let store = self.store.clone();
-                let tx = self.tx.clone();
-                tokio::task::spawn_blocking(move || {
-                    let model = session
-                        .map(Ok)
-                        .or_else(|| super::ledger::LedgerModel::latest_session(&store).transpose())
-                        .transpose()
-                        .and_then(|id| match id {
-                            Some(id) => super::ledger::LedgerModel::from_store(&store, id),
-                            None => Ok(Default::default()),
-                        });
-                    let _ = tx.send(match model {
-                        Ok(m) => Msg::LedgerLoaded(m),
-                        Err(e) => Msg::Notice(format!("cannot read the ledger: {e}"), Level::Error),
-                    });
+                    let _ = tx.send(reload_sessions(&store));
                 });
             }
             Effect::LoadSession(id) => {
@@ -349,35 +366,39 @@ impl App {
                 });
             }
             Effect::RenameSession(id, title) => {
-                let result = self.store.write(|w| {
-                    let Some(mut s) = w.session(id)? else {
-                        return Ok(false);
-                    };
+                if let Some(s) = self.state.loaded.session.as_mut().filter(|s| s.id == id) {
                     s.title = title.clone();
-                    s.updated_at = chrono::Utc::now();
-                    w.put_session(&s)?;
-                    Ok(true)
-                });
-                match result {
-                    Ok(_) => {
-                        if let Some(s) = self.state.loaded.session.as_mut().filter(|s| s.id == id) {
-                            s.title = title;
-                        }
-                        self.run_effect(Effect::LoadSessions);
-                    }
-                    Err(e) => {
-                        self.dispatch(Msg::Notice(format!("rename failed: {e}"), Level::Error))
-                    }
                 }
+                let store = self.store.clone();
+                let tx = self.tx.clone();
+                tokio::task::spawn_blocking(move || {
+                    let result = store.write(|w| {
+                        let Some(mut s) = w.session(id)? else {
+                            return Ok(false);
+                        };
+                        s.title = title.clone();
+                        s.updated_at = chrono::Utc::now();
+                        w.put_session(&s)?;
+                        Ok(true)
+                    });
+                    if let Err(e) = result {
+                        let _ = tx.send(Msg::Notice(format!("rename failed: {e}"), Level::Error));
+                    }
+                    let _ = tx.send(reload_sessions(&store));
+                });
             }
             Effect::DeleteSession(id) => {
-                match self.store.write(|w| w.delete_session(id)) {
-                    Ok(_) => self.dispatch(Msg::Notice("session deleted".into(), Level::Info)),
-                    Err(e) => {
-                        self.dispatch(Msg::Notice(format!("delete failed: {e}"), Level::Error))
-                    }
-                }
-                self.run_effect(Effect::LoadSessions);
+                // A big session takes a while to delete: the store works on it off the UI
+                // thread while the frames go on.
+                let store = self.store.clone();
+                let tx = self.tx.clone();
+                tokio::task::spawn_blocking(move || {
+                    let _ = tx.send(match store.write(|w| w.delete_session(id)) {
+                        Ok(_) => Msg::Notice("session deleted".into(), Level::Info),
+                        Err(e) => Msg::Notice(format!("delete failed: {e}"), Level::Error),
+                    });
+                    let _ = tx.send(reload_sessions(&store));
+                });
             }
             Effect::StartTurn {
                 run,
@@ -453,20 +474,15 @@ impl App {
         self.runs.push(handle);
     }
 
-    /// Draws a frame, keeping the graph selection in view.
+    /// Draws a frame (the workspace on screen keeps its selection in view).
     pub fn draw(&mut self, f: &mut Frame) {
-        let body = views::body_area(f.area());
-        let areas = views::think::layout(body, &self.state);
-        let height = areas.graph.height.saturating_sub(2) as usize;
-        self.state.graph.offset = views::graph::visible_offset(
-            self.state.graph.selected,
-            self.state.graph.offset,
-            height,
-            self.state.graph.rows().len(),
-        );
-        let ledger_height = body.height.saturating_sub(2) as usize;
-        self.state.ledger.scroll_into_view(ledger_height);
-        views::render(f, &self.state, &self.theme, &self.keymap, &self.highlights);
+        let look = super::frame::Look {
+            theme: &self.theme,
+            keymap: &self.keymap,
+            mode: self.mode(),
+            highlights: &self.highlights,
+        };
+        super::frame::draw(f, &mut self.state, &mut self.workspaces, &look);
         self.dirty = false;
     }
 
@@ -483,6 +499,14 @@ impl App {
         for h in self.runs.drain(..) {
             let _ = tokio::time::timeout(Duration::from_secs(5), h).await;
         }
+    }
+}
+
+/// The session list, read again.
+fn reload_sessions(store: &Store) -> Msg {
+    match store.sessions() {
+        Ok(s) => Msg::SessionsLoaded(s.iter().map(session_row).collect()),
+        Err(e) => Msg::Notice(format!("cannot read sessions: {e}"), Level::Error),
     }
 }
 

@@ -9,53 +9,15 @@ use std::collections::HashMap;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::graph::RowKey;
-use super::input::InputBox;
 use super::runtime::Services;
-use super::state::{Focus, Level, Overlay, State, Workspace};
+use super::state::{Focus, Level, Overlay, State};
 use super::tree::TreeCursor;
 use super::update::{Effect, Msg};
 use crate::store::{NodeId, NodeType, SessionId};
+pub use crate::views::search::{HitRow, SearchOverlay};
 
 /// Most hits one search shows.
 pub const MAX_HITS: usize = 50;
-
-/// One ranked hit, ready to draw.
-#[derive(Clone, Debug, PartialEq)]
-pub struct HitRow {
-    pub node: NodeId,
-    pub session: SessionId,
-    pub session_title: String,
-    pub kind: NodeType,
-    pub score: f64,
-    /// The text around the first match, on one line.
-    pub snippet: String,
-    /// Byte ranges of the query's words inside `snippet`.
-    pub highlights: Vec<(usize, usize)>,
-}
-
-/// The search popup.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct SearchOverlay {
-    pub input: InputBox,
-    /// Number of the latest search sent; answers to older ones are dropped.
-    pub seq: u64,
-    /// The query `hits` answer.
-    pub answered: String,
-    pub hits: Vec<HitRow>,
-    pub selected: usize,
-    /// A search is under way for the text in `input`.
-    pub searching: bool,
-    pub error: Option<String>,
-}
-
-impl SearchOverlay {
-    /// Whether the query has a word the index can look up.
-    pub fn searchable(&self) -> bool {
-        crate::store::search::tokenize(self.input.text())
-            .next()
-            .is_some()
-    }
-}
 
 /// Results from the search task.
 #[derive(Clone, Debug)]
@@ -207,7 +169,8 @@ pub fn jump_to(state: &mut State, session: SessionId, node: NodeId, fx: &mut Vec
         return;
     }
     state.pending_select = Some(node);
-    super::update::enter_workspace(state, Workspace::Think, fx);
+    // Think loads nothing on entering: showing it is enough.
+    state.workspace = super::workspaces::think::ID;
     state.focus = Focus::Graph;
     if state.loaded.id() == Some(session) {
         session_loaded(state);

@@ -6,89 +6,13 @@ use tokio_util::sync::CancellationToken;
 
 use super::graph::GraphModel;
 use super::input::InputBox;
+use super::workspaces::WorkspaceId;
 use crate::engines::llm::{Effort, Usage};
 use crate::engines::orchestrator::Route;
 use crate::store::{Node, NodeId, NodeStatus, NodeType, Session, SessionId};
-
-/// The workspaces, in tab order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Workspace {
-    Think,
-    Sessions,
-    Ledger,
-    Fork,
-    Got,
-    Verify,
-    Insights,
-    Replay,
-}
-
-impl Workspace {
-    pub const ALL: [Workspace; 8] = [
-        Workspace::Think,
-        Workspace::Sessions,
-        Workspace::Ledger,
-        Workspace::Fork,
-        Workspace::Got,
-        Workspace::Verify,
-        Workspace::Insights,
-        Workspace::Replay,
-    ];
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Workspace::Think => "Think",
-            Workspace::Sessions => "Sessions",
-            Workspace::Ledger => "Ledger",
-            Workspace::Fork => "Fork",
-            Workspace::Got => "GoT",
-            Workspace::Verify => "Verify",
-            Workspace::Insights => "Insights",
-            Workspace::Replay => "Replay",
-        }
-    }
-
-    /// The keymap section of the workspace's own keys, if it has one.
-    pub fn section(self) -> Option<super::action::Section> {
-        use super::action::Section;
-        match self {
-            Workspace::Think | Workspace::Sessions | Workspace::Ledger => None,
-            Workspace::Fork => Some(Section::Fork),
-            Workspace::Got => Some(Section::Got),
-            Workspace::Verify => Some(Section::Verify),
-            Workspace::Insights => Some(Section::Insights),
-            Workspace::Replay => Some(Section::Replay),
-        }
-    }
-}
-
-/// Which pane keys go to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Focus {
-    Input,
-    Thinking,
-    Response,
-    Graph,
-    Sidebar,
-}
-
-/// How the thinking pane is shown (`t` cycles).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ThinkingView {
-    Streaming,
-    Collapsed,
-    Hidden,
-}
-
-impl ThinkingView {
-    pub fn next(self) -> Self {
-        match self {
-            ThinkingView::Streaming => ThinkingView::Collapsed,
-            ThinkingView::Collapsed => ThinkingView::Hidden,
-            ThinkingView::Hidden => ThinkingView::Streaming,
-        }
-    }
-}
+pub use crate::views::chrome::Level;
+pub use crate::views::sessions::SessionRow;
+pub use crate::views::think::{Focus, RunPhase, Shown, ThinkingView};
 
 /// A popup on top of the workspace.
 #[derive(Clone, Debug, PartialEq)]
@@ -100,39 +24,6 @@ pub enum Overlay {
     NodeDetail { node: NodeId, scroll: u16 },
     Form(super::form::Form),
     Search(super::search_ui::SearchOverlay),
-}
-
-/// Where the current run is.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum RunPhase {
-    Idle,
-    Starting,
-    Thinking,
-    Answering,
-    Done,
-    Interrupted,
-    Failed(String),
-}
-
-impl RunPhase {
-    pub fn label(&self) -> String {
-        match self {
-            RunPhase::Idle => "idle".into(),
-            RunPhase::Starting => "starting…".into(),
-            RunPhase::Thinking => "thinking…".into(),
-            RunPhase::Answering => "answering…".into(),
-            RunPhase::Done => "done".into(),
-            RunPhase::Interrupted => "interrupted".into(),
-            RunPhase::Failed(e) => format!("failed: {e}"),
-        }
-    }
-
-    pub fn is_running(&self) -> bool {
-        matches!(
-            self,
-            RunPhase::Starting | RunPhase::Thinking | RunPhase::Answering
-        )
-    }
 }
 
 /// A question being answered right now.
@@ -148,15 +39,6 @@ pub struct RunView {
     pub response: String,
     pub usage: Usage,
     pub cancel: CancellationToken,
-}
-
-/// A row of the sessions list.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SessionRow {
-    pub id: SessionId,
-    pub title: String,
-    pub created: String,
-    pub source: &'static str,
 }
 
 /// The session open in the Think workspace.
@@ -186,31 +68,11 @@ impl LoadedSession {
     }
 }
 
-/// The thinking and answer shown in the panes: the turn of the selected graph node, or the
-/// live run.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Shown {
-    pub question: String,
-    pub thinking: String,
-    pub response: String,
-    pub thinking_status: Option<NodeStatus>,
-    pub response_status: Option<NodeStatus>,
-    pub steps: usize,
-    pub decisions: usize,
-}
-
-/// Severity of a status-line notice.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Level {
-    Info,
-    Warn,
-    Error,
-}
-
 /// The whole TUI state.
 #[derive(Debug)]
 pub struct State {
-    pub workspace: Workspace,
+    /// The workspace on screen.
+    pub workspace: WorkspaceId,
     pub focus: Focus,
     pub overlay: Option<Overlay>,
     pub sessions: Vec<SessionRow>,
@@ -222,13 +84,8 @@ pub struct State {
     pub filtering: bool,
     pub loaded: LoadedSession,
     pub graph: GraphModel,
-    /// The Ledger workspace: thoughts an MCP client sent, as a tree.
-    pub ledger: super::ledger::LedgerModel,
-    pub fork: super::fork_ws::ForkWs,
-    pub got: super::got_ws::GotWs,
-    pub verify: super::verify_ws::VerifyWs,
-    pub insights: super::insights_ws::InsightsWs,
-    pub replay: super::replay_ws::ReplayWs,
+    /// The jobs the workspaces have under way, as the status bar names them.
+    pub jobs: Vec<String>,
     /// A node to select in the graph once its session has loaded (a search hit's).
     pub pending_select: Option<NodeId>,
     pub shown: Shown,
@@ -258,7 +115,7 @@ pub struct State {
 impl State {
     pub fn new(provider: String, model: String, token_budget: u64) -> Self {
         Self {
-            workspace: Workspace::Think,
+            workspace: super::workspaces::HOME,
             focus: Focus::Input,
             overlay: None,
             sessions: Vec::new(),
@@ -269,12 +126,7 @@ impl State {
             filtering: false,
             loaded: LoadedSession::default(),
             graph: GraphModel::default(),
-            ledger: Default::default(),
-            fork: Default::default(),
-            got: Default::default(),
-            verify: Default::default(),
-            insights: Default::default(),
-            replay: Default::default(),
+            jobs: Vec::new(),
             pending_select: None,
             shown: Shown::default(),
             input: InputBox::default(),
@@ -305,36 +157,46 @@ impl State {
             .and_then(|i| self.sessions.get(*i))
     }
 
-    /// The workspace jobs under way besides the Think run, as the status bar names them.
-    pub fn background_jobs(&self) -> Vec<String> {
-        let mut jobs = Vec::new();
-        if let Some(busy) = &self.fork.busy {
-            let what = match busy.kind {
-                super::fork_ws::JobKind::Fork => "fork",
-                super::fork_ws::JobKind::Debate => "debate",
-                super::fork_ws::JobKind::Refork => "refork",
-                super::fork_ws::JobKind::Steer => "steering",
-                super::fork_ws::JobKind::Checkpoint => "checkpoint",
-            };
-            jobs.push(format!("{what} running…"));
+    /// Selects `node` in the Think graph, opening its turn if it is folded. True when found.
+    pub fn select_in_graph(&mut self, node: NodeId) -> bool {
+        use super::graph::RowKey;
+        use super::tree::TreeCursor;
+        let find = |graph: &GraphModel| graph.rows().iter().position(|r| r.key == RowKey::Node(node));
+        if let Some(i) = find(&self.graph) {
+            self.graph.selected = i;
+            self.refresh_shown();
+            return true;
         }
-        if self.got.running() {
-            jobs.push(match self.got.paused {
-                true => "GoT search paused".to_string(),
-                false => "GoT search running…".to_string(),
-            });
-        }
-        match self.verify.status {
-            super::verify_ws::Status::Verifying { .. } => jobs.push("verifying…".to_string()),
-            super::verify_ws::Status::Forking { .. } => {
-                jobs.push("corrected branch running…".to_string())
+        // Folded away: open the turn's query row, then look again.
+        let Some(&pos) = self.loaded.index.get(&node) else {
+            return false;
+        };
+        let Some(query) = self.loaded.nodes[..=pos]
+            .iter()
+            .rev()
+            .find(|n| n.kind == NodeType::Query)
+            .map(|n| n.id)
+        else {
+            return false;
+        };
+        let Some(q) = self
+            .graph
+            .rows()
+            .iter()
+            .position(|r| r.key == RowKey::Node(query))
+        else {
+            return false;
+        };
+        self.graph.selected = q;
+        self.graph.expand();
+        match find(&self.graph) {
+            Some(i) => {
+                self.graph.selected = i;
+                self.refresh_shown();
+                true
             }
-            super::verify_ws::Status::Idle | super::verify_ws::Status::Loading => {}
+            None => false,
         }
-        if self.insights.running.is_some() {
-            jobs.push("insights running…".to_string());
-        }
-        jobs
     }
 
     /// Whether the sidebar fits and is switched on.
@@ -387,11 +249,7 @@ impl State {
                     }
                     shown.thinking.push_str(&n.text);
                     shown.thinking_status = Some(n.status.clone());
-                    shown.steps += n
-                        .meta
-                        .get("steps")
-                        .and_then(|s| s.as_array())
-                        .map_or(0, Vec::len);
+                    shown.steps += crate::engines::thinkgraph::Step::count(n);
                 }
                 NodeType::Response => {
                     shown.response.push_str(&n.text);

@@ -14,8 +14,8 @@ use futures::StreamExt;
 use super::Ctx;
 use super::keymap::Keymap;
 use super::runtime::App;
-use super::theme::{ColorDepth, Theme};
 use crate::engines::llm::factory;
+use crate::views::theme::{ColorDepth, Theme};
 
 /// Shortest time between two frames.
 const FRAME: Duration = Duration::from_millis(16);

@@ -12,16 +12,16 @@ use super::graph::{DecisionEntry, NodeEntry, StepEntry};
 use super::keymap::Keymap;
 use super::state::{
     Focus, Level, LoadedSession, Overlay, RunPhase, RunView, SessionRow, State, ThinkingView,
-    Workspace,
 };
 use super::tree::TreeCursor;
+use super::workspaces::{Boxed, REGISTRY, WorkspaceId, Workspaces};
 use crate::engines::llm::{Effort, StopReason};
 use crate::engines::orchestrator::{Route, Router, TurnEvent, TurnOutcome};
 use crate::store::{DecisionPoint, Node, NodeId, NodeStatus, NodeType, SessionId};
 use crate::views::palette;
 
 /// Something that happened: a bound action, a key to type, or news from an engine or store.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub enum Msg {
     Action(Action),
     /// A key no binding claimed: typed into whatever takes text.
@@ -37,23 +37,19 @@ pub enum Msg {
         outcome: Result<TurnOutcome, String>,
     },
     SessionsLoaded(Vec<SessionRow>),
-    LedgerLoaded(super::ledger::LedgerModel),
     SessionLoaded {
         loaded: LoadedSession,
         decisions: HashMap<NodeId, Vec<DecisionPoint>>,
         tokens: u64,
     },
     Notice(String, Level),
-    Fork(super::fork_ws::ForkMsg),
-    Got(super::got_ws::GotMsg),
-    Verify(super::verify_ws::VerifyMsg),
-    Insights(super::insights_ws::InsightsMsg),
-    Replay(super::replay_ws::ReplayMsg),
+    /// News from a workspace's task, for that workspace.
+    Ws(WorkspaceId, Boxed),
     Search(super::search_ui::SearchMsg),
 }
 
 /// Work for the runtime.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub enum Effect {
     StartTurn {
         run: u64,
@@ -65,16 +61,13 @@ pub enum Effect {
     },
     LoadSessions,
     LoadSession(SessionId),
-    /// Load the ledger of this MCP session, or of the most recent one.
-    LoadLedger(Option<SessionId>),
     RenameSession(SessionId, String),
     DeleteSession(SessionId),
     Quit,
-    Fork(super::fork_ws::ForkEffect),
-    Got(super::got_ws::GotEffect),
-    Verify(super::verify_ws::VerifyEffect),
-    Insights(super::insights_ws::InsightsEffect),
-    Replay(super::replay_ws::ReplayEffect),
+    /// Show this workspace (its `on_enter` runs).
+    Show(WorkspaceId),
+    /// One of a workspace's own effects.
+    Ws(WorkspaceId, Boxed),
     Search(super::search_ui::SearchEffect),
 }
 
@@ -94,11 +87,16 @@ fn next_run_id() -> u64 {
 }
 
 /// Applies one message.
-pub fn update(state: &mut State, msg: Msg, settings: &Settings<'_>) -> Vec<Effect> {
+pub fn update(
+    state: &mut State,
+    ws: &mut Workspaces,
+    msg: Msg,
+    settings: &Settings<'_>,
+) -> Vec<Effect> {
     let mut fx = Vec::new();
     match msg {
-        Msg::Action(a) => action(state, a, settings, &mut fx),
-        Msg::Key(k) => key(state, k, settings, &mut fx),
+        Msg::Action(a) => action(state, ws, a, settings, &mut fx),
+        Msg::Key(k) => key(state, ws, k, settings, &mut fx),
         Msg::Paste(text) => {
             if let Some(Overlay::Rename { input, .. }) = &mut state.overlay {
                 input.insert_str(&text.replace('\n', " "));
@@ -177,23 +175,8 @@ pub fn update(state: &mut State, msg: Msg, settings: &Settings<'_>) -> Vec<Effec
             }
         }
         Msg::Notice(text, level) => state.notice = Some((text, level)),
-        Msg::Fork(m) => super::fork_ws::on_msg(state, m, &mut fx),
-        Msg::Got(m) => super::got_ws::on_msg(state, m, &mut fx),
-        Msg::Verify(m) => super::verify_ws::on_msg(state, m, &mut fx),
-        Msg::Insights(m) => super::insights_ws::on_msg(state, m, &mut fx),
-        Msg::Replay(m) => super::replay_ws::on_msg(state, m, &mut fx),
+        Msg::Ws(id, m) => ws.msg(id, m, state, &mut fx),
         Msg::Search(m) => super::search_ui::on_msg(state, m, &mut fx),
-        Msg::LedgerLoaded(mut model) => {
-            // Keep the reader's place when the same ledger grows.
-            if model.session() == state.ledger.session() {
-                if let Some(id) = state.ledger.selected_node() {
-                    model.select_node(id);
-                }
-            } else {
-                model.select_last();
-            }
-            state.ledger = model;
-        }
     }
     fx
 }
@@ -280,17 +263,14 @@ fn turn_event(state: &mut State, run: u64, event: TurnEvent) {
 }
 
 /// Indexes of sessions matching the filter, best first (all of them, newest first, when the
-/// filter is empty).
+/// filter is empty). Matching is nucleo's fuzzy matcher, as in the palette and the search
+/// popup.
 fn apply_filter(state: &mut State) {
-    let q = state.filter.text().trim().to_lowercase();
+    let q = state.filter.text().trim();
     if q.is_empty() {
         state.filtered = (0..state.sessions.len()).collect();
     } else {
-        let mut scored: Vec<(i64, usize)> = state
-            .sessions
-            .iter()
-            .enumerate()
-            .filter_map(|(i, s)| fuzzy_score(&q, &s.title.to_lowercase()).map(|sc| (sc, i)))
+        let mut scored: Vec<(u32, usize)> = fuzzy_scores(q, state.sessions.iter().map(|s| s.title.as_str()))
             .collect();
         scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         state.filtered = scored.into_iter().map(|(_, i)| i).collect();
@@ -300,24 +280,22 @@ fn apply_filter(state: &mut State) {
         .min(state.filtered.len().saturating_sub(1));
 }
 
-/// Subsequence match: every query character in order; contiguous runs and word starts
-/// score higher. `None` when the query does not match.
-pub fn fuzzy_score(query: &str, text: &str) -> Option<i64> {
-    let mut score = 0i64;
-    let mut chars = text.char_indices().peekable();
-    let mut prev: Option<usize> = None;
-    for qc in query.chars() {
-        let (pos, _) = chars.by_ref().find(|(_, c)| *c == qc)?;
-        score += 1;
-        if prev.is_some_and(|p| p + 1 == pos) {
-            score += 3;
-        }
-        if pos == 0 || text[..pos].ends_with([' ', '-', '_', '/']) {
-            score += 2;
-        }
-        prev = Some(pos);
-    }
-    Some(score * 100 - text.len() as i64)
+/// The nucleo score of each text that matches `query` (case-insensitive, smart
+/// normalisation), with its index.
+pub fn fuzzy_scores<'a>(
+    query: &str,
+    texts: impl Iterator<Item = &'a str>,
+) -> impl Iterator<Item = (u32, usize)> {
+    use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
+    use nucleo_matcher::{Config, Matcher, Utf32Str};
+    let pattern = Pattern::parse(query, CaseMatching::Ignore, Normalization::Smart);
+    let mut matcher = Matcher::new(Config::DEFAULT);
+    let mut buf = Vec::new();
+    texts.enumerate().filter_map(move |(i, t)| {
+        pattern
+            .score(Utf32Str::new(t, &mut buf), &mut matcher)
+            .map(|score| (score, i))
+    })
 }
 
 fn focus_order(state: &State) -> Vec<Focus> {
@@ -353,7 +331,7 @@ fn scroll(value: &mut u16, delta: i32) {
 /// The session a session action applies to: the sidebar's selection when it has focus,
 /// else the open one.
 fn target_session(state: &State) -> Option<(SessionId, String)> {
-    if (state.focus == Focus::Sidebar || state.workspace == Workspace::Sessions)
+    if (state.focus == Focus::Sidebar || state.workspace == super::workspaces::sessions::ID)
         && let Some(r) = state.selected_session()
     {
         return Some((r.id, r.title.clone()));
@@ -365,50 +343,25 @@ fn target_session(state: &State) -> Option<(SessionId, String)> {
         .map(|s| (s.id, s.title.clone()))
 }
 
-/// Offers an action to the workspace in view, then to the workspace that owns it; true
-/// when one of them handled it.
-fn lab_action(state: &mut State, a: &Action, fx: &mut Vec<Effect>) -> bool {
-    use super::{fork_ws, got_ws, insights_ws, replay_ws, verify_ws};
-    let here = match state.workspace {
-        Workspace::Fork => fork_ws::action(state, a, fx),
-        Workspace::Got => got_ws::action(state, a, fx),
-        Workspace::Verify => verify_ws::action(state, a, fx),
-        Workspace::Insights => insights_ws::action(state, a, fx),
-        Workspace::Replay => replay_ws::action(state, a, fx),
-        Workspace::Think | Workspace::Sessions | Workspace::Ledger => false,
-    };
-    here || match a {
-        Action::ForkHere | Action::Checkpoint => fork_ws::action(state, a, fx),
-        Action::VerifyNode => verify_ws::action(state, a, fx),
-        Action::RunInsights => insights_ws::action(state, a, fx),
-        Action::ReplaySession => replay_ws::action(state, a, fx),
-        Action::SearchText => {
-            super::search_ui::open(state, fx);
-            true
-        }
-        _ => false,
-    }
+/// Shows the workspace `id` and lets it load what it needs.
+pub(crate) fn enter_workspace(
+    state: &mut State,
+    ws: &mut Workspaces,
+    id: WorkspaceId,
+    fx: &mut Vec<Effect>,
+) {
+    ws.enter(id, state, fx);
 }
 
-/// Shows `ws` and lets it load what it needs.
-pub(crate) fn enter_workspace(state: &mut State, ws: Workspace, fx: &mut Vec<Effect>) {
-    use super::{fork_ws, got_ws, insights_ws, replay_ws, verify_ws};
-    state.workspace = ws;
-    match ws {
-        Workspace::Think => {}
-        Workspace::Sessions => state.focus = Focus::Sidebar,
-        Workspace::Ledger => fx.push(Effect::LoadLedger(state.ledger.session())),
-        Workspace::Fork => fork_ws::on_enter(state, fx),
-        Workspace::Got => got_ws::on_enter(state, fx),
-        Workspace::Verify => verify_ws::on_enter(state, fx),
-        Workspace::Insights => insights_ws::on_enter(state, fx),
-        Workspace::Replay => replay_ws::on_enter(state, fx),
-    }
-}
-
-fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Effect>) {
+fn action(
+    state: &mut State,
+    ws: &mut Workspaces,
+    a: Action,
+    settings: &Settings<'_>,
+    fx: &mut Vec<Effect>,
+) {
     state.pending_chord = None;
-    if lab_action(state, &a, fx) {
+    if ws.action(&a, state, fx) {
         return;
     }
     match a {
@@ -427,7 +380,7 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
         }
         Action::SearchSessions => {
             if !state.sidebar_shown() {
-                state.workspace = Workspace::Sessions;
+                state.workspace = super::workspaces::sessions::ID;
             }
             state.focus = Focus::Sidebar;
             state.filtering = true;
@@ -452,17 +405,12 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
             state.focus = cycle(&order, state.focus, a == Action::FocusNext);
         }
         Action::NextWorkspace | Action::PrevWorkspace => {
-            let ws = cycle(&Workspace::ALL, state.workspace, a == Action::NextWorkspace);
-            enter_workspace(state, ws, fx);
+            let ids: Vec<WorkspaceId> = REGISTRY.iter().map(|e| e.spec.id).collect();
+            let id = cycle(&ids, state.workspace, a == Action::NextWorkspace);
+            enter_workspace(state, ws, id, fx);
         }
-        Action::WorkspaceThink => enter_workspace(state, Workspace::Think, fx),
-        Action::WorkspaceLedger => enter_workspace(state, Workspace::Ledger, fx),
-        Action::WorkspaceSessions => enter_workspace(state, Workspace::Sessions, fx),
-        Action::WorkspaceFork => enter_workspace(state, Workspace::Fork, fx),
-        Action::WorkspaceGot => enter_workspace(state, Workspace::Got, fx),
-        Action::WorkspaceVerify => enter_workspace(state, Workspace::Verify, fx),
-        Action::WorkspaceInsights => enter_workspace(state, Workspace::Insights, fx),
-        Action::WorkspaceReplay => enter_workspace(state, Workspace::Replay, fx),
+        Action::Workspace(id) => enter_workspace(state, ws, id, fx),
+        Action::SearchText => super::search_ui::open(state, fx),
         Action::Submit => submit(state, settings, fx),
         Action::Newline => {
             state.input.newline();
@@ -471,7 +419,7 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
         Action::HistoryNext => state.input.history_next(),
         Action::LeaveInput => state.focus = Focus::Graph,
         Action::FocusInput => {
-            state.workspace = Workspace::Think;
+            state.workspace = super::workspaces::think::ID;
             state.focus = Focus::Input;
         }
         Action::MoveUp | Action::MoveDown | Action::PageUp | Action::PageDown => {
@@ -483,8 +431,6 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
             };
             move_in_focus(state, step);
         }
-        Action::Top if state.workspace == Workspace::Ledger => state.ledger.select_first(),
-        Action::Bottom if state.workspace == Workspace::Ledger => state.ledger.select_last(),
         Action::Top | Action::Bottom => match state.focus {
             Focus::Graph => {
                 if a == Action::Top {
@@ -506,8 +452,6 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
                 state.response_scroll = if a == Action::Top { u16::MAX } else { 0 }
             }
         },
-        Action::Expand if state.workspace == Workspace::Ledger => state.ledger.expand(),
-        Action::Collapse if state.workspace == Workspace::Ledger => state.ledger.collapse(),
         Action::Expand => {
             if state.focus == Focus::Graph {
                 state.graph.expand();
@@ -569,7 +513,7 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
                 state.shown = Default::default();
                 state.session_tokens = 0;
                 state.phase = RunPhase::Idle;
-                state.workspace = Workspace::Think;
+                state.workspace = super::workspaces::think::ID;
                 state.focus = Focus::Input;
                 state.notice = Some((
                     "new session: the next question starts it".into(),
@@ -587,7 +531,7 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
         Action::ContinueFromHere => match (state.graph.selected_node(), state.loaded.id()) {
             (Some(node), Some(_)) if !state.phase.is_running() => {
                 state.branch_from = Some(node);
-                state.workspace = Workspace::Think;
+                state.workspace = super::workspaces::think::ID;
                 state.focus = Focus::Input;
                 state.notice = Some((
                     "type a question to ask from the selected node, or Enter to continue it as is"
@@ -605,10 +549,12 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
         // Actions a workspace did not take: say where they work.
         other => {
             let section = other.context();
-            let place = Workspace::ALL
-                .into_iter()
-                .find(|w| w.section() == Some(section))
-                .map_or("another place", Workspace::title);
+            let place = match section {
+                super::action::Section::Workspace(id) => {
+                    super::workspaces::spec(id).map_or(id, |s| s.title)
+                }
+                _ => "another place",
+            };
             state.notice = Some((
                 format!("`{}` works in the {place} workspace", other.name()),
                 Level::Info,
@@ -620,17 +566,13 @@ fn action(state: &mut State, a: Action, settings: &Settings<'_>, fx: &mut Vec<Ef
 fn open_selected_session(state: &mut State, fx: &mut Vec<Effect>) {
     if let Some(r) = state.selected_session() {
         fx.push(Effect::LoadSession(r.id));
-        state.workspace = Workspace::Think;
+        state.workspace = super::workspaces::think::ID;
         state.filtering = false;
         state.focus = Focus::Graph;
     }
 }
 
 fn move_in_focus(state: &mut State, step: i32) {
-    if state.workspace == Workspace::Ledger {
-        state.ledger.move_by(step as isize);
-        return;
-    }
     match state.focus {
         Focus::Graph => {
             state.graph.move_by(step as isize);
@@ -716,7 +658,13 @@ fn continuation(state: &State, node: NodeId) -> Option<String> {
 /// The question an empty continuation sends after anything but a question.
 pub const CONTINUE_PROMPT: &str = "Continue from here.";
 
-fn key(state: &mut State, k: KeyEvent, settings: &Settings<'_>, fx: &mut Vec<Effect>) {
+fn key(
+    state: &mut State,
+    ws: &mut Workspaces,
+    k: KeyEvent,
+    settings: &Settings<'_>,
+    fx: &mut Vec<Effect>,
+) {
     let ctrl = k.modifiers.contains(KeyModifiers::CONTROL);
     // Popups take keys first.
     if let Some(overlay) = state.overlay.as_mut() {
@@ -759,19 +707,19 @@ fn key(state: &mut State, k: KeyEvent, settings: &Settings<'_>, fx: &mut Vec<Eff
                 super::form::Outcome::Cancelled => state.overlay = None,
                 super::form::Outcome::Submitted(purpose, answer) => {
                     state.overlay = None;
-                    form_submitted(state, purpose, answer, fx);
+                    ws.form(purpose, answer, state, fx);
                 }
             },
             Overlay::Search(_) => super::search_ui::key(state, k, fx),
             Overlay::Palette(p) => {
-                let items = palette::matches(&p.query, settings.keymap);
+                let items = super::keymap::palette_matches(&p.query, settings.keymap);
                 match k.code {
                     KeyCode::Esc => state.overlay = None,
                     KeyCode::Enter => {
                         let chosen = items.get(p.selected).map(|i| i.action.clone());
                         state.overlay = None;
                         if let Some(a) = chosen {
-                            action(state, a, settings, fx);
+                            action(state, ws, a, settings, fx);
                         }
                     }
                     KeyCode::Down => {
@@ -818,22 +766,6 @@ fn key(state: &mut State, k: KeyEvent, settings: &Settings<'_>, fx: &mut Vec<Eff
 }
 
 /// Text editing keys shared by every text field.
-/// Hands a submitted form to the workspace that opened it.
-fn form_submitted(
-    state: &mut State,
-    purpose: super::form::Purpose,
-    answer: super::form::Answer,
-    fx: &mut Vec<Effect>,
-) {
-    use super::form::Purpose;
-    match purpose {
-        Purpose::Fork(p) => super::fork_ws::submit(state, p, answer, fx),
-        Purpose::Got(p) => super::got_ws::submit(state, p, answer, fx),
-        Purpose::Verify(p) => super::verify_ws::submit(state, p, answer, fx),
-        Purpose::Insights(p) => super::insights_ws::submit(state, p, answer, fx),
-    }
-}
-
 pub(crate) fn edit(input: &mut super::input::InputBox, k: KeyEvent, ctrl: bool) {
     match k.code {
         KeyCode::Char('u') if ctrl => input.kill_to_line_start(),

@@ -384,13 +384,8 @@ pub async fn run(ctx: &Ctx, args: ReplayArgs) -> Result<ExitCode> {
         drop(store);
         let speed = args.speed;
         return crate::app::tui::run_with(ctx, move |app| {
-            app.dispatch(crate::app::update::Msg::Replay(
-                crate::app::replay_ws::ReplayMsg::Open {
-                    session: sid,
-                    from,
-                    speed,
-                    max_gap,
-                },
+            app.dispatch(crate::app::workspaces::replay::open_msg(
+                sid, speed, from, max_gap,
             ));
         })
         .await;

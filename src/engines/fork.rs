@@ -17,6 +17,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::json_extract::extract_object;
+use super::thinkgraph::Step;
 use super::llm::factory::TurnPlan;
 use super::llm::{CallCtx, ChatRequest, Message, Provider, StreamEvent, ThinkingMode, ToolSpec};
 use crate::app::prompts::Prompts;
@@ -755,15 +756,12 @@ impl ForkEngine {
             .store
             .node(thinking)?
             .ok_or_else(|| ForkError::NotFound(format!("node {thinking}")))?;
-        let start = node
-            .meta
-            .get("steps")
-            .and_then(|s| s.get(step))
-            .and_then(|s| s.get("start"))
-            .and_then(Value::as_u64)
+        let start = Step::of(&node)
+            .get(step)
+            .map(|s| s.start)
             .ok_or_else(|| {
                 ForkError::Invalid(format!("node {thinking} has no thinking step {step}"))
-            })? as usize;
+            })?;
         let mut cut = start.min(node.text.len());
         while !node.text.is_char_boundary(cut) {
             cut -= 1;

@@ -434,17 +434,7 @@ impl Live {
         for u in updates {
             match u {
                 GraphUpdate::Step(step) => {
-                    let node = self.node(NodeType::Thinking);
-                    let list = node.meta.entry("steps").or_insert_with(|| json!([]));
-                    if let Some(a) = list.as_array_mut() {
-                        a.push(json!({
-                            "index": step.index,
-                            "kind": step.kind,
-                            "text": step.text,
-                            "start": step.start,
-                            "confidence": step.confidence,
-                        }));
-                    }
+                    step.append_to(self.node(NodeType::Thinking));
                     let _ = events.send(TurnEvent::Step { node: id, step });
                 }
                 GraphUpdate::Decision(decision) => {

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use regex::{Regex, RegexSet};
 use serde::{Deserialize, Serialize};
 
-use crate::store::Alternative;
+use crate::store::{Alternative, Node};
 
 /// Paragraphs longer than this (bytes) are split into sentence groups of at most this size.
 const MAX_STEP_BYTES: usize = 600;
@@ -25,9 +25,10 @@ const MIN_CONFIDENCE: f64 = 0.15;
 const MAX_CONFIDENCE: f64 = 0.95;
 
 /// The role a reasoning step plays.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StepKind {
+    #[default]
     Analysis,
     Hypothesis,
     Evaluation,
@@ -48,8 +49,11 @@ impl StepKind {
     }
 }
 
-/// One reasoning step: a paragraph (or a sentence group of a very long paragraph).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// One reasoning step: a paragraph (or a sentence group of a very long paragraph). Stored
+/// on its thinking node (see [`Step::of`]); a field missing from a stored step (written by
+/// an older version or by hand) reads as its default.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Step {
     /// Position of the step in the thinking text, from 0.
     pub index: u32,
@@ -60,6 +64,56 @@ pub struct Step {
     pub start: usize,
     /// Confidence from the step's own language, in [0.15, 0.95].
     pub confidence: f64,
+}
+
+/// The key of a thinking node's meta under which its steps are stored, in order.
+const STEPS_KEY: &str = "steps";
+
+impl Step {
+    /// The steps stored on a thinking node, in order. An entry that does not read as a step
+    /// (written by hand, or by an older version with fewer fields) is left out.
+    pub fn of(node: &Node) -> Vec<Step> {
+        node.meta
+            .get(STEPS_KEY)
+            .and_then(serde_json::Value::as_array)
+            .map(|list| {
+                list.iter()
+                    .filter_map(|v| Step::deserialize(v).ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// How many steps a thinking node holds, without reading them.
+    pub fn count(node: &Node) -> usize {
+        node.meta
+            .get(STEPS_KEY)
+            .and_then(serde_json::Value::as_array)
+            .map_or(0, Vec::len)
+    }
+
+    /// Stores `steps` on the node, replacing what was there.
+    pub fn store_all(node: &mut Node, steps: &[Step]) {
+        node.meta.insert(
+            STEPS_KEY.into(),
+            serde_json::Value::Array(steps.iter().map(Step::to_value).collect()),
+        );
+    }
+
+    /// Appends one step to those stored on the node.
+    pub fn append_to(&self, node: &mut Node) {
+        let list = node
+            .meta
+            .entry(STEPS_KEY)
+            .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+        if let Some(list) = list.as_array_mut() {
+            list.push(self.to_value());
+        }
+    }
+
+    fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
 }
 
 /// A point where the model weighed alternatives.

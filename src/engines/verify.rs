@@ -349,25 +349,17 @@ pub enum VerifyError {
     Model(#[from] LlmError),
 }
 
-/// The steps of a thinking node (its ThinkGraph `meta.steps[i].text`).
+/// The steps of a thinking node (its ThinkGraph steps), as a chain to verify.
 pub fn node_steps(store: &Store, node: NodeId) -> Result<(Node, Vec<StepInput>), VerifyError> {
     let n = store.node(node)?.ok_or(VerifyError::NoNode(node))?;
-    let steps: Vec<StepInput> = n
-        .meta
-        .get("steps")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| {
-                    let content = s.get("text")?.as_str()?.trim().to_string();
-                    (!content.is_empty()).then(|| StepInput {
-                        content,
-                        kind: s.get("kind").and_then(Value::as_str).map(str::to_string),
-                    })
-                })
-                .collect()
+    let steps: Vec<StepInput> = crate::engines::thinkgraph::Step::of(&n)
+        .into_iter()
+        .filter(|s| !s.text.trim().is_empty())
+        .map(|s| StepInput {
+            content: s.text.trim().to_string(),
+            kind: Some(s.kind.as_str().to_string()),
         })
-        .unwrap_or_default();
+        .collect();
     if steps.is_empty() {
         return Err(VerifyError::NoNodeSteps(node));
     }

@@ -1,6 +1,9 @@
 //! The Fork workspace: branch columns side by side (as many as fit, at least ~30 wide,
 //! scrolled with h/l), the comparison panel (convergence, divergence, meta insight,
 //! recommendation, debate, steering) and a small branch tree.
+//!
+//! The view model is defined here, as plain data; the workspace
+//! (`app::workspaces::fork`) keeps it up to date and hands it over as a [`ForkView`].
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -8,14 +11,145 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::hints;
+use super::theme::{Role, Theme};
 use super::think::{pane, tail_text};
-use crate::app::action::{Action, Section};
-use crate::app::fork_ws::{ColStatus, Column, ForkWs, SteerView};
-use crate::app::keymap::{Keymap, Mode};
-use crate::app::state::State;
-use crate::app::theme::{Role, Theme};
-use crate::engines::fork::{Agreement, Significance};
+use super::{ViewCx, hints};
+use crate::engines::fork::{
+    Agreement, BranchResult, Comparison, DebateEntry, ForkStyle, Significance,
+};
+use crate::store::NodeId;
+
+/// Where a branch column is.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ColStatus {
+    Waiting,
+    Running,
+    /// Debating in this round.
+    Debating(u32),
+    Repairing,
+    Done,
+    Failed(String),
+}
+
+impl ColStatus {
+    pub fn label(&self) -> String {
+        match self {
+            ColStatus::Waiting => "waiting".into(),
+            ColStatus::Running => "running…".into(),
+            ColStatus::Debating(r) => format!("debating, round {r}…"),
+            ColStatus::Repairing => "repairing JSON…".into(),
+            ColStatus::Done => "done".into(),
+            ColStatus::Failed(_) => "failed".into(),
+        }
+    }
+
+    /// Whether the branch's call is still to finish.
+    fn running(&self) -> bool {
+        matches!(
+            self,
+            ColStatus::Running | ColStatus::Repairing | ColStatus::Debating(_) | ColStatus::Waiting
+        )
+    }
+}
+
+/// One branch, shown as a column.
+#[derive(Clone, Debug)]
+pub struct Column {
+    pub style: ForkStyle,
+    pub status: ColStatus,
+    /// Streamed answer text of the call in progress.
+    pub live: String,
+    /// Streamed thinking of the call in progress.
+    pub thinking: String,
+    pub result: Option<BranchResult>,
+    pub debate: Vec<DebateEntry>,
+    pub marked: bool,
+    /// Lines scrolled down from the top.
+    pub scroll: u16,
+}
+
+impl Column {
+    /// A column waiting for its branch to start.
+    pub fn new(style: ForkStyle) -> Self {
+        Self {
+            style,
+            status: ColStatus::Waiting,
+            live: String::new(),
+            thinking: String::new(),
+            result: None,
+            debate: Vec::new(),
+            marked: false,
+            scroll: 0,
+        }
+    }
+
+    /// A column for a finished branch.
+    pub fn from_result(b: &BranchResult) -> Self {
+        let mut c = Self::new(b.style);
+        c.finish(b.clone());
+        c
+    }
+
+    /// Takes the branch's result: done, or failed with its error.
+    pub fn finish(&mut self, b: BranchResult) {
+        self.status = match &b.error {
+            Some(e) => ColStatus::Failed(e.clone()),
+            None => ColStatus::Done,
+        };
+        self.result = Some(b);
+    }
+
+    /// The branch's node, once it is stored.
+    pub fn node(&self) -> Option<NodeId> {
+        self.result.as_ref().and_then(|r| r.node_id)
+    }
+}
+
+/// A steering action or checkpoint and what it produced.
+#[derive(Clone, Debug, Default)]
+pub struct SteerView {
+    pub label: String,
+    pub running: bool,
+    pub live: String,
+    /// What it concluded, one paragraph per entry.
+    pub lines: Vec<String>,
+    pub confidence: Option<f64>,
+    pub error: Option<String>,
+    pub node: Option<NodeId>,
+}
+
+/// The debate's end.
+#[derive(Clone, Debug, Default)]
+pub struct Consensus {
+    pub reached: bool,
+    pub text: Option<String>,
+    pub live: String,
+}
+
+/// What the workspace draws.
+#[derive(Clone, Copy, Debug)]
+pub struct ForkView<'a> {
+    pub question: &'a str,
+    /// "fork", "debate", "refork", "fork from step".
+    pub kind: &'a str,
+    pub columns: &'a [Column],
+    /// The focused column.
+    pub focus: usize,
+    /// The first column drawn, before the focused one is brought into view.
+    pub first: usize,
+    pub comparison: Option<&'a Comparison>,
+    /// Streamed text of the comparison call in progress.
+    pub comparison_live: &'a str,
+    pub rounds: u32,
+    pub consensus: Option<&'a Consensus>,
+    pub steers: &'a [SteerView],
+    /// What the running job does ("forking 4 ways"), while one runs.
+    pub busy: Option<&'a str>,
+    /// The session's newest fork is being read.
+    pub loading: bool,
+    /// Lines scrolled in the comparison panel.
+    pub panel_scroll: u16,
+}
 
 /// Narrowest a branch column gets.
 pub const MIN_COLUMN: u16 = 30;
@@ -26,21 +160,21 @@ pub fn columns_that_fit(width: u16, n: usize) -> usize {
 }
 
 /// The first column to draw so the focused one is in view.
-pub fn first_visible(ws: &ForkWs, fit: usize) -> usize {
-    let mut first = ws.first.min(ws.columns.len().saturating_sub(fit));
-    if ws.focus < first {
-        first = ws.focus;
-    } else if ws.focus >= first + fit {
-        first = ws.focus + 1 - fit;
+pub fn first_visible(v: &ForkView<'_>, fit: usize) -> usize {
+    let mut first = v.first.min(v.columns.len().saturating_sub(fit));
+    if v.focus < first {
+        first = v.focus;
+    } else if v.focus >= first + fit {
+        first = v.focus + 1 - fit;
     }
     first
 }
 
 /// Draws the workspace into `area`.
-pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme, keymap: &Keymap) {
-    let ws = &state.fork;
+pub fn render(f: &mut Frame, area: Rect, ws: &ForkView<'_>, v: &ViewCx<'_>) {
+    let theme = v.theme;
     if ws.columns.is_empty() {
-        hint(f, area, ws, theme, keymap);
+        hint(f, area, ws, v);
         return;
     }
     let bottom = (area.height * 2 / 5)
@@ -55,46 +189,40 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme, keymap: &
     render_tree(f, tree, ws, theme);
 }
 
-fn hint(f: &mut Frame, area: Rect, ws: &ForkWs, theme: &Theme, keymap: &Keymap) {
+fn hint(f: &mut Frame, area: Rect, ws: &ForkView<'_>, v: &ViewCx<'_>) {
     let text = if ws.loading {
         "Loading the session's latest fork…".to_string()
     } else {
-        let mode = Mode::Workspace(Section::Fork);
         let mut rows = hints::rows(
-            keymap,
-            mode,
+            v.keys,
             &[
                 (
-                    &[Action::NewFork],
+                    &["new_fork"],
                     "fork a new question (question, then Tab to pick 2–4 styles)",
                 ),
                 (
-                    &[Action::Debate],
+                    &["debate"],
                     "debate the branches (a new question when none is loaded)",
                 ),
-                (&[Action::ExpandBranch], "expand the focused branch"),
-                (&[Action::ChallengeBranch], "challenge the focused branch"),
+                (&["expand_branch"], "expand the focused branch"),
+                (&["challenge_branch"], "challenge the focused branch"),
                 (
-                    &[Action::ToggleMark, Action::MergeBranches],
+                    &["toggle_mark", "merge_branches"],
                     "mark branches, merge them",
                 ),
-                (&[Action::Refork], "refork every branch with new context"),
+                (&["refork"], "refork every branch with new context"),
                 (
-                    &[Action::Checkpoint],
+                    &["checkpoint"],
                     "checkpoint the focused branch: verified / questionable / disagree",
                 ),
-                (
-                    &[Action::PrevColumn, Action::NextColumn],
-                    "previous / next column",
-                ),
+                (&["prev_column", "next_column"], "previous / next column"),
             ],
         );
-        // Forking from a node happens in Think, with the keys of panes there.
+        // Forking from a node happens in Think; second in the table, after `new_fork`.
         let think = hints::rows(
-            keymap,
-            Mode::Normal,
+            v.keys,
             &[(
-                &[Action::ForkHere],
+                &["fork_here"],
                 "in Think: fork the selected question, or a thinking step inside the trace",
             )],
         );
@@ -102,12 +230,11 @@ fn hint(f: &mut Frame, area: Rect, ws: &ForkWs, theme: &Theme, keymap: &Keymap) 
         let mut lines = vec!["No fork yet.".to_string(), String::new()];
         lines.extend(hints::pad(rows));
         lines.push(hints::line(
-            keymap,
-            mode,
+            v.keys,
             &[
-                (&[Action::MoveDown, Action::MoveUp], "scroll"),
-                (&[Action::Select], "details"),
-                (&[Action::CancelRun], "cancel"),
+                (&["move_down", "move_up"], "scroll"),
+                (&["select"], "details"),
+                (&["cancel_run"], "cancel"),
             ],
         ));
         lines.join("\n")
@@ -115,8 +242,8 @@ fn hint(f: &mut Frame, area: Rect, ws: &ForkWs, theme: &Theme, keymap: &Keymap) 
     f.render_widget(
         Paragraph::new(text)
             .wrap(Wrap { trim: false })
-            .style(theme.style(Role::Dim))
-            .block(pane(" Fork ", true, theme)),
+            .style(v.theme.style(Role::Dim))
+            .block(pane(" Fork ", true, v.theme)),
         area,
     );
 }
@@ -131,7 +258,7 @@ fn status_span(c: &Column, theme: &Theme) -> Span<'static> {
     Span::styled(c.status.label(), theme.style(role))
 }
 
-fn render_columns(f: &mut Frame, area: Rect, ws: &ForkWs, theme: &Theme) {
+fn render_columns(f: &mut Frame, area: Rect, ws: &ForkView<'_>, theme: &Theme) {
     let n = ws.columns.len();
     let fit = columns_that_fit(area.width, n);
     let first = first_visible(ws, fit);
@@ -172,10 +299,7 @@ fn render_columns(f: &mut Frame, area: Rect, ws: &ForkWs, theme: &Theme) {
 }
 
 fn render_column_body(f: &mut Frame, inner: Rect, c: &Column, theme: &Theme) {
-    let running = matches!(
-        c.status,
-        ColStatus::Running | ColStatus::Repairing | ColStatus::Debating(_) | ColStatus::Waiting
-    );
+    let running = c.status.running();
     // A call in progress with nothing parsed yet: follow the stream.
     if running && c.result.is_none() {
         let text = if c.live.is_empty() {
@@ -288,13 +412,13 @@ fn steer_lines<'a>(s: &'a SteerView, theme: &Theme, out: &mut Vec<Line<'a>>) {
     }
 }
 
-fn render_panel(f: &mut Frame, area: Rect, ws: &ForkWs, theme: &Theme) {
+fn render_panel(f: &mut Frame, area: Rect, ws: &ForkView<'_>, theme: &Theme) {
     let mut lines: Vec<Line> = Vec::new();
     lines.push(Line::from(vec![
         Span::styled("Q ", theme.style(Role::Accent)),
-        Span::styled(ws.question.clone(), theme.style(Role::Query)),
+        Span::styled(ws.question.to_string(), theme.style(Role::Query)),
     ]));
-    match &ws.comparison {
+    match ws.comparison {
         None if !ws.comparison_live.is_empty() => {
             lines.push(Line::styled("comparing…", theme.style(Role::Warning)));
         }
@@ -367,7 +491,7 @@ fn render_panel(f: &mut Frame, area: Rect, ws: &ForkWs, theme: &Theme) {
             }
         }
     }
-    if let Some(c) = &ws.consensus {
+    if let Some(c) = ws.consensus {
         let (label, role) = if c.reached {
             ("Consensus", Role::Success)
         } else {
@@ -384,11 +508,11 @@ fn render_panel(f: &mut Frame, area: Rect, ws: &ForkWs, theme: &Theme) {
         }
         lines.push(Line::from(h));
     }
-    for s in &ws.steers {
+    for s in ws.steers {
         steer_lines(s, theme, &mut lines);
     }
-    let title = match &ws.busy {
-        Some(b) => format!(" Comparison · {}… ", b.what),
+    let title = match ws.busy {
+        Some(what) => format!(" Comparison · {what}… "),
         None => " Comparison ".to_string(),
     };
     let block = pane(title, false, theme);
@@ -399,10 +523,10 @@ fn render_panel(f: &mut Frame, area: Rect, ws: &ForkWs, theme: &Theme) {
     f.render_widget(p.scroll((scroll, 0)).block(block), area);
 }
 
-fn render_tree(f: &mut Frame, area: Rect, ws: &ForkWs, theme: &Theme) {
+fn render_tree(f: &mut Frame, area: Rect, ws: &ForkView<'_>, theme: &Theme) {
     let dim = theme.style(Role::Dim);
     let mut lines: Vec<Line> = vec![Line::from(vec![
-        Span::styled(ws.kind.clone(), theme.style(Role::Title)),
+        Span::styled(ws.kind.to_string(), theme.style(Role::Title)),
         Span::styled(format!(" · {} branches", ws.columns.len()), dim),
     ])];
     let n = ws.columns.len();

@@ -6,12 +6,31 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
 use super::overlay::centered;
+use super::theme::{Role, Theme};
 use super::think::pane;
-use crate::app::form::Form;
-use crate::app::theme::{Role, Theme};
+
+/// An open form as drawn.
+#[derive(Clone, Copy, Debug)]
+pub struct FormView<'a> {
+    pub title: &'a str,
+    pub choices: &'a [String],
+    /// Marks, for a form where several choices can be taken.
+    pub checked: &'a [bool],
+    pub multi: bool,
+    pub cursor: usize,
+    /// The text field's label; none for a form without text.
+    pub text_label: Option<&'a str>,
+    pub text_required: bool,
+    /// The text typed so far.
+    pub text: &'a str,
+    /// Whether keys go to the text field (else to the choices).
+    pub on_text: bool,
+    /// Why the last submit was refused.
+    pub error: Option<&'a str>,
+}
 
 /// Draws `form` centred over `area`.
-pub fn render(f: &mut Frame, area: Rect, form: &Form, theme: &Theme) {
+pub fn render(f: &mut Frame, area: Rect, form: &FormView<'_>, theme: &Theme) {
     let mut lines: Vec<Line> = Vec::new();
     for (i, choice) in form.choices.iter().enumerate() {
         let here = i == form.cursor && !form.on_text;
@@ -36,7 +55,7 @@ pub fn render(f: &mut Frame, area: Rect, form: &Form, theme: &Theme) {
             Span::styled(format!("{mark}{choice}"), style),
         ]));
     }
-    if let Some(label) = &form.text_label {
+    if let Some(label) = form.text_label {
         if !lines.is_empty() {
             lines.push(Line::default());
         }
@@ -57,10 +76,10 @@ pub fn render(f: &mut Frame, area: Rect, form: &Form, theme: &Theme) {
         };
         lines.push(Line::from(vec![
             Span::styled(" › ", theme.style(Role::Accent)),
-            Span::styled(format!("{}{caret}", form.input.text()), style),
+            Span::styled(format!("{}{caret}", form.text), style),
         ]));
     }
-    if let Some(e) = &form.error {
+    if let Some(e) = form.error {
         lines.push(Line::styled(format!(" {e}"), theme.style(Role::Error)));
     }
     let mut hint = String::from(" Enter ok · Esc cancel");
@@ -75,7 +94,7 @@ pub fn render(f: &mut Frame, area: Rect, form: &Form, theme: &Theme) {
     lines.push(Line::default());
     lines.push(Line::styled(hint, theme.style(Role::Dim)));
     let width = area.width.saturating_sub(8).clamp(30, 72);
-    let text_rows = (form.input.text().chars().count() as u16 / width.saturating_sub(6).max(1)) + 1;
+    let text_rows = (form.text.chars().count() as u16 / width.saturating_sub(6).max(1)) + 1;
     let height = lines.len() as u16 + text_rows + 2;
     let rect = centered(area, width, height);
     f.render_widget(Clear, rect);

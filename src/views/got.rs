@@ -2,21 +2,179 @@
 //! tree (scores coloured, pruned thoughts dimmed, the frontier highlighted, the best
 //! marked), and beside it the selected thought and, once the search ended, its answer.
 
+use std::collections::{HashMap, HashSet};
+
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
-use super::hints;
 use super::overlay::centered;
+use super::theme::{Role, Theme};
 use super::think::pane;
-use crate::app::action::{Action, Section};
-use crate::app::got_ws::{GotWs, Phase};
-use crate::app::keymap::{Keymap, Mode};
-use crate::app::state::State;
-use crate::app::theme::{Role, Theme};
-use crate::engines::got::{Thought, ThoughtState};
+use super::{ViewCx, hints};
+use crate::engines::got::{GotParams, GotStats, Thought, ThoughtState};
+use crate::store::NodeId;
+
+/// Where the search shown is.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum Phase {
+    /// Nothing shown yet.
+    #[default]
+    Empty,
+    /// A store read is under way.
+    Loading,
+    /// A search runs in this TUI (paused or not: see [`SearchView::paused`]).
+    Running,
+    Done,
+    Interrupted,
+    Failed(String),
+    /// A stored run that was still marked running (another process, or one that died).
+    StoredRunning,
+}
+
+/// The outcome shown once a search has ended.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outcome {
+    pub answer: String,
+    pub confidence: f64,
+    pub summary: String,
+    pub stats: GotStats,
+}
+
+/// One row of the tree: a thought and how far it is indented.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Row {
+    pub id: NodeId,
+    pub indent: usize,
+}
+
+/// The search as drawn: its thoughts and tree, where the reader is, and how far it got.
+#[derive(Clone, Debug, Default)]
+pub struct SearchView {
+    pub problem: String,
+    pub params: Option<GotParams>,
+    /// Every thought, in creation order (change them through [`SearchView::upsert`] and
+    /// [`SearchView::set_thoughts`], which keep the lookup by id in step).
+    pub thoughts: Vec<Thought>,
+    index: HashMap<NodeId, usize>,
+    /// Thoughts already expanded.
+    pub expanded: HashSet<NodeId>,
+    /// The thought being expanded right now.
+    pub expanding: Option<NodeId>,
+    /// The tree in display order.
+    pub rows: Vec<Row>,
+    pub selected: usize,
+    /// First visible row, as the workspace last scrolled it.
+    pub offset: usize,
+    pub phase: Phase,
+    /// The user asked to pause (the engine confirms with `paused`).
+    pub pause_requested: bool,
+    /// The engine is waiting.
+    pub paused: bool,
+    /// A step was asked for and the engine has not paused again yet.
+    pub stepping: bool,
+    pub tokens: u64,
+    /// The budget of the running search, or for the next one.
+    pub budget: Option<u64>,
+    /// The best thought as the engine will pick it (verified, highest score).
+    pub best: Option<NodeId>,
+    pub outcome: Option<Outcome>,
+    /// Steering sent but not yet applied by the engine, per thought.
+    pub pending: HashMap<NodeId, &'static str>,
+    /// The full-text popup of a thought, and how far it is scrolled.
+    pub detail: Option<(NodeId, u16)>,
+}
+
+impl SearchView {
+    pub fn thought(&self, id: NodeId) -> Option<&Thought> {
+        self.index.get(&id).and_then(|&i| self.thoughts.get(i))
+    }
+
+    pub fn selected_id(&self) -> Option<NodeId> {
+        self.rows.get(self.selected).map(|r| r.id)
+    }
+
+    /// Whether a search is running in this TUI.
+    pub fn running(&self) -> bool {
+        self.phase == Phase::Running
+    }
+
+    /// The search's depth limit, if known.
+    fn max_depth(&self) -> u32 {
+        self.params.as_ref().map_or(u32::MAX, |p| p.max_depth)
+    }
+
+    /// A verified thought not expanded yet, shallow enough to be expanded: the frontier.
+    pub fn is_frontier(&self, t: &Thought) -> bool {
+        t.state == ThoughtState::Verified
+            && !self.expanded.contains(&t.id)
+            && t.depth < self.max_depth()
+    }
+
+    /// Counts as shown in the header; the engine's own once the search has ended.
+    pub fn stats(&self) -> GotStats {
+        if let Some(o) = &self.outcome {
+            return o.stats.clone();
+        }
+        GotStats {
+            total_thoughts: self.thoughts.len() as u64,
+            thoughts_explored: self.expanded.len() as u64,
+            thoughts_pruned: self
+                .thoughts
+                .iter()
+                .filter(|t| t.state == ThoughtState::Rejected)
+                .count() as u64,
+            aggregations_made: self
+                .thoughts
+                .iter()
+                .filter(|t| !t.sources.is_empty())
+                .count() as u64,
+            max_depth_reached: self.thoughts.iter().map(|t| t.depth).max().unwrap_or(0),
+            total_tokens: self.tokens,
+            total_duration_ms: 0,
+        }
+    }
+
+    /// The run state as the header shows it.
+    pub fn state_label(&self) -> String {
+        match &self.phase {
+            Phase::Empty => "no search".into(),
+            Phase::Loading => "loading…".into(),
+            Phase::Running if self.pause_requested && self.stepping => "stepping…".into(),
+            Phase::Running if self.pause_requested && self.paused => "paused".into(),
+            Phase::Running if self.pause_requested => "pausing…".into(),
+            Phase::Running => "running".into(),
+            Phase::Done => "done".into(),
+            Phase::Interrupted => "interrupted".into(),
+            Phase::Failed(e) => format!("failed: {e}"),
+            Phase::StoredRunning => "unfinished (stored)".into(),
+        }
+    }
+
+    /// Adds a thought, or replaces the one with its id; its queued steering has landed.
+    pub fn upsert(&mut self, t: Thought) {
+        self.pending.remove(&t.id);
+        match self.index.get(&t.id) {
+            Some(&i) => self.thoughts[i] = t,
+            None => {
+                self.index.insert(t.id, self.thoughts.len());
+                self.thoughts.push(t);
+            }
+        }
+    }
+
+    /// Replaces every thought.
+    pub fn set_thoughts(&mut self, thoughts: Vec<Thought>) {
+        self.index = thoughts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id, i))
+            .collect();
+        self.thoughts = thoughts;
+    }
+}
 
 /// Rows of the header pane, borders included.
 const HEADER: u16 = 4;
@@ -27,8 +185,8 @@ pub fn tree_height(size: (u16, u16)) -> usize {
 }
 
 /// Draws the workspace into `area`.
-pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme, keymap: &Keymap) {
-    let ws = &state.got;
+pub fn render(f: &mut Frame, area: Rect, ws: &SearchView, v: &ViewCx<'_>) {
+    let theme = v.theme;
     let [header, main] =
         Layout::vertical([Constraint::Length(HEADER), Constraint::Min(3)]).areas(area);
     render_header(f, header, ws, theme);
@@ -38,39 +196,33 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme, keymap: &
             Phase::Running => "Starting the search…".to_string(),
             Phase::Failed(ref e) => format!("The search failed: {e}"),
             _ => {
-                let mode = Mode::Workspace(Section::Got);
                 let mut lines = vec![
                     "No Graph of Thoughts search in this session yet.".to_string(),
                     String::new(),
                 ];
                 lines.extend(hints::table(
-                    keymap,
-                    mode,
+                    v.keys,
                     &[(
-                        &[Action::NewSearch],
+                        &["new_search"],
                         "starts one: type the problem, Tab to pick bfs / dfs / best_first, Enter",
                     )],
                 ));
                 lines.push(String::new());
                 lines.push("While it runs:".to_string());
                 lines.extend(hints::table(
-                    keymap,
-                    mode,
+                    v.keys,
                     &[
-                        (&[Action::PauseResume], "pause / resume"),
-                        (&[Action::StepSearch], "expand one thought while paused"),
+                        (&["pause_resume"], "pause / resume"),
+                        (&["step_search"], "expand one thought while paused"),
+                        (&["pin_thought"], "pin the selected thought (never pruned)"),
+                        (&["prune_thought"], "prune it"),
                         (
-                            &[Action::PinThought],
-                            "pin the selected thought (never pruned)",
-                        ),
-                        (&[Action::PruneThought], "prune it"),
-                        (
-                            &[Action::BoostThought, Action::LowerThought],
+                            &["boost_thought", "lower_thought"],
                             "raise / lower its priority",
                         ),
-                        (&[Action::SetBudget], "set a token budget"),
-                        (&[Action::CancelRun], "cancel"),
-                        (&[Action::Select], "open a thought"),
+                        (&["set_budget"], "set a token budget"),
+                        (&["cancel_run"], "cancel"),
+                        (&["select"], "open a thought"),
                     ],
                 ));
                 lines.join("\n")
@@ -103,7 +255,7 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme, keymap: &
     }
 }
 
-fn render_header(f: &mut Frame, area: Rect, ws: &GotWs, theme: &Theme) {
+fn render_header(f: &mut Frame, area: Rect, ws: &SearchView, theme: &Theme) {
     let dim = theme.style(Role::Dim);
     let title = match ws.problem.lines().next() {
         Some(p) if !p.trim().is_empty() => format!(" GoT · {} ", excerpt(p, 90)),
@@ -176,7 +328,7 @@ fn render_header(f: &mut Frame, area: Rect, ws: &GotWs, theme: &Theme) {
 }
 
 /// The marker at the start of a thought's row and its style.
-fn glyph(ws: &GotWs, t: &Thought, is_root: bool, theme: &Theme) -> (&'static str, Style) {
+fn glyph(ws: &SearchView, t: &Thought, is_root: bool, theme: &Theme) -> (&'static str, Style) {
     if ws.running() && ws.expanding == Some(t.id) {
         ("◆", theme.style(Role::Accent).add_modifier(Modifier::BOLD))
     } else if is_root {
@@ -195,7 +347,7 @@ fn glyph(ws: &GotWs, t: &Thought, is_root: bool, theme: &Theme) -> (&'static str
     }
 }
 
-fn render_tree(f: &mut Frame, area: Rect, ws: &GotWs, theme: &Theme) {
+fn render_tree(f: &mut Frame, area: Rect, ws: &SearchView, theme: &Theme) {
     let block = pane(
         " Search tree · ★ best  ○ frontier  ✕ pruned  ^ pinned ",
         true,
@@ -272,7 +424,7 @@ fn render_tree(f: &mut Frame, area: Rect, ws: &GotWs, theme: &Theme) {
     f.render_widget(Paragraph::new(lines), inner);
 }
 
-fn render_side(f: &mut Frame, area: Rect, ws: &GotWs, theme: &Theme) {
+fn render_side(f: &mut Frame, area: Rect, ws: &SearchView, theme: &Theme) {
     let dim = theme.style(Role::Dim);
     let (answer_area, thought_area) = match &ws.outcome {
         Some(_) => {
@@ -322,7 +474,7 @@ fn render_side(f: &mut Frame, area: Rect, ws: &GotWs, theme: &Theme) {
 }
 
 /// A thought's facts and full text.
-fn thought_lines(ws: &GotWs, t: &Thought, theme: &Theme) -> Vec<Line<'static>> {
+fn thought_lines(ws: &SearchView, t: &Thought, theme: &Theme) -> Vec<Line<'static>> {
     let dim = theme.style(Role::Dim);
     let kv = |k: &str, v: Span<'static>| Line::from(vec![Span::styled(format!("{k:<10}"), dim), v]);
     let mut lines = Vec::new();
@@ -363,7 +515,14 @@ fn thought_lines(ws: &GotWs, t: &Thought, theme: &Theme) -> Vec<Line<'static>> {
     lines
 }
 
-fn render_detail(f: &mut Frame, area: Rect, ws: &GotWs, t: &Thought, scroll: u16, theme: &Theme) {
+fn render_detail(
+    f: &mut Frame,
+    area: Rect,
+    ws: &SearchView,
+    t: &Thought,
+    scroll: u16,
+    theme: &Theme,
+) {
     let rect = centered(
         area,
         area.width.saturating_sub(16).max(40),

@@ -14,8 +14,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Paragraph};
 
-use crate::app::graph::{GraphModel, Row, RowKind};
-use crate::app::theme::{Role, Theme};
+use super::graph_model::{GraphModel, Row, RowKind};
+use super::theme::{Role, Theme};
 
 fn row_line<'a>(row: &'a Row, theme: &Theme, selected: bool, width: usize) -> Line<'a> {
     let mut spans = Vec::with_capacity(6);
@@ -67,8 +67,8 @@ fn row_line<'a>(row: &'a Row, theme: &Theme, selected: bool, width: usize) -> Li
     }
 }
 
-/// Draws the tree into `area` inside `block`. `offset` is the first row shown (the runtime
-/// keeps it so the selection stays in view).
+/// Draws the tree into `area` inside `block`. `graph.offset` is the first row shown (the
+/// Think workspace keeps it so the selection stays in view).
 pub fn render(
     f: &mut Frame,
     area: Rect,

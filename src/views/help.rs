@@ -1,14 +1,12 @@
-//! The help overlay (`?`) and the which-key popup of a pending chord, both generated from
-//! the keymap and the actions' descriptions.
+//! The help overlay (`?`) and the which-key popup of a pending chord. The app lists the
+//! keymap's sections and bindings for them; these only lay the lists out.
 
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph};
 
-use crate::app::action::{Action, Section};
-use crate::app::keymap::Keymap;
-use crate::app::theme::{Role, Theme};
+use super::theme::{Role, Theme};
 
 /// Widest the key column gets; longer key lists are cut with "…".
 const MAX_KEYS_WIDTH: usize = 24;
@@ -17,31 +15,24 @@ const GAP: usize = 2;
 /// Indent of a row under its section heading.
 const INDENT: usize = 2;
 
-/// One row of the help: the keys of an action in a section.
-struct Row {
-    keys: String,
-    action: &'static Action,
+/// One section of the keymap as the help lists it: its heading, its name in keymap.toml and
+/// a row for each bound action.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HelpSection {
+    pub title: String,
+    /// The section's name in keymap.toml (`normal`, `fork`).
+    pub name: String,
+    pub rows: Vec<HelpRow>,
 }
 
-/// The sections that have bindings, each with its rows in [`Action::all`] order.
-fn sections(keymap: &Keymap) -> Vec<(Section, Vec<Row>)> {
-    Section::ALL
-        .into_iter()
-        .map(|section| {
-            let rows = Action::all()
-                .iter()
-                .filter_map(|action| {
-                    let keys = keymap.keys_in(section, action);
-                    (!keys.is_empty()).then(|| Row {
-                        keys: keys.join(", "),
-                        action,
-                    })
-                })
-                .collect::<Vec<_>>();
-            (section, rows)
-        })
-        .filter(|(_, rows)| !rows.is_empty())
-        .collect()
+/// One action bound in a section.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HelpRow {
+    /// Its keys there, as displayed (`"g g, home"`).
+    pub keys: String,
+    pub description: String,
+    /// Its name in keymap.toml.
+    pub name: String,
 }
 
 /// `text` cut to `width` characters, ending in "…" when cut, padded to `width`.
@@ -73,20 +64,20 @@ fn to_u16(n: usize) -> u16 {
 
 /// Draws the help overlay: every bound action grouped by keymap section with its keys and
 /// description (and its keymap.toml name when there is room), scrolled down `scroll` lines
-/// (clamped to the last page).
-pub fn render(frame: &mut Frame, area: Rect, keymap: &Keymap, theme: &Theme, scroll: u16) {
-    let sections = sections(keymap);
-    let rows = || sections.iter().flat_map(|(_, rows)| rows);
+/// (clamped to the last page). Sections without rows are left out.
+pub fn render(frame: &mut Frame, area: Rect, sections: &[HelpSection], theme: &Theme, scroll: u16) {
+    let sections: Vec<&HelpSection> = sections.iter().filter(|s| !s.rows.is_empty()).collect();
+    let rows = || sections.iter().flat_map(|s| &s.rows);
     let keys_width = rows()
         .map(|r| r.keys.chars().count())
         .max()
         .unwrap_or(0)
         .min(MAX_KEYS_WIDTH);
     let description_width = rows()
-        .map(|r| r.action.description().chars().count())
+        .map(|r| r.description.chars().count())
         .max()
         .unwrap_or(0);
-    let name_width = rows().map(|r| r.action.name().len()).max().unwrap_or(0);
+    let name_width = rows().map(|r| r.name.len()).max().unwrap_or(0);
 
     // Content, plus two borders and a space of padding each side.
     let chrome = 4;
@@ -106,27 +97,27 @@ pub fn render(frame: &mut Frame, area: Rect, keymap: &Keymap, theme: &Theme, scr
     };
 
     let mut lines: Vec<Line> = Vec::new();
-    for (i, (section, rows)) in sections.iter().enumerate() {
+    for (i, section) in sections.iter().enumerate() {
         if i > 0 {
             lines.push(Line::default());
         }
         lines.push(Line::from(vec![
-            Span::styled(section.title(), theme.style(Role::Heading)),
-            Span::styled(format!("  [{}]", section.name()), theme.style(Role::Dim)),
+            Span::styled(section.title.as_str(), theme.style(Role::Heading)),
+            Span::styled(format!("  [{}]", section.name), theme.style(Role::Dim)),
         ]));
-        for row in rows {
+        for row in &section.rows {
             let mut spans = vec![
                 Span::raw(" ".repeat(INDENT)),
                 Span::styled(fit(&row.keys, keys_width), theme.style(Role::Accent)),
                 Span::raw(" ".repeat(GAP)),
                 Span::styled(
-                    fit(row.action.description(), description_room),
+                    fit(&row.description, description_room),
                     theme.style(Role::Fg),
                 ),
             ];
             if show_names {
                 spans.push(Span::raw(" ".repeat(GAP)));
-                spans.push(Span::styled(row.action.name(), theme.style(Role::Dim)));
+                spans.push(Span::styled(row.name.as_str(), theme.style(Role::Dim)));
             }
             lines.push(Line::from(spans));
         }
@@ -169,12 +160,12 @@ pub fn render(frame: &mut Frame, area: Rect, keymap: &Keymap, theme: &Theme, scr
 }
 
 /// Draws the which-key popup at the bottom right of `area`: the keys that may follow the
-/// pending `prefix` and what each does.
+/// pending `prefix` and what each does, as (keys, description).
 pub fn which_key(
     frame: &mut Frame,
     area: Rect,
     prefix: &str,
-    hints: &[(String, Action)],
+    hints: &[(String, String)],
     theme: &Theme,
 ) {
     let keys_width = hints
@@ -184,11 +175,11 @@ pub fn which_key(
         .unwrap_or(0);
     let lines: Vec<Line> = hints
         .iter()
-        .map(|(keys, action)| {
+        .map(|(keys, description)| {
             Line::from(vec![
                 Span::styled(format!("{keys:<keys_width$}"), theme.style(Role::Accent)),
                 Span::raw(" ".repeat(GAP)),
-                Span::styled(action.description(), theme.style(Role::Fg)),
+                Span::styled(description.as_str(), theme.style(Role::Fg)),
             ])
         })
         .collect();
@@ -235,23 +226,5 @@ mod tests {
         assert_eq!(fit("ab", 4), "ab  ");
         assert_eq!(fit("abcdef", 4), "abc…");
         assert_eq!(fit("abcd", 4), "abcd");
-    }
-
-    #[test]
-    fn every_binding_has_a_row() {
-        let keymap = Keymap::builtin();
-        let sections = sections(&keymap);
-        let rows: usize = sections.iter().map(|(_, rows)| rows.len()).sum();
-        let mut distinct = 0;
-        for section in Section::ALL {
-            let mut seen: Vec<&Action> = Vec::new();
-            for (_, a) in keymap.bindings(section) {
-                if !seen.contains(&a) {
-                    seen.push(a);
-                }
-            }
-            distinct += seen.len();
-        }
-        assert_eq!(rows, distinct);
     }
 }

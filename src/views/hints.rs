@@ -1,46 +1,47 @@
-//! Key hints the workspaces show, read from the keymap: a rebound key shows up in them, and
-//! an unbound action drops out instead of advertising a key that does something else.
+//! Key hints the workspaces show, read from the keymap in use (through [`Keys`]): a rebound
+//! key shows up in them, and an unbound action drops out instead of advertising a key that
+//! does something else.
 
-use crate::app::action::Action;
-use crate::app::keymap::{Keymap, Mode};
+use super::Keys;
 
-/// One hint: the actions whose keys are shown (joined by "/") and what they do.
-pub type Hint<'a> = (&'a [Action], &'a str);
+/// One hint: the actions (by keymap name) whose keys are shown, joined by "/", and what
+/// they do.
+pub type Hint<'a> = (&'a [&'a str], &'a str);
 
-/// The first displayed key of each action in `mode`, joined by "/" (" / " around chords);
-/// `None` when one of them has no key there.
-pub fn keys(keymap: &Keymap, mode: Mode, actions: &[Action]) -> Option<String> {
-    let keys = actions
+/// The first displayed key of each action, joined by "/" (" / " around chords); `None` when
+/// one of them has no key.
+pub fn keys(keys: &dyn Keys, actions: &[&str]) -> Option<String> {
+    let found = actions
         .iter()
-        .map(|a| keymap.keys_in_mode(mode, a).into_iter().next())
+        .map(|a| keys.keys(a).into_iter().next())
         .collect::<Option<Vec<String>>>()?;
-    let sep = if keys.iter().any(|k| k.contains(' ')) {
+    let sep = if found.iter().any(|k| k.contains(' ')) {
         " / "
     } else {
         "/"
     };
-    Some(keys.join(sep))
+    Some(found.join(sep))
 }
 
 /// The hints on one line, `keys does · keys does`, leaving out those without keys.
-pub fn line(keymap: &Keymap, mode: Mode, hints: &[Hint<'_>]) -> String {
+pub fn line(k: &dyn Keys, hints: &[Hint<'_>]) -> String {
     hints
         .iter()
-        .filter_map(|(actions, does)| keys(keymap, mode, actions).map(|k| format!("{k} {does}")))
+        .filter_map(|(actions, does)| keys(k, actions).map(|k| format!("{k} {does}")))
         .collect::<Vec<_>>()
         .join(" · ")
 }
 
 /// The hints as a table, one per line, the keys padded to one column.
-pub fn table(keymap: &Keymap, mode: Mode, hints: &[Hint<'_>]) -> Vec<String> {
-    pad(rows(keymap, mode, hints))
+pub fn table(k: &dyn Keys, hints: &[Hint<'_>]) -> Vec<String> {
+    pad(rows(k, hints))
 }
 
-/// The (keys, what they do) rows of the hints that have keys in `mode`.
-pub fn rows<'a>(keymap: &Keymap, mode: Mode, hints: &[Hint<'a>]) -> Vec<(String, &'a str)> {
+/// The (keys, what they do) rows of the hints that have keys.
+pub fn rows<'a>(k: &dyn Keys, hints: &[Hint<'a>]) -> Vec<(String, &'a str)> {
     hints
         .iter()
-        .filter_map(|(actions, does)| keys(keymap, mode, actions).map(|k| (k, *does)))
+        .filter_map(|(actions, does)| keys(k, actions).map(|k| (k, *does)))
         .collect()
 }
 
@@ -58,40 +59,39 @@ pub fn pad(rows: Vec<(String, &str)>) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::app::keymap::Section;
+
+    struct Fixed(&'static [(&'static str, &'static str)]);
+
+    impl Keys for Fixed {
+        fn keys(&self, action: &str) -> Vec<String> {
+            self.0
+                .iter()
+                .filter(|(a, _)| *a == action)
+                .map(|(_, k)| k.to_string())
+                .collect()
+        }
+    }
 
     #[test]
-    fn hints_follow_the_keymap() {
-        let builtin = Keymap::builtin();
-        let fork = Mode::Workspace(Section::Fork);
+    fn hints_leave_out_actions_without_keys() {
+        let keys_in_use = Fixed(&[
+            ("new_fork", "N"),
+            ("prev_column", "h"),
+            ("next_column", "l"),
+            ("next_error", "] e"),
+            ("prev_error", "[ e"),
+        ]);
         let hints: &[Hint<'_>] = &[
-            (&[Action::NewFork], "fork"),
-            (&[Action::PrevColumn, Action::NextColumn], "column"),
-            (&[Action::NextError, Action::PrevError], "failing step"),
+            (&["new_fork"], "fork"),
+            (&["prev_column", "next_column"], "column"),
+            (&["debate"], "debate"),
         ];
-        // No verify keys in the Fork workspace: that hint is left out.
-        assert_eq!(line(&builtin, fork, hints), "N fork · h/l column");
+        assert_eq!(line(&keys_in_use, hints), "N fork · h/l column");
         assert_eq!(
-            keys(
-                &builtin,
-                Mode::Workspace(Section::Verify),
-                &[Action::NextError, Action::PrevError]
-            )
-            .unwrap(),
-            "] e / [ e"
+            keys(&keys_in_use, &["next_error", "prev_error"]).as_deref(),
+            Some("] e / [ e")
         );
-        let mut rebound = Keymap::builtin();
-        rebound
-            .merge(
-                std::path::Path::new("keymap.toml"),
-                "[fork]\n\"n\" = \"new_fork\"\n\"N\" = \"none\"\n",
-            )
-            .unwrap();
-        assert_eq!(
-            table(&rebound, fork, &hints[..2]),
-            ["n    fork", "h/l  column"]
-        );
+        assert_eq!(table(&keys_in_use, &hints[..2]), ["N    fork", "h/l  column"]);
     }
 }

@@ -7,14 +7,76 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
-use super::hints;
+use super::theme::{Role, Theme};
 use super::think::pane;
 use super::verify::wrap;
-use crate::app::action::{Action, Section};
-use crate::app::insights_ws::{InsightsRun, Line as Row};
-use crate::app::keymap::{Keymap, Mode};
-use crate::app::state::State;
-use crate::app::theme::{Role, Theme};
+use super::{ViewCx, hints};
+use crate::store::{NodeId, NodeType, RunId, SessionId};
+
+/// One piece of evidence as shown.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EvidenceView {
+    pub node: NodeId,
+    /// The node's type, when it is still stored.
+    pub kind: Option<NodeType>,
+    pub excerpt: String,
+    pub relevance: f64,
+}
+
+/// One insight as shown.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InsightRow {
+    pub kind: String,
+    pub text: String,
+    pub confidence: f64,
+    pub evidence: Vec<EvidenceView>,
+}
+
+/// A stored insights run as shown.
+#[derive(Clone, Debug, PartialEq)]
+pub struct InsightsRun {
+    pub session: SessionId,
+    pub run: RunId,
+    pub focus: Option<String>,
+    pub nodes_analyzed: usize,
+    /// Evidence references to nodes that were not analysed (possible hallucinations).
+    pub hallucinated: usize,
+    pub validation_errors: usize,
+    pub summary: Option<String>,
+    pub insights: Vec<InsightRow>,
+}
+
+/// A selectable line: an insight, or one of its evidence entries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InsightLine {
+    Insight(usize),
+    Evidence(usize, usize),
+}
+
+impl InsightsRun {
+    /// Every selectable line in display order.
+    pub fn lines(&self) -> Vec<InsightLine> {
+        let mut out = Vec::new();
+        for (i, ins) in self.insights.iter().enumerate() {
+            out.push(InsightLine::Insight(i));
+            out.extend((0..ins.evidence.len()).map(|j| InsightLine::Evidence(i, j)));
+        }
+        out
+    }
+}
+
+/// What the workspace draws.
+pub struct InsightsView<'a> {
+    pub result: Option<&'a InsightsRun>,
+    /// Index into [`InsightsRun::lines`].
+    pub selected: usize,
+    /// What is under way, when an analysis runs ("analysing…").
+    pub running: Option<String>,
+    pub loading: bool,
+    pub hint: Option<&'a str>,
+}
+
+type Row = InsightLine;
 
 fn type_style(kind: &str, theme: &Theme) -> Style {
     theme.style(match kind {
@@ -26,22 +88,16 @@ fn type_style(kind: &str, theme: &Theme) -> Style {
 }
 
 /// Draws the workspace into `area`.
-pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme, keymap: &Keymap) {
-    let mode = Mode::Workspace(Section::Insights);
-    let ws = &state.insights;
-    let running = ws.running.map(|focus| {
-        format!(
-            "⟳ analysing the session's recent reasoning{}… (esc cancels)",
-            focus.map_or(String::new(), |f| format!(" (focus: {})", f.as_str()))
-        )
-    });
-    let Some(r) = &ws.result else {
+pub fn render(f: &mut Frame, area: Rect, ws: &InsightsView<'_>, v: &ViewCx<'_>) {
+    let theme = v.theme;
+    let running = ws.running.clone();
+    let Some(r) = ws.result else {
         let status = running
             .or_else(|| {
                 ws.loading
                     .then(|| "⟳ reading the last insights…".to_string())
             })
-            .or_else(|| ws.hint.clone())
+            .or_else(|| ws.hint.map(str::to_string))
             .unwrap_or_default();
         super::think::empty_workspace(
             f,
@@ -51,20 +107,19 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme, keymap: &
             &[
                 &format!(
                     "{} runs metacognition on the open session: biases, patterns and improvement hypotheses, each with evidence.",
-                    hints::keys(keymap, mode, &[Action::RunInsights]).unwrap_or_default()
+                    hints::keys(v.keys, &["run_insights"]).unwrap_or_default()
                 ),
                 &format!(
                     "Here: {}",
                     hints::line(
-                        keymap,
-                        mode,
+                        v.keys,
                         &[
                             (
-                                &[Action::MoveDown, Action::MoveUp],
+                                &["move_down", "move_up"],
                                 "move between insights and evidence"
                             ),
                             (
-                                &[Action::OpenEvidence],
+                                &["open_evidence"],
                                 "jumps to the evidence's node in the Think graph"
                             ),
                         ]
@@ -83,7 +138,7 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme, keymap: &
         Constraint::Min(3),
     ])
     .areas(area);
-    header(f, head, r, running, theme, keymap);
+    header(f, head, r, running, v);
     list(f, body, r, ws.selected, theme);
 }
 
@@ -92,10 +147,9 @@ fn header(
     area: Rect,
     r: &InsightsRun,
     running: Option<String>,
-    theme: &Theme,
-    keymap: &Keymap,
+    v: &ViewCx<'_>,
 ) {
-    let mode = Mode::Workspace(Section::Insights);
+    let theme = v.theme;
     let dim = theme.style(Role::Dim);
     let mut lines = vec![Line::from(vec![
         Span::styled(
@@ -137,12 +191,11 @@ fn header(
         Some(s) => Line::styled(s, theme.style(Role::Accent)),
         None => Line::styled(
             hints::line(
-                keymap,
-                mode,
+                v.keys,
                 &[
-                    (&[Action::MoveDown, Action::MoveUp], "move"),
-                    (&[Action::OpenEvidence], "jumps to the evidence's node"),
-                    (&[Action::RunInsights], "analyse again (with a focus)"),
+                    (&["move_down", "move_up"], "move"),
+                    (&["open_evidence"], "jumps to the evidence's node"),
+                    (&["run_insights"], "analyse again (with a focus)"),
                 ],
             ),
             dim,

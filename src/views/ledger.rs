@@ -8,9 +8,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Wrap};
 
 use super::graph::visible_offset;
+use super::ledger_model::{LedgerModel, Row, RowKey, RowKind};
+use super::theme::{Role, Theme};
 use super::think::pane;
-use crate::app::ledger::{LedgerModel, Row, RowKey, RowKind};
-use crate::app::theme::{Role, Theme};
 
 /// Below this many inner rows the detail pane is left out.
 const DETAIL_MIN_HEIGHT: u16 = 12;
@@ -230,8 +230,8 @@ fn detail(model: &LedgerModel, theme: &Theme) -> Option<(Line<'static>, String)>
 }
 
 /// Draws the Ledger workspace into `area`: the tree, and below it (when there is room) the
-/// selected thought or annotation in full. `model.offset` is the first row shown (the runtime
-/// keeps it so the selection stays in view).
+/// selected thought or annotation in full. `model.offset` is the first row shown (the Ledger
+/// workspace keeps it so the selection stays in view).
 pub fn render(f: &mut Frame, area: Rect, model: &LedgerModel, theme: &Theme, focused: bool) {
     let title = if model.title().is_empty() {
         " Ledger ".to_string()
@@ -282,5 +282,17 @@ pub fn render(f: &mut Frame, area: Rect, model: &LedgerModel, theme: &Theme, foc
             .style(theme.style(Role::Fg))
             .wrap(Wrap { trim: false }),
         body,
+    );
+}
+
+/// Draws the Ledger workspace before any MCP session exists: how to connect a client.
+pub fn render_no_session(f: &mut Frame, area: Rect, theme: &Theme) {
+    let hint = "No MCP thoughts yet. Connect a client — `claude mcp add glassbox -- glassbox mcp` — and its thoughts appear here as they arrive.";
+    f.render_widget(
+        Paragraph::new(hint)
+            .wrap(Wrap { trim: true })
+            .style(theme.style(Role::Dim))
+            .block(pane(" Ledger ", true, theme)),
+        area,
     );
 }

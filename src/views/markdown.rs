@@ -8,7 +8,7 @@ use pulldown_cmark::{Alignment, CodeBlockKind, Event, LinkType, Options, Parser,
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 
-use crate::app::highlight::HighlightCache;
+pub use super::highlight_cache::{DEFAULT_CACHE_CAPACITY, HighlightCache};
 
 /// Spaces borrowed for indentation and table padding, so most padding allocates nothing.
 const SPACES: &str = "                                                                ";

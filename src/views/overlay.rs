@@ -5,10 +5,9 @@ use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
+use super::theme::{Role, Theme};
 use super::think::pane;
-use crate::app::state::State;
-use crate::app::theme::{Role, Theme};
-use crate::store::NodeId;
+use crate::store::Node;
 
 /// A rectangle of `w`×`h` (clamped to `area`) centred in `area`.
 pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
@@ -21,15 +20,9 @@ pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
     r
 }
 
-/// Full text and metadata of a node.
-pub fn node_detail(
-    f: &mut Frame,
-    area: Rect,
-    state: &State,
-    node: NodeId,
-    scroll: u16,
-    theme: &Theme,
-) {
+/// Full text and metadata of a node; `None` while the node is still streaming (not stored
+/// with the open session yet).
+pub fn node_detail(f: &mut Frame, area: Rect, node: Option<&Node>, scroll: u16, theme: &Theme) {
     let rect = centered(
         area,
         area.width.saturating_sub(8).max(40),
@@ -46,7 +39,7 @@ pub fn node_detail(
             Span::raw(v),
         ])
     };
-    match state.loaded.node(node) {
+    match node {
         Some(n) => {
             lines.push(kv("id", n.id.to_string()));
             lines.push(Line::from(vec![

@@ -1,17 +1,14 @@
 //! The command palette (`:`): every bindable action, fuzzy-matched on its name and
-//! description, with its keys.
+//! description, with its keys. The app matches the query against the keymap's actions; this
+//! draws the matches.
 
-use nucleo_matcher::pattern::{CaseMatching, Normalization, Pattern};
-use nucleo_matcher::{Config, Matcher, Utf32Str};
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph};
 
-use crate::app::action::Action;
-use crate::app::keymap::Keymap;
-use crate::app::theme::{Role, Theme};
+use super::theme::{Role, Theme};
 
 /// Widest the palette gets.
 const MAX_WIDTH: u16 = 80;
@@ -33,50 +30,16 @@ pub struct PaletteState {
 /// One action matching the query.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PaletteItem {
-    /// The action to run when chosen.
-    pub action: Action,
+    /// Its name in keymap.toml.
+    pub name: String,
     /// Match quality, higher is better (0 for an empty query).
     pub score: u32,
     /// Its keys, as displayed (`"g g, home"`); empty when unbound.
     pub keys: String,
     /// Its one-line description.
-    pub description: &'static str,
+    pub description: String,
     /// Matched character positions in `"<name> <description>"`, sorted.
     pub indices: Vec<u32>,
-}
-
-/// The text an action is matched against: its keymap name, a space, its description.
-fn haystack(action: &Action) -> String {
-    format!("{} {}", action.name(), action.description())
-}
-
-/// The actions matching `query`, best first; ties, and every action for an empty query,
-/// keep the order of [`Action::all`].
-pub fn matches(query: &str, keymap: &Keymap) -> Vec<PaletteItem> {
-    let pattern = Pattern::parse(query, CaseMatching::Smart, Normalization::Smart);
-    let mut matcher = Matcher::new(Config::DEFAULT);
-    let mut buf = Vec::new();
-    let mut items: Vec<PaletteItem> = Action::all()
-        .iter()
-        .filter_map(|action| {
-            let text = haystack(action);
-            let mut indices = Vec::new();
-            let score =
-                pattern.indices(Utf32Str::new(&text, &mut buf), &mut matcher, &mut indices)?;
-            indices.sort_unstable();
-            indices.dedup();
-            Some(PaletteItem {
-                action: action.clone(),
-                score,
-                keys: keymap.keys_for(action).join(", "),
-                description: action.description(),
-                indices,
-            })
-        })
-        .collect();
-    // A stable sort, so equal scores stay in `Action::all` order.
-    items.sort_by_key(|item| std::cmp::Reverse(item.score));
-    items
 }
 
 /// Spans of `text` (whose first character is number `offset` of the haystack), with the
@@ -123,12 +86,14 @@ fn to_u16(n: usize) -> u16 {
 }
 
 /// Draws the palette centred in `area`: the query line, then the matches with the matched
-/// characters highlighted and the selected one marked.
+/// characters highlighted and the selected one marked; the footer counts them out of `total`
+/// actions.
 pub fn render(
     frame: &mut Frame,
     area: Rect,
     state: &PaletteState,
     items: &[PaletteItem],
+    total: usize,
     theme: &Theme,
 ) {
     let width = area.width.saturating_sub(4).min(MAX_WIDTH);
@@ -150,7 +115,7 @@ pub fn render(
         .title(Span::styled(" Commands ", theme.style(Role::Title)))
         .title_bottom(
             Line::styled(
-                format!(" {}/{} ", items.len(), Action::all().len()),
+                format!(" {}/{} ", items.len(), total),
                 theme.style(Role::Dim),
             )
             .alignment(Alignment::Right),
@@ -211,18 +176,14 @@ pub fn render(
 
     let first = selected.saturating_sub(visible.saturating_sub(1));
     let shown = &items[first..items.len().min(first + visible)];
-    let name_width = shown
-        .iter()
-        .map(|i| i.action.name().len())
-        .max()
-        .unwrap_or(0);
+    let name_width = shown.iter().map(|i| i.name.len()).max().unwrap_or(0);
     let matched = theme.style(Role::Matched);
     let lines: Vec<Line> = shown
         .iter()
         .enumerate()
         .map(|(row, item)| {
             let is_selected = first + row == selected;
-            let name = item.action.name();
+            let name = item.name.as_str();
             let mut spans = vec![Span::styled(
                 if is_selected { MARKER } else { NO_MARKER },
                 theme.style(Role::Accent),
@@ -238,7 +199,7 @@ pub fn render(
             let keys_width = item.keys.chars().count();
             let used = NO_MARKER.chars().count() + name_width + 2;
             let room = content_width.saturating_sub(used + keys_width + 2);
-            let description = cut(item.description, room);
+            let description = cut(&item.description, room);
             spans.extend(highlighted(
                 &description,
                 name.chars().count() + 1,

@@ -7,10 +7,49 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
+use super::input::InputBox;
 use super::overlay::centered;
+use super::theme::{Role, Theme};
 use super::think::pane;
-use crate::app::search_ui::{HitRow, SearchOverlay};
-use crate::app::theme::{Role, Theme};
+use crate::store::{NodeId, NodeType, SessionId};
+
+/// One ranked hit, ready to draw.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HitRow {
+    pub node: NodeId,
+    pub session: SessionId,
+    pub session_title: String,
+    pub kind: NodeType,
+    pub score: f64,
+    /// The text around the first match, on one line.
+    pub snippet: String,
+    /// Byte ranges of the query's words inside `snippet`.
+    pub highlights: Vec<(usize, usize)>,
+}
+
+/// The search popup.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SearchOverlay {
+    pub input: InputBox,
+    /// Number of the latest search sent; answers to older ones are dropped.
+    pub seq: u64,
+    /// The query `hits` answer.
+    pub answered: String,
+    pub hits: Vec<HitRow>,
+    pub selected: usize,
+    /// A search is under way for the text in `input`.
+    pub searching: bool,
+    pub error: Option<String>,
+}
+
+impl SearchOverlay {
+    /// Whether the query has a word the index can look up.
+    pub fn searchable(&self) -> bool {
+        crate::store::search::tokenize(self.input.text())
+            .next()
+            .is_some()
+    }
+}
 
 /// The snippet as spans, the highlighted byte ranges in `accent`.
 pub fn snippet_spans(hit: &HitRow, width: usize, base: Style, accent: Style) -> Vec<Span<'static>> {

@@ -1,5 +1,5 @@
-//! The Think workspace: sessions sidebar, thinking pane, answer pane, graph pane, question
-//! box and status bar. Pure: reads the state, draws, nothing else.
+//! The Think workspace: sessions sidebar, thinking pane, answer pane, graph pane and question
+//! box. Pure: reads its view model, draws, nothing else.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -7,13 +7,119 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{Block, BorderType, Borders, Paragraph, Wrap};
 
+use super::ViewCx;
+use super::graph_model::GraphModel;
+use super::input::InputBox;
 use super::markdown::{self, MarkdownStyles};
-use crate::app::highlight::HighlightCache;
-use crate::app::state::{Focus, RunPhase, State, ThinkingView};
-use crate::app::theme::{Role, Theme};
-use crate::store::NodeStatus;
+use super::sessions::SessionsView;
+use super::theme::{Role, Theme};
+use crate::engines::orchestrator::Route;
+use crate::store::{NodeId, NodeStatus};
 
-/// Where each pane goes for a given terminal size and state.
+/// Which pane keys go to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Focus {
+    Input,
+    Thinking,
+    Response,
+    Graph,
+    Sidebar,
+}
+
+/// How the thinking pane is shown (`t` cycles).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThinkingView {
+    Streaming,
+    Collapsed,
+    Hidden,
+}
+
+impl ThinkingView {
+    pub fn next(self) -> Self {
+        match self {
+            ThinkingView::Streaming => ThinkingView::Collapsed,
+            ThinkingView::Collapsed => ThinkingView::Hidden,
+            ThinkingView::Hidden => ThinkingView::Streaming,
+        }
+    }
+}
+
+/// Where the current run is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunPhase {
+    Idle,
+    Starting,
+    Thinking,
+    Answering,
+    Done,
+    Interrupted,
+    Failed(String),
+}
+
+impl RunPhase {
+    pub fn label(&self) -> String {
+        match self {
+            RunPhase::Idle => "idle".into(),
+            RunPhase::Starting => "starting…".into(),
+            RunPhase::Thinking => "thinking…".into(),
+            RunPhase::Answering => "answering…".into(),
+            RunPhase::Done => "done".into(),
+            RunPhase::Interrupted => "interrupted".into(),
+            RunPhase::Failed(e) => format!("failed: {e}"),
+        }
+    }
+
+    pub fn is_running(&self) -> bool {
+        matches!(
+            self,
+            RunPhase::Starting | RunPhase::Thinking | RunPhase::Answering
+        )
+    }
+}
+
+/// The thinking and answer shown in the panes: the turn of the selected graph node, or the
+/// live run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Shown {
+    pub question: String,
+    pub thinking: String,
+    pub response: String,
+    pub thinking_status: Option<NodeStatus>,
+    pub response_status: Option<NodeStatus>,
+    pub steps: usize,
+    pub decisions: usize,
+}
+
+/// What the Think workspace draws.
+#[derive(Clone, Debug)]
+pub struct ThinkView<'a> {
+    /// The sessions sidebar, when it is shown.
+    pub sidebar: Option<SessionsView<'a>>,
+    pub focus: Focus,
+    pub thinking_view: ThinkingView,
+    pub phase: &'a RunPhase,
+    /// The thinking pane's text: the live run's, else the selected turn's.
+    pub thinking: &'a str,
+    /// The answer pane's text, likewise.
+    pub response: &'a str,
+    pub thinking_status: Option<NodeStatus>,
+    pub response_status: Option<NodeStatus>,
+    /// Lines scrolled up from the bottom; 0 follows new text.
+    pub thinking_scroll: u16,
+    pub response_scroll: u16,
+    /// No session is open and nothing runs: the answer pane says how to start.
+    pub welcome: bool,
+    pub graph: &'a GraphModel,
+    /// The route the next question takes (set, or what the router made of the text).
+    pub route: Route,
+    /// The next question branches from this node.
+    pub branch_from: Option<NodeId>,
+    pub input: &'a InputBox,
+    /// A popup is open (the question box's cursor then stays hidden).
+    pub overlay: bool,
+}
+
+/// Where each pane goes for a given terminal size and view.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Areas {
     pub sidebar: Option<Rect>,
@@ -24,15 +130,15 @@ pub struct Areas {
 }
 
 /// Splits the workspace body (everything but tabs and status bar).
-pub fn layout(body: Rect, state: &State) -> Areas {
-    let (sidebar, main) = if state.sidebar_shown() {
+pub fn layout(body: Rect, view: &ThinkView<'_>) -> Areas {
+    let (sidebar, main) = if view.sidebar.is_some() {
         let [s, m] = Layout::horizontal([Constraint::Length(30), Constraint::Min(40)]).areas(body);
         (Some(s), m)
     } else {
         (None, body)
     };
-    let input_lines = state.input.text().lines().count().max(1) as u16
-        + u16::from(state.input.text().ends_with('\n'));
+    let input_lines = view.input.text().lines().count().max(1) as u16
+        + u16::from(view.input.text().ends_with('\n'));
     let input_h = (input_lines + 2).clamp(3, 8);
     let [top, input] =
         Layout::vertical([Constraint::Min(6), Constraint::Length(input_h)]).areas(main);
@@ -43,7 +149,7 @@ pub fn layout(body: Rect, state: &State) -> Areas {
     };
     let [texts, graph] =
         Layout::horizontal([Constraint::Min(20), Constraint::Length(graph_w)]).areas(top);
-    let (thinking, response) = match state.thinking_view {
+    let (thinking, response) = match view.thinking_view {
         ThinkingView::Hidden => (None, texts),
         ThinkingView::Collapsed => {
             let [t, r] = Layout::vertical([Constraint::Length(3), Constraint::Min(3)]).areas(texts);
@@ -64,7 +170,6 @@ pub fn layout(body: Rect, state: &State) -> Areas {
     }
 }
 
-/// A pane's block: rounded border, title, highlighted when focused.
 /// A workspace with nothing to show yet: its state line, then dim lines saying what it is
 /// for and which keys work there.
 pub fn empty_workspace(
@@ -94,6 +199,7 @@ pub fn empty_workspace(
     );
 }
 
+/// A pane's block: rounded border, title, highlighted when focused.
 pub fn pane<'a>(title: impl Into<Line<'a>>, focused: bool, theme: &Theme) -> Block<'a> {
     Block::default()
         .borders(Borders::ALL)
@@ -168,35 +274,21 @@ pub(super) fn markdown_styles(theme: &Theme) -> MarkdownStyles {
 }
 
 /// Draws the Think workspace into `body`.
-pub fn render(
-    f: &mut Frame,
-    body: Rect,
-    state: &State,
-    theme: &Theme,
-    highlights: &HighlightCache,
-) {
-    let areas = layout(body, state);
-    if let Some(area) = areas.sidebar {
-        super::sessions::render_list(f, area, state, theme, state.focus == Focus::Sidebar);
+pub fn render(f: &mut Frame, body: Rect, view: &ThinkView<'_>, v: &ViewCx<'_>) {
+    let theme = v.theme;
+    let areas = layout(body, view);
+    if let (Some(area), Some(sidebar)) = (areas.sidebar, &view.sidebar) {
+        super::sessions::render_list(f, area, sidebar, theme, view.focus == Focus::Sidebar);
     }
-    let (thinking, response) = match &state.run {
-        Some(r) => (r.thinking.as_str(), r.response.as_str()),
-        None => (state.shown.thinking.as_str(), state.shown.response.as_str()),
-    };
-    let (t_status, r_status) = match &state.run {
-        Some(_) => (Some(NodeStatus::Streaming), Some(NodeStatus::Streaming)),
-        None => (
-            state.shown.thinking_status.clone(),
-            state.shown.response_status.clone(),
-        ),
-    };
+    let (thinking, response) = (view.thinking, view.response);
+    let (t_status, r_status) = (&view.thinking_status, &view.response_status);
     if let Some(area) = areas.thinking {
-        let focused = state.focus == Focus::Thinking;
-        let title = format!(" Thinking{} ", status_marker(&t_status));
+        let focused = view.focus == Focus::Thinking;
+        let title = format!(" Thinking{} ", status_marker(t_status));
         let block = pane(title, focused, theme);
         let inner = block.inner(area);
         f.render_widget(block, area);
-        if state.thinking_view == ThinkingView::Collapsed {
+        if view.thinking_view == ThinkingView::Collapsed {
             let words = thinking.split_whitespace().count();
             let last = thinking
                 .lines()
@@ -210,7 +302,7 @@ pub fn render(
             };
             f.render_widget(Paragraph::new(summary).style(theme.style(Role::Dim)), inner);
         } else if thinking.is_empty() {
-            let hint = if state.phase == RunPhase::Starting {
+            let hint = if *view.phase == RunPhase::Starting {
                 "waiting for the model…"
             } else {
                 ""
@@ -221,56 +313,54 @@ pub fn render(
                 thinking,
                 inner.width,
                 inner.height,
-                state.thinking_scroll,
+                view.thinking_scroll,
                 theme.style(Role::Thinking),
             );
             f.render_widget(p, inner);
         }
     }
     {
-        let focused = state.focus == Focus::Response;
-        let title = format!(" Answer{} ", status_marker(&r_status));
+        let focused = view.focus == Focus::Response;
+        let title = format!(" Answer{} ", status_marker(r_status));
         let block = pane(title, focused, theme);
         let inner = block.inner(areas.response);
         f.render_widget(block, areas.response);
         if response.is_empty() {
-            let hint = if state.loaded.session.is_none() && state.run.is_none() {
+            let hint = if view.welcome {
                 "Ask a question below and press Enter. ? lists every key."
             } else {
                 ""
             };
             f.render_widget(Paragraph::new(hint).style(theme.style(Role::Dim)), inner);
         } else {
-            let rendered = markdown::render(response, &markdown_styles(theme), highlights);
+            let rendered = markdown::render(response, &markdown_styles(theme), v.highlights);
             let para = Paragraph::new(rendered.lines).wrap(Wrap { trim: false });
             let total = para.line_count(inner.width) as u16;
-            let up = state
-                .response_scroll
-                .min(total.saturating_sub(inner.height));
+            let up = view.response_scroll.min(total.saturating_sub(inner.height));
             let top = total.saturating_sub(inner.height).saturating_sub(up);
             f.render_widget(para.scroll((top, 0)), inner);
         }
     }
     {
-        let focused = state.focus == Focus::Graph;
-        let title = format!(" Graph · {} nodes ", state.graph.node_count());
+        let focused = view.focus == Focus::Graph;
+        let title = format!(" Graph · {} nodes ", view.graph.node_count());
         super::graph::render(
             f,
             areas.graph,
             pane(title, focused, theme),
-            &state.graph,
+            view.graph,
             theme,
             focused,
         );
     }
     {
-        let focused = state.focus == Focus::Input;
-        let route = state.route_override.unwrap_or(state.route_preview);
+        let focused = view.focus == Focus::Input;
+        let route = view.route;
         let mut title = vec![
             Span::raw(" Ask "),
             Span::styled(format!("· {} ", route.as_str()), theme.style(Role::Dim)),
         ];
-        if let Some(from) = state.branch_from {
+        if let Some(from) = view.branch_from {
             title.push(Span::styled(
                 format!(
                     "· branching from {} (Enter alone continues, Esc cancels) ",
@@ -283,8 +373,8 @@ pub fn render(
         let block = pane(title, focused, theme);
         let inner = block.inner(areas.input);
         f.render_widget(block, areas.input);
-        let text = state.input.text();
-        let (line, col) = state.input.cursor_position();
+        let text = view.input.text();
+        let (line, col) = view.input.cursor_position();
         let scroll = (line as u16).saturating_sub(inner.height.saturating_sub(1));
         if text.is_empty() && !focused {
             f.render_widget(
@@ -299,7 +389,7 @@ pub fn render(
                 inner,
             );
         }
-        if focused && state.overlay.is_none() {
+        if focused && !view.overlay {
             let x = inner.x + (col as u16).min(inner.width.saturating_sub(1));
             let y = inner.y
                 + (line as u16)

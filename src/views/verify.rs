@@ -8,15 +8,97 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
-use super::hints;
 use super::overlay::centered;
+use super::theme::{Role, Theme};
 use super::think::pane;
-use crate::app::action::{Action, Section};
-use crate::app::keymap::{Keymap, Mode};
-use crate::app::state::State;
-use crate::app::theme::{Role, Theme};
-use crate::app::verify_ws::{HumanMark, Status, StepView, Verification};
-use crate::engines::verify::{Severity, Verdict};
+use super::{ViewCx, hints};
+use crate::engines::verify::{Issue, Pattern, Severity, Verdict};
+use crate::store::{NodeId, RunId, SessionId};
+
+/// A human checkpoint on a step's node (the newest one counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HumanMark {
+    Agree,
+    Questionable,
+    Disagree,
+}
+
+/// One verified step as shown.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepView {
+    /// The stored `verify_step` node.
+    pub node: NodeId,
+    pub index: usize,
+    pub kind: Option<String>,
+    pub text: String,
+    pub verdict: Verdict,
+    pub confidence: f64,
+    pub explanation: String,
+    pub issues: Vec<Issue>,
+    pub correction: Option<String>,
+    pub human: Option<HumanMark>,
+    /// The newest corrected branch reasoned from this step, if any.
+    pub branch: Option<String>,
+}
+
+/// A stored verification run as shown.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Verification {
+    pub session: SessionId,
+    pub run: RunId,
+    /// The thinking node whose steps were verified.
+    pub source: Option<NodeId>,
+    pub question: Option<String>,
+    pub score: f64,
+    pub valid: bool,
+    pub threshold: f64,
+    /// Index of the first incorrect step; −1 when none is.
+    pub first_error: i64,
+    pub summary: String,
+    pub model: String,
+    pub patterns: Vec<Pattern>,
+    pub steps: Vec<StepView>,
+}
+
+impl Verification {
+    /// Indexes of the incorrect steps (and steps a human disagreed with).
+    pub fn failing(&self) -> Vec<usize> {
+        self.steps
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| {
+                s.verdict == Verdict::Incorrect || s.human == Some(HumanMark::Disagree)
+            })
+            .map(|(i, _)| i)
+            .collect()
+    }
+}
+
+/// What the workspace is busy with, as the view words it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Progress {
+    #[default]
+    Idle,
+    /// The stored verification is being read.
+    Loading,
+    /// A verification of this many steps is running.
+    Verifying { steps: usize },
+    /// A corrected branch is being reasoned at this step.
+    Forking { step: usize },
+}
+
+/// What the workspace draws.
+#[derive(Clone, Copy, Debug)]
+pub struct VerifyView<'a> {
+    pub result: Option<&'a Verification>,
+    /// The selected step.
+    pub selected: usize,
+    /// Whether the selected step's detail popup is open.
+    pub detail: bool,
+    pub progress: Progress,
+    /// Why nothing is shown (no run stored, or the last error).
+    pub hint: Option<&'a str>,
+}
 
 /// The gutter glyph of a model verdict.
 pub fn glyph(v: Verdict) -> &'static str {
@@ -96,18 +178,17 @@ fn first_line(text: &str, max: usize) -> String {
 }
 
 /// Draws the workspace into `area`.
-pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme, keymap: &Keymap) {
-    let mode = Mode::Workspace(Section::Verify);
-    let ws = &state.verify;
-    let Some(r) = &ws.result else {
-        let status = match &ws.status {
-            Status::Verifying { steps, .. } => {
+pub fn render(f: &mut Frame, area: Rect, ws: &VerifyView<'_>, v: &ViewCx<'_>) {
+    let theme = v.theme;
+    let Some(r) = ws.result else {
+        let status = match ws.progress {
+            Progress::Verifying { steps } => {
                 format!(
                     "⟳ verifying {steps} steps — one judge call per step, results arrive when all are judged… (esc cancels)"
                 )
             }
-            Status::Loading => "⟳ reading the last verification…".into(),
-            _ => ws.hint.clone().unwrap_or_default(),
+            Progress::Loading => "⟳ reading the last verification…".into(),
+            _ => ws.hint.unwrap_or_default().to_string(),
         };
         super::think::empty_workspace(
             f,
@@ -117,21 +198,17 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme, keymap: &
             &[
                 &format!(
                     "{} verifies the thinking node selected in the Think graph (or its turn's thinking) step by step.",
-                    hints::keys(keymap, Mode::Normal, &[Action::VerifyNode]).unwrap_or_default()
+                    hints::keys(v.keys, &["verify_node"]).unwrap_or_default()
                 ),
                 &format!(
                     "Here: {}",
                     hints::line(
-                        keymap,
-                        mode,
+                        v.keys,
                         &[
-                            (&[Action::MoveDown, Action::MoveUp], "move between steps"),
-                            (
-                                &[Action::NextError, Action::PrevError],
-                                "next/previous failing step"
-                            ),
-                            (&[Action::Select], "step detail"),
-                            (&[Action::ForkAtError], "corrected branch at the step"),
+                            (&["move_down", "move_up"], "move between steps"),
+                            (&["next_error", "prev_error"], "next/previous failing step"),
+                            (&["select"], "step detail"),
+                            (&["fork_at_error"], "corrected branch at the step"),
                         ]
                     )
                 ),
@@ -151,7 +228,7 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme, keymap: &
         Constraint::Length(pattern_h),
     ])
     .areas(area);
-    header(f, head, state, r, theme, keymap);
+    header(f, head, ws, r, v);
     steps(f, body, r, ws.selected, theme);
     patterns(f, pats, r, theme);
     if ws.detail
@@ -161,15 +238,8 @@ pub fn render(f: &mut Frame, area: Rect, state: &State, theme: &Theme, keymap: &
     }
 }
 
-fn header(
-    f: &mut Frame,
-    area: Rect,
-    state: &State,
-    r: &Verification,
-    theme: &Theme,
-    keymap: &Keymap,
-) {
-    let mode = Mode::Workspace(Section::Verify);
+fn header(f: &mut Frame, area: Rect, ws: &VerifyView<'_>, r: &Verification, v: &ViewCx<'_>) {
+    let theme = v.theme;
     let dim = theme.style(Role::Dim);
     let count = |v: Verdict| r.steps.iter().filter(|s| s.verdict == v).count();
     let mut lines = Vec::new();
@@ -236,33 +306,34 @@ fn header(
             _ => '░',
         };
         let mut st = verdict_style(s.verdict, theme);
-        if i == state.verify.selected {
+        if i == ws.selected {
             st = st.add_modifier(Modifier::REVERSED);
         }
         let cell: String = std::iter::repeat_n(shade, cell_w).collect();
         strip.push(Span::styled(cell, st));
     }
     lines.push(Line::from(strip));
-    let status = match &state.verify.status {
-        Status::Verifying { steps, .. } => Some(format!(
+    let status = match ws.progress {
+        Progress::Verifying { steps } => Some(format!(
             "⟳ verifying {steps} steps — one judge call per step…"
         )),
-        Status::Forking { step } => Some(format!("⟳ writing a corrected branch from step {step}…")),
-        Status::Loading => Some("⟳ reading…".into()),
-        Status::Idle => None,
+        Progress::Forking { step } => {
+            Some(format!("⟳ writing a corrected branch from step {step}…"))
+        }
+        Progress::Loading => Some("⟳ reading…".into()),
+        Progress::Idle => None,
     };
     lines.push(match status {
         Some(s) => Line::styled(s, theme.style(Role::Accent)),
         None => Line::styled(
             hints::line(
-                keymap,
-                mode,
+                v.keys,
                 &[
-                    (&[Action::MoveDown, Action::MoveUp], "step"),
-                    (&[Action::NextError, Action::PrevError], "failing step"),
-                    (&[Action::Select], "detail"),
-                    (&[Action::ForkAtError], "corrected branch here"),
-                    (&[Action::VerifyNode], "verify again"),
+                    (&["move_down", "move_up"], "step"),
+                    (&["next_error", "prev_error"], "failing step"),
+                    (&["select"], "detail"),
+                    (&["fork_at_error"], "corrected branch here"),
+                    (&["verify_node"], "verify again"),
                 ],
             ),
             dim,

@@ -8,12 +8,12 @@ use std::sync::Arc;
 use glassbox::app::config::{Config, ProviderKind};
 use glassbox::app::keymap::Keymap;
 use glassbox::app::runtime::{App, Engine};
-use glassbox::app::theme::{ColorDepth, Theme};
 use glassbox::engines::llm::anthropic::AnthropicProvider;
 use glassbox::engines::llm::http::{ApiKey, HttpSettings};
 use glassbox::engines::llm::openai::OpenAiProvider;
 use glassbox::engines::orchestrator::Orchestrator;
 use glassbox::store::Store;
+use glassbox::views::theme::{ColorDepth, Theme};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 

@@ -1081,12 +1081,7 @@ impl FileMapper {
             return;
         }
         let analysis = thinkgraph::analyze(&n.text);
-        let steps: Vec<Value> = analysis
-            .steps
-            .iter()
-            .map(|s| json!({"index": s.index, "kind": s.kind, "text": s.text, "start": s.start, "confidence": s.confidence}))
-            .collect();
-        n.meta.insert("steps".into(), Value::Array(steps));
+        thinkgraph::Step::store_all(n, &analysis.steps);
         n.confidence = Some(analysis.confidence);
         for (i, d) in analysis.decisions.into_iter().enumerate() {
             let i = i as u32;
