@@ -11,7 +11,6 @@ pub mod input;
 pub mod insights_ws;
 pub mod keymap;
 pub mod ledger;
-pub mod prompts;
 pub mod replay_ws;
 pub mod runtime;
 pub mod search_ui;
@@ -24,6 +23,7 @@ pub mod verify_ws;
 
 use anyhow::Result;
 
+pub use crate::engines::prompts;
 use crate::paths::Paths;
 use crate::store::Store;
 pub use tui::run;

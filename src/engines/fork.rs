@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::json_extract::extract_object;
 use super::llm::factory::TurnPlan;
 use super::llm::{CallCtx, ChatRequest, Message, Provider, StreamEvent, ThinkingMode, ToolSpec};
-use crate::app::prompts::Prompts;
+use crate::engines::prompts::Prompts;
 use crate::store::{
     Edge, EdgeType, Node, NodeId, NodeStatus, NodeType, Run, RunId, RunKind, RunStatus, Session,
     SessionId, SessionSource, Store, StoreError,

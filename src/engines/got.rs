@@ -365,7 +365,7 @@ pub struct GotPrompts {
 
 impl GotPrompts {
     /// The `got/*` prompts of a loaded prompt set.
-    pub fn from(prompts: &crate::app::prompts::Prompts) -> Self {
+    pub fn from(prompts: &crate::engines::prompts::Prompts) -> Self {
         Self {
             generate: prompts.get("got/generate").to_string(),
             evaluate: prompts.get("got/evaluate").to_string(),

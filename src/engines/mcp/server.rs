@@ -24,7 +24,7 @@ use super::args::{self, ThoughtArgs};
 use super::ledger::{self, Recorded, SessionTarget, Verdict};
 use super::{LedgerError, tools};
 use crate::app::config::McpConfig;
-use crate::app::prompts::Prompts;
+use crate::engines::prompts::Prompts;
 use crate::store::{NodeId, Session, SessionId, SessionSource, Store, StoreError};
 
 /// How long an input-required critique waits for the client's retry.
