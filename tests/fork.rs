@@ -15,7 +15,7 @@ use glassbox::engines::fork::{
 };
 use glassbox::engines::llm::Effort;
 use glassbox::engines::llm::ThinkingMode;
-use glassbox::engines::llm::factory::TurnPlan;
+use glassbox::engines::llm::TurnPlan;
 use glassbox::engines::llm::http::{ApiKey, HttpSettings};
 use glassbox::engines::llm::openai::OpenAiProvider;
 use glassbox::engines::prompts::Prompts;

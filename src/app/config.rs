@@ -8,7 +8,13 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engines::fork::ForkParams;
+use crate::engines::got::GotTuning;
 use crate::engines::llm::Effort;
+use crate::engines::mcp::McpParams;
+use crate::engines::metacog::MetacogParams;
+use crate::engines::orchestrator::{BudgetParams, RoutingParams};
+use crate::engines::verify::VerifyParams;
 
 /// The built-in defaults, embedded from `configs/default.toml`.
 pub const DEFAULT_TOML: &str = include_str!("../../configs/default.toml");
@@ -113,7 +119,8 @@ pub enum ThinkingStyle {
     Adaptive,
 }
 
-/// The whole configuration, one field per section of `configs/default.toml`.
+/// The whole configuration, one field per section of `configs/default.toml`. The engine
+/// sections deserialize straight into the engines' own parameter types.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -121,14 +128,14 @@ pub struct Config {
     pub providers: ProvidersConfig,
     pub effort: EffortConfig,
     pub generation: GenerationConfig,
-    pub routing: RoutingConfig,
-    pub budget: BudgetConfig,
+    pub routing: RoutingParams,
+    pub budget: BudgetParams,
     pub network: NetworkConfig,
-    pub fork: ForkConfig,
-    pub got: GotConfig,
-    pub verify: VerifyConfig,
-    pub metacog: MetacogConfig,
-    pub mcp: McpConfig,
+    pub fork: ForkParams,
+    pub got: GotTuning,
+    pub verify: VerifyParams,
+    pub metacog: MetacogParams,
+    pub mcp: McpParams,
     #[serde(default)]
     pub profiles: BTreeMap<String, Profile>,
 }
@@ -235,101 +242,6 @@ pub struct GenerationConfig {
     pub temperature: f64,
     pub top_p: f64,
     pub seed: u64,
-}
-
-/// `[routing]`: classing questions simple / standard / complex and the effort of each.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RoutingConfig {
-    pub enabled: bool,
-    pub simple_max_chars: usize,
-    pub complex_min_chars: usize,
-    pub simple_patterns: Vec<String>,
-    pub complex_patterns: Vec<String>,
-    pub simple: Effort,
-    pub standard: Effort,
-    pub complex: Effort,
-}
-
-/// `[budget]`: per-session token budget and history compaction.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct BudgetConfig {
-    pub session_tokens: u64,
-    pub warn_percent: u8,
-    pub context_tokens: u32,
-    pub compact_at_percent: u8,
-    pub keep_recent_turns: usize,
-}
-
-/// `[fork]`: ThinkFork's debate and the effort of its branches.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ForkConfig {
-    /// Effort of each branch's call (ignored by the embedded model, which answers directly).
-    pub effort: Effort,
-    /// Rounds of a debate when none are given.
-    pub debate_rounds: u32,
-    /// Consensus: every branch held its position in the last round at least this confident.
-    pub consensus_threshold: f64,
-}
-
-/// `[got]`: Graph of Thoughts defaults, parameter ranges, pruning and aggregation.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GotConfig {
-    pub strategy: crate::engines::got::Strategy,
-    pub max_depth: u32,
-    pub max_depth_limit: u32,
-    pub branching_factor: u32,
-    pub branching_factor_limit: u32,
-    pub max_thoughts: u32,
-    pub max_thoughts_limit: u32,
-    pub enable_aggregation: bool,
-    pub prune_threshold: f64,
-    pub aggregation_min_thoughts: usize,
-    pub aggregation_min_score: f64,
-    pub boost_step: f64,
-    pub effort: Effort,
-    pub max_tokens: u32,
-}
-
-/// `[verify]`: step verification (PRM) chain scoring and pattern thresholds.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct VerifyConfig {
-    pub correctness_threshold: f64,
-    pub incorrect_factor: f64,
-    pub neutral_factor: f64,
-    pub uncertain_factor: f64,
-    pub declining_spread: f64,
-    pub declining_min_steps: usize,
-    pub recurring_min_steps: usize,
-    pub high_confidence: f64,
-    pub max_steps: usize,
-    pub effort: Effort,
-    pub max_tokens: u32,
-}
-
-/// `[metacog]`: how much of a session metacognition reads, and at what effort.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MetacogConfig {
-    pub min_nodes: usize,
-    pub max_nodes: usize,
-    pub node_chars: usize,
-    pub total_chars: usize,
-    pub effort: Effort,
-    pub max_tokens: u32,
-}
-
-/// `[mcp]`: the critiques the reasoning ledger asks the client's model for.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct McpConfig {
-    pub critique_max_tokens: u32,
-    pub critique_context: usize,
-    pub sampling_timeout_secs: u64,
 }
 
 /// `[network]`: timeouts, retries and key rotation.
@@ -1484,6 +1396,18 @@ mod tests {
         assert!(entries.len() >= 30, "{}", entries.len());
         assert!(entries.iter().all(|(_, _, o)| *o == Origin::Default));
         assert_eq!(Config::builtin().unwrap(), loaded.config);
+    }
+
+    #[test]
+    fn engine_sections_are_the_engines_defaults() {
+        let c = Config::builtin().unwrap();
+        assert_eq!(c.routing, RoutingParams::default());
+        assert_eq!(c.budget, BudgetParams::default());
+        assert_eq!(c.fork, ForkParams::default());
+        assert_eq!(c.got, GotTuning::default());
+        assert_eq!(c.verify, VerifyParams::default());
+        assert_eq!(c.metacog, MetacogParams::default());
+        assert_eq!(c.mcp, McpParams::default());
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use super::{Effort, LlmError, Provider, ThinkingMode};
+use super::{Effort, LlmError, Provider, ThinkingMode, TurnPlan};
 use crate::app::Ctx;
 use crate::app::config::{ApiKeys, Config, ProviderKind, ThinkingStyle};
 
@@ -193,14 +193,6 @@ fn build_local(_ctx: &Ctx) -> Result<Arc<dyn Provider>, LlmError> {
     })
 }
 
-/// Thinking settings of one turn.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct TurnPlan {
-    pub thinking: ThinkingMode,
-    pub effort: Option<Effort>,
-    pub max_tokens: u32,
-}
-
 /// Maps an effort (or none, for no thinking) onto the provider's thinking settings.
 /// Anthropic counts thinking inside `max_tokens`, so its budget is added on top.
 pub fn plan_turn(
@@ -265,4 +257,32 @@ pub fn orchestrator(
     o.context_tokens = context_tokens(cfg, built.kind);
     o.compaction_prompt = ctx.prompts().get("orchestrator/compaction").to_string();
     o
+}
+
+impl crate::engines::fork::ForkSettings {
+    /// Settings for `model` of provider `kind` from the config: `[fork]` effort (or
+    /// `effort` when given), debate rounds and consensus threshold, the `[generation]`
+    /// temperature and seed. Tools carry the structured output where the provider has
+    /// them. The embedded model answers directly: a thinking pass first is slow there and
+    /// does not help a small model write JSON.
+    pub fn from_config(
+        cfg: &Config,
+        kind: ProviderKind,
+        model: impl Into<String>,
+        effort: Option<Effort>,
+        max_tokens: Option<u32>,
+    ) -> Self {
+        let local = matches!(kind, ProviderKind::Local | ProviderKind::Auto);
+        let at = |e: Effort| (!local).then_some(e);
+        let mut s = Self::new(model);
+        s.use_tools = matches!(kind, ProviderKind::Anthropic | ProviderKind::OpenAi);
+        s.plan = plan_turn(cfg, kind, at(effort.unwrap_or(cfg.fork.effort)), max_tokens);
+        s.max_plan = plan_turn(cfg, kind, at(Effort::Max), max_tokens);
+        s.correction_plan = plan_turn(cfg, kind, at(Effort::Medium), max_tokens);
+        s.temperature = Some(cfg.generation.temperature as f32);
+        s.seed = Some(cfg.generation.seed);
+        s.debate_rounds = cfg.fork.debate_rounds;
+        s.consensus_threshold = cfg.fork.consensus_threshold;
+        s
+    }
 }

@@ -118,6 +118,16 @@ pub enum ThinkingMode {
     Adaptive,
 }
 
+/// Thinking settings of one turn: the provider's thinking mode, the effort asked for, and
+/// the token cap (which, where the provider counts thinking inside it, includes the
+/// thinking budget).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TurnPlan {
+    pub thinking: ThinkingMode,
+    pub effort: Option<Effort>,
+    pub max_tokens: u32,
+}
+
 /// One streaming model call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChatRequest {
