@@ -74,7 +74,7 @@ const OLLAMA_DEFAULT_PORT: u16 = 11434;
 // ---------------------------------------------------------------------------------------
 
 /// Which model backend answers.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ProviderKind {
     /// Anthropic if an Anthropic key is configured, else OpenAI if an OpenAI key is, else local.
@@ -82,7 +82,6 @@ pub enum ProviderKind {
     /// Anthropic Messages API.
     Anthropic,
     /// Any OpenAI-compatible chat completions endpoint.
-    #[value(name = "openai")]
     OpenAi,
     /// Ollama's native `/api/chat`.
     Ollama,
@@ -91,6 +90,15 @@ pub enum ProviderKind {
 }
 
 impl ProviderKind {
+    /// Every choice, `auto` first.
+    pub const ALL: [ProviderKind; 5] = [
+        ProviderKind::Auto,
+        ProviderKind::Anthropic,
+        ProviderKind::OpenAi,
+        ProviderKind::Ollama,
+        ProviderKind::Local,
+    ];
+
     /// The name used in config files, flags and the status bar.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -1474,12 +1482,9 @@ mod tests {
     }
 
     #[test]
-    fn provider_kind_names_agree_between_serde_clap_and_as_str() {
-        use clap::ValueEnum;
-        for kind in ProviderKind::value_variants() {
-            let clap_name = kind.to_possible_value().unwrap().get_name().to_string();
+    fn provider_kind_names_agree_between_serde_and_as_str() {
+        for kind in ProviderKind::ALL {
             let serde_name = toml::Value::try_from(kind).unwrap();
-            assert_eq!(clap_name, kind.as_str());
             assert_eq!(serde_name.as_str(), Some(kind.as_str()));
         }
         assert_eq!(ProviderKind::OpenAi.as_str(), "openai");

@@ -14,6 +14,7 @@ pub mod replay;
 mod search;
 mod sessions;
 mod steer;
+mod values;
 mod verify;
 
 use std::path::PathBuf;

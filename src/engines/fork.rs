@@ -42,19 +42,7 @@ pub enum ForkError {
 }
 
 /// A reasoning style of a branch.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ForkStyle {
     Conservative,
@@ -103,7 +91,7 @@ impl FromStr for ForkStyle {
 }
 
 /// A human's verdict on a node.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Verified,
@@ -112,6 +100,9 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// Every verdict, from agreement to disagreement.
+    pub const ALL: [Verdict; 3] = [Verdict::Verified, Verdict::Questionable, Verdict::Disagree];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Verified => "verified",

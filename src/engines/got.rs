@@ -20,7 +20,7 @@ use crate::store::{
 };
 
 /// How the search picks the next thought to expand.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {
     /// Level by level, keeping the top k of each level.
@@ -28,11 +28,13 @@ pub enum Strategy {
     /// Deepest first, best child first, backtracking when a branch dies.
     Dfs,
     /// Always the highest-priority open thought.
-    #[value(name = "best_first", alias = "best-first")]
     BestFirst,
 }
 
 impl Strategy {
+    /// Every strategy, in the order the seed lists them.
+    pub const ALL: [Strategy; 3] = [Strategy::Bfs, Strategy::Dfs, Strategy::BestFirst];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Strategy::Bfs => "bfs",

@@ -17,22 +17,26 @@ use crate::store::{
 };
 
 /// What the analysis should concentrate on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FocusArea {
-    #[value(name = "decision_quality")]
     DecisionQuality,
-    #[value(name = "reasoning_patterns")]
     ReasoningPatterns,
-    #[value(name = "confidence_calibration")]
     ConfidenceCalibration,
-    #[value(name = "alternative_exploration")]
     AlternativeExploration,
-    #[value(name = "bias_detection")]
     BiasDetection,
 }
 
 impl FocusArea {
+    /// Every focus area.
+    pub const ALL: [FocusArea; 5] = [
+        FocusArea::DecisionQuality,
+        FocusArea::ReasoningPatterns,
+        FocusArea::ConfidenceCalibration,
+        FocusArea::AlternativeExploration,
+        FocusArea::BiasDetection,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             FocusArea::DecisionQuality => "decision_quality",

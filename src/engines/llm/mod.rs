@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 /// How hard the model should think; maps to a thinking-token budget from the config.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Effort {
     Low,
@@ -21,6 +21,9 @@ pub enum Effort {
 }
 
 impl Effort {
+    /// Every level, lowest first.
+    pub const ALL: [Effort; 4] = [Effort::Low, Effort::Medium, Effort::High, Effort::Max];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Effort::Low => "low",
