@@ -329,6 +329,7 @@ pub mod ollama;
 pub mod openai;
 pub mod sse;
 pub mod think_tags;
+pub mod wire;
 
 // Choosing a provider, the embedded model, recorded streams.
 pub mod factory;
