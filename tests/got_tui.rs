@@ -10,9 +10,9 @@ mod support;
 use std::time::Duration;
 
 use crossterm::event::KeyCode;
-use glassbox::app::config::Config;
 use glassbox::app::got_ws::Phase;
 use glassbox::app::runtime::App;
+use glassbox::config::Config;
 use glassbox::engines::got::{Strategy, Thought, ThoughtState};
 use glassbox::store::Store;
 use serde_json::json;

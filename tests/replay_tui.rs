@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use chrono::TimeZone;
 use crossterm::event::KeyCode;
-use glassbox::app::config::Config;
 use glassbox::app::keymap::Keymap;
 use glassbox::app::replay_ws::ReplayMsg;
 use glassbox::app::runtime::App;
@@ -19,6 +18,7 @@ use glassbox::app::state::{Overlay, Workspace};
 use glassbox::app::theme::{ColorDepth, Theme};
 use glassbox::app::update::Msg;
 use glassbox::cli::replay::{ReplayPart, timeline};
+use glassbox::config::Config;
 use glassbox::engines::transcript::{Importer, discover};
 use glassbox::store::{
     Node, NodeId, NodeType, RawStream, Session, SessionId, SessionSource, Store, StoredChunk,

@@ -8,11 +8,11 @@ mod support;
 
 use chrono::TimeZone;
 use crossterm::event::KeyCode;
-use glassbox::app::config::Config;
 use glassbox::app::graph::RowKey;
 use glassbox::app::runtime::App;
 use glassbox::app::state::Workspace;
 use glassbox::app::verify_ws::HumanMark;
+use glassbox::config::Config;
 use glassbox::engines::verify::Verdict;
 use glassbox::store::{
     Edge, EdgeType, Node, NodeId, NodeType, RunKind, Session, SessionSource, Store,

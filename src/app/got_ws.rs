@@ -14,11 +14,11 @@ use super::form::{Answer, Form, Purpose};
 use super::runtime::Services;
 use super::state::{Level, Overlay, State};
 use super::update::{Effect, Msg};
+use crate::config::providers as factory;
 use crate::engines::got::{
     CallSettings, GotControl, GotEngine, GotEvent, GotParams, GotPrompts, GotRequest, GotResult,
     GotStats, Strategy, Thought, ThoughtState,
 };
-use crate::engines::llm::factory;
 use crate::store::{EdgeType, NodeId, NodeType, RunId, RunKind, RunStatus, SessionId, Store};
 
 /// The strategies offered by the new-search form, in the order shown.

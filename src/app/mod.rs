@@ -1,7 +1,6 @@
 //! The application: configuration, keys, themes, prompts and the TUI runtime.
 
 pub mod action;
-pub mod config;
 pub mod fork_ws;
 pub mod form;
 pub mod got_ws;
@@ -21,30 +20,9 @@ pub mod tui;
 pub mod update;
 pub mod verify_ws;
 
-use anyhow::Result;
-
+// The config and the prompts live below the app; these paths keep `super::config`,
+// `super::prompts` and `crate::app::Ctx` working.
+pub use crate::config;
+pub use crate::config::Ctx;
 pub use crate::engines::prompts;
-use crate::paths::Paths;
-use crate::store::Store;
 pub use tui::run;
-
-/// What every command and the TUI need: paths and the merged config.
-pub struct Ctx {
-    pub paths: Paths,
-    pub loaded: config::LoadedConfig,
-    /// The environment snapshot the config was loaded from (key variables only as "set").
-    pub env: Vec<(String, String)>,
-}
-
-impl Ctx {
-    /// Opens (creating if needed) the store in the data dir.
-    pub fn open_store(&self) -> Result<Store> {
-        self.paths.ensure_data_dir()?;
-        Ok(Store::open(&self.paths.store_file())?)
-    }
-
-    /// The prompts: embedded defaults overridden by files in `<config dir>/prompts/`.
-    pub fn prompts(&self) -> prompts::Prompts {
-        prompts::Prompts::load(&self.paths.config_dir)
-    }
-}

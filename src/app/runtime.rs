@@ -20,7 +20,7 @@ use super::state::{Focus, Level, LoadedSession, SessionRow, State, Workspace};
 use super::theme::Theme;
 use super::tree::TreeCursor;
 use super::update::{Effect, Msg, Settings, update};
-use crate::engines::llm::factory;
+use crate::config::providers as factory;
 use crate::engines::orchestrator::{Orchestrator, Router, TurnRequest, session_output_tokens};
 use crate::store::{NodeType, Store};
 use crate::views;

@@ -15,7 +15,7 @@ use super::Ctx;
 use super::keymap::Keymap;
 use super::runtime::App;
 use super::theme::{ColorDepth, Theme};
-use crate::engines::llm::factory;
+use crate::config::providers as factory;
 
 /// Shortest time between two frames.
 const FRAME: Duration = Duration::from_millis(16);

@@ -17,9 +17,10 @@ use super::form::{Answer, Form, Purpose};
 use super::runtime::Services;
 use super::state::{Level, Overlay, State, Workspace};
 use super::update::{Effect, Msg};
+use crate::config::providers as factory;
 use crate::engines::fork::{ForkEngine, ForkPrompts, ForkSettings, Verdict as HumanVerdict};
 use crate::engines::got::CallSettings;
-use crate::engines::llm::{Effort, factory};
+use crate::engines::llm::Effort;
 use crate::engines::verify::{Issue, Pattern, Verdict, Verifier, VerifyRequest, node_steps};
 use crate::store::{EdgeType, Node, NodeId, NodeType, RunId, RunKind, SessionId, Store};
 

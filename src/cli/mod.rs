@@ -23,8 +23,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
-pub use crate::app::Ctx;
-use crate::app::config::{self, ConfigSources, FlagOverride, ProviderKind};
+pub use crate::config::Ctx;
+use crate::config::{self, ConfigSources, FlagOverride, ProviderKind};
 use crate::paths::Paths;
 
 #[derive(Debug, Parser)]

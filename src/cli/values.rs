@@ -5,7 +5,7 @@
 use clap::ValueEnum;
 use clap::builder::PossibleValue;
 
-use crate::app::config::ProviderKind;
+use crate::config::ProviderKind;
 use crate::engines::fork::{ForkStyle, Verdict};
 use crate::engines::got::Strategy;
 use crate::engines::llm::Effort;

@@ -331,8 +331,7 @@ pub mod sse;
 pub mod think_tags;
 pub mod wire;
 
-// Choosing a provider, the embedded model, recorded streams.
-pub mod factory;
+// The embedded model, recorded streams.
 #[cfg(feature = "local")]
 pub mod local;
 pub mod replay;
