@@ -17,8 +17,8 @@ use glassbox::app::runtime::App;
 use glassbox::app::state::{Overlay, Workspace};
 use glassbox::app::theme::{ColorDepth, Theme};
 use glassbox::app::update::Msg;
-use glassbox::cli::replay::{ReplayPart, timeline};
 use glassbox::config::Config;
+use glassbox::engines::replay::{ReplayPart, timeline};
 use glassbox::engines::transcript::{Importer, discover};
 use glassbox::store::{
     Node, NodeId, NodeType, RawStream, Session, SessionId, SessionSource, Store, StoredChunk,

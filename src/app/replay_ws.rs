@@ -1,6 +1,6 @@
 //! The Replay workspace: a recorded session played back event by event.
 //!
-//! The session's [`timeline`](crate::cli::replay::timeline) is loaded once; the workspace
+//! The session's [`timeline`](crate::engines::replay::timeline) is loaded once; the workspace
 //! keeps how many of its events have been shown (`pos`) and what they add up to. Playing
 //! schedules the next event with a task that sleeps the recorded gap ÷ speed and sends a
 //! [`ReplayMsg::Tick`] carrying the generation it was scheduled in; pausing, stepping,
@@ -14,7 +14,7 @@ use super::form::Answer;
 use super::runtime::Services;
 use super::state::{Level, State, Workspace};
 use super::update::{Effect, Msg};
-use crate::cli::replay::{DEFAULT_MAX_GAP_SECS, ReplayEvent, ReplayPart, Timeline, timeline};
+use crate::engines::replay::{DEFAULT_MAX_GAP_SECS, ReplayEvent, ReplayPart, Timeline, timeline};
 use crate::store::{NodeId, NodeType, SessionId, SessionSource};
 
 /// Slowest and fastest pace.
