@@ -9,10 +9,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use glassbox::app::prompts::Prompts;
 use glassbox::engines::fork::{ForkEngine, ForkPrompts, ForkRequest, ForkSettings, ForkStyle};
 use glassbox::engines::llm::http::{ApiKey, HttpSettings};
 use glassbox::engines::llm::openai::OpenAiProvider;
+use glassbox::engines::prompts::Prompts;
 use glassbox::store::Store;
 use serde_json::json;
 use support::{Script, ScriptedServer, Step};

@@ -98,5 +98,47 @@ fn bench_highlight(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench_render, bench_highlight);
+/// One frame of a 2,000-line answer in the answer pane (200×50), after the first frame has
+/// rendered and wrapped it: what scrolling or a redraw with nothing new costs. Also the
+/// same frame rendering the whole answer again, as every frame did before the cache.
+fn bench_frame(c: &mut Criterion) {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+    use ratatui::widgets::{Paragraph, Wrap};
+    use glassbox::views::markdown::MarkdownCache;
+
+    let mut text = answer();
+    while text.lines().count() < 2_000 {
+        text.push_str(&answer());
+    }
+    let styles = MarkdownStyles::default();
+    let highlights = HighlightCache::default();
+    let cache = MarkdownCache::default();
+    let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap_or_else(|e| panic!("{e}"));
+    let mut up = 0u16;
+    // The first frame parses and wraps.
+    let _ = term.draw(|f| cache.draw(f, f.area(), &text, &styles, &highlights, up));
+
+    let mut group = c.benchmark_group("markdown_frame_2000_lines");
+    group.bench_function("cached", |b| {
+        b.iter(|| {
+            up = (up + 7) % 1_500;
+            let _ = term.draw(|f| cache.draw(f, f.area(), &text, &styles, &highlights, up));
+        })
+    });
+    group.bench_function("uncached", |b| {
+        b.iter(|| {
+            let _ = term.draw(|f| {
+                let rendered = render(&text, &styles, &highlights);
+                let para = Paragraph::new(rendered.lines).wrap(Wrap { trim: false });
+                let total = para.line_count(f.area().width) as u16;
+                let top = total.saturating_sub(f.area().height);
+                f.render_widget(para.scroll((top, 0)), f.area());
+            });
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_render, bench_highlight, bench_frame);
 criterion_main!(benches);

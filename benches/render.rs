@@ -6,11 +6,11 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use glassbox::app::config::{Config, ProviderKind};
 use glassbox::app::keymap::Keymap;
 use glassbox::app::runtime::App;
 use glassbox::app::state::LoadedSession;
 use glassbox::app::update::Msg;
+use glassbox::config::{Config, ProviderKind};
 use glassbox::engines::llm::replay::ReplayProvider;
 use glassbox::engines::orchestrator::{Orchestrator, TurnEvent};
 use glassbox::store::{

@@ -4,6 +4,7 @@
 
 pub mod app;
 pub mod cli;
+pub mod config;
 pub mod engines;
 pub mod models;
 pub mod paths;

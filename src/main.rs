@@ -1,12 +1,15 @@
-//! The `glassbox` binary: parses the command line and hands off to the library.
+//! The `glassbox` binary: parses the command line, then opens the TUI (no command, or
+//! `replay` without `--print`) or runs the command headless through the cli.
 
 use std::process::ExitCode;
 
+use anyhow::Result;
 use clap::Parser;
+use glassbox::app;
+use glassbox::cli::{self, Cli, Command};
 
 fn main() -> ExitCode {
-    let cli = glassbox::cli::Cli::parse();
-    match glassbox::cli::run(cli) {
+    match run(Cli::parse()) {
         Ok(code) => code,
         Err(err) => {
             // One line for the cause chain; details are in the log file.
@@ -21,5 +24,31 @@ fn main() -> ExitCode {
             eprintln!("glassbox: error: {msg}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// Completions need no config; everything else loads it, sets up logging and the async
+/// runtime, and then goes to the TUI or to the command.
+fn run(parsed: Cli) -> Result<ExitCode> {
+    let Cli { global, command } = parsed;
+    if let Some(Command::Completions { shell }) = command {
+        return Ok(cli::print_completions(shell));
+    }
+    let ctx = cli::load_ctx(&global)?;
+    cli::init_logging(&ctx, global.verbose);
+    let runtime = cli::runtime()?;
+    match command {
+        None => runtime.block_on(app::run(ctx)),
+        Some(Command::Replay(args)) if !args.print => {
+            let open = cli::replay::tui_replay(&ctx, &args)?;
+            runtime.block_on(app::tui::run_replay(
+                &ctx,
+                open.session,
+                open.speed,
+                open.from,
+                open.max_gap,
+            ))
+        }
+        Some(command) => cli::run(&ctx, &runtime, command),
     }
 }

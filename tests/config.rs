@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use glassbox::app::config::{
+use glassbox::config::{
     ConfigError, ConfigSources, FlagOverride, Origin, ProviderKind, ThinkingStyle, load,
 };
 use glassbox::engines::llm::Effort;

@@ -9,16 +9,16 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use glassbox::app::prompts::Prompts;
 use glassbox::engines::fork::{
     ForkEngine, ForkError, ForkEvent, ForkPrompts, ForkRequest, ForkSettings, ForkStyle, Guidance,
     Lane, SteerAction, SteerResult, Verdict, record_verdict,
 };
 use glassbox::engines::llm::Effort;
 use glassbox::engines::llm::ThinkingMode;
-use glassbox::engines::llm::factory::TurnPlan;
+use glassbox::engines::llm::TurnPlan;
 use glassbox::engines::llm::http::{ApiKey, HttpSettings};
 use glassbox::engines::llm::openai::OpenAiProvider;
+use glassbox::engines::prompts::Prompts;
 use glassbox::store::{
     Edge, EdgeType, Node, NodeId, NodeStatus, NodeType, RunKind, Session, SessionSource, Store,
 };

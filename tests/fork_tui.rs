@@ -9,7 +9,7 @@ mod support;
 use std::time::Duration;
 
 use crossterm::event::KeyCode;
-use glassbox::app::config::Config;
+use glassbox::config::Config;
 use glassbox::app::runtime::App;
 use glassbox::app::state::Overlay;
 use glassbox::app::workspaces::fork::{self, ColStatus, Fork};

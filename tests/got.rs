@@ -7,7 +7,7 @@ mod support;
 
 use std::sync::Arc;
 
-use glassbox::app::config::{Config, DEFAULT_TOML};
+use glassbox::config::{Config, DEFAULT_TOML};
 use glassbox::engines::got::{
     CallSettings, GotControl, GotEngine, GotEvent, GotParams, GotPrompts, GotRequest, GotResult,
     Strategy, ThoughtState,

@@ -10,7 +10,7 @@ mod support;
 use std::time::Duration;
 
 use crossterm::event::KeyCode;
-use glassbox::app::config::Config;
+use glassbox::config::Config;
 use glassbox::app::runtime::App;
 use glassbox::app::workspaces::got::{self, Got, Phase};
 use glassbox::engines::got::{Strategy, Thought, ThoughtState};

@@ -7,7 +7,7 @@ mod support;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use glassbox::app::config::{Config, DEFAULT_TOML};
+use glassbox::config::{Config, DEFAULT_TOML};
 use glassbox::engines::got::CallSettings;
 use glassbox::engines::llm::http::{ApiKey, HttpSettings};
 use glassbox::engines::llm::openai::OpenAiProvider;

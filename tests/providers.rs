@@ -8,9 +8,10 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use glassbox::engines::llm::anthropic::AnthropicProvider;
-use glassbox::engines::llm::http::{ApiKey, HttpSettings, decoder_for};
+use glassbox::engines::llm::http::{ApiKey, HttpSettings};
 use glassbox::engines::llm::ollama::OllamaProvider;
 use glassbox::engines::llm::openai::OpenAiProvider;
+use glassbox::engines::llm::replay::wire_decoder;
 use glassbox::engines::llm::{
     CallCtx, ChatRequest, LlmError, Message, Provider, RawChunk, StopReason, StreamEvent,
     ThinkingMode, ToolSpec, Usage,
@@ -358,7 +359,7 @@ async fn anthropic_compaction_block_is_one_event_however_chunked() {
         );
     }
     // The decoder that replays recorded bytes reads them the same way, byte by byte too.
-    let mut decoder = decoder_for("anthropic", false).unwrap();
+    let mut decoder = wire_decoder("anthropic", false).unwrap();
     let mut replayed = Vec::new();
     for byte in body.chunks(1) {
         replayed.extend(decoder.feed(byte));
@@ -858,7 +859,7 @@ async fn raw_chunks_concatenate_to_the_exact_body() {
             .next()
             .unwrap()
             .replace("openrouter", "openai");
-        let mut decoder = decoder_for(&provider, false).unwrap();
+        let mut decoder = wire_decoder(&provider, false).unwrap();
         let mut replayed = Vec::new();
         for piece in raw.chunks(17) {
             replayed.extend(decoder.feed(piece));

@@ -11,13 +11,13 @@ use std::time::Duration;
 
 use chrono::TimeZone;
 use crossterm::event::KeyCode;
-use glassbox::app::config::Config;
+use glassbox::config::Config;
 use glassbox::app::runtime::App;
 use glassbox::app::state::Overlay;
 use glassbox::app::update::Msg;
 use glassbox::app::workspaces::replay::{self, Replay, ReplayMsg, open_msg};
 use glassbox::app::workspaces::think;
-use glassbox::cli::replay::{ReplayPart, timeline};
+use glassbox::engines::replay::{ReplayPart, timeline};
 use glassbox::engines::transcript::{Importer, discover};
 use glassbox::store::{
     Node, NodeId, NodeType, RawStream, Session, SessionId, SessionSource, Store, StoredChunk,

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use chrono::TimeZone;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
-use glassbox::app::config::Config;
 use glassbox::app::graph::RowKind;
 use glassbox::app::keymap::Keymap;
 use glassbox::app::runtime::App;
 use glassbox::app::workspaces::{ledger, replay};
+use glassbox::config::Config;
 use glassbox::store::{
     Alternative, DecisionId, DecisionPoint, Edge, EdgeType, Node, NodeId, NodeStatus, NodeType,
     Session, SessionSource, Store,

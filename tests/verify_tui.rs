@@ -8,12 +8,12 @@ mod support;
 
 use chrono::TimeZone;
 use crossterm::event::KeyCode;
-use glassbox::app::config::Config;
 use glassbox::app::graph::RowKey;
 use glassbox::app::runtime::App;
 use glassbox::app::workspaces::insights::{self, Insights};
 use glassbox::app::workspaces::think;
 use glassbox::app::workspaces::verify::{self, HumanMark, Verify};
+use glassbox::config::Config;
 use glassbox::engines::verify::Verdict;
 use glassbox::store::{
     Edge, EdgeType, Node, NodeId, NodeType, RunKind, Session, SessionSource, Store,

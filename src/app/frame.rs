@@ -24,6 +24,7 @@ pub struct Look<'a> {
     /// The keymap mode keys are read in now (the hints show its keys).
     pub mode: Mode,
     pub highlights: &'a HighlightCache,
+    pub markdown: &'a crate::views::markdown::MarkdownCache,
 }
 
 /// Draws one frame. The workspace on screen draws its body (and may keep its selection in
@@ -66,6 +67,7 @@ pub fn draw(f: &mut Frame, state: &mut State, workspaces: &mut Workspaces, look:
         theme,
         keys: &keys,
         highlights: look.highlights,
+        markdown: look.markdown,
     };
     workspaces.draw(f, body, state, &vcx);
 

@@ -1,15 +1,14 @@
 //! The application: configuration, keys, themes, prompts and the TUI runtime.
 
 pub mod action;
-pub mod config;
 pub mod form;
 pub mod frame;
 pub mod graph;
 pub mod highlight;
 pub mod input;
+pub mod jobs;
 pub mod keymap;
 pub mod ledger;
-pub mod prompts;
 pub mod runtime;
 pub mod search_ui;
 pub mod state;
@@ -18,29 +17,9 @@ pub mod tui;
 pub mod update;
 pub mod workspaces;
 
-use anyhow::Result;
-
-use crate::paths::Paths;
-use crate::store::Store;
+// The config and the prompts live below the app; these paths keep `super::config`,
+// `super::prompts` and `crate::app::Ctx` working.
+pub use crate::config;
+pub use crate::config::Ctx;
+pub use crate::engines::prompts;
 pub use tui::run;
-
-/// What every command and the TUI need: paths and the merged config.
-pub struct Ctx {
-    pub paths: Paths,
-    pub loaded: config::LoadedConfig,
-    /// The environment snapshot the config was loaded from (key variables only as "set").
-    pub env: Vec<(String, String)>,
-}
-
-impl Ctx {
-    /// Opens (creating if needed) the store in the data dir.
-    pub fn open_store(&self) -> Result<Store> {
-        self.paths.ensure_data_dir()?;
-        Ok(Store::open(&self.paths.store_file())?)
-    }
-
-    /// The prompts: embedded defaults overridden by files in `<config dir>/prompts/`.
-    pub fn prompts(&self) -> prompts::Prompts {
-        prompts::Prompts::load(&self.paths.config_dir)
-    }
-}

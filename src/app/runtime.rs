@@ -18,10 +18,12 @@ use crate::views::markdown::HighlightCache;
 use super::keymap::{KeyResolver, Keymap, Mode, Resolution};
 use super::prompts::Prompts;
 use super::state::{Focus, Level, LoadedSession, SessionRow, State};
+use super::jobs::LatestJob;
 use super::workspaces::{Workspaces, think};
+use crate::store::SessionId;
 use crate::views::theme::Theme;
 use super::update::{Effect, Msg, Settings, update};
-use crate::engines::llm::factory;
+use crate::config::providers as factory;
 use crate::engines::orchestrator::{Orchestrator, Router, TurnRequest, session_output_tokens};
 use crate::store::{NodeType, Store};
 use crate::views;
@@ -39,6 +41,8 @@ pub struct Services {
     /// The provider that answers, or why there is none.
     pub model: Result<ModelHandle, String>,
     pub tx: mpsc::UnboundedSender<Msg>,
+    /// Search as you type: one search at a time, the newest query wins.
+    pub search: LatestJob<(u64, String)>,
 }
 
 impl Services {
@@ -91,8 +95,13 @@ pub struct App {
     rx: mpsc::UnboundedReceiver<Msg>,
     runs: Vec<JoinHandle<()>>,
     highlighter: Highlighter,
+    /// Session loads: one at a time, the newest request wins.
+    loads: LatestJob<SessionId>,
+    search: LatestJob<(u64, String)>,
     highlighted: mpsc::UnboundedReceiver<Highlighted>,
     pub highlights: HighlightCache,
+    /// Rendered answers, kept between frames.
+    markdown: crate::views::markdown::MarkdownCache,
     /// Hash of the answer whose code blocks were last sent for highlighting.
     highlighted_source: u64,
     last_seq: u64,
@@ -130,6 +139,18 @@ impl App {
         let (tx, rx) = mpsc::unbounded_channel();
         let (highlighter, highlighted) = Highlighter::spawn();
         let last_seq = store.last_seq().unwrap_or(0);
+        let loads = {
+            let (store, tx) = (store.clone(), tx.clone());
+            LatestJob::new(move |id| {
+                let _ = tx.send(load_session(&store, id));
+            })
+        };
+        let search = {
+            let (store, tx) = (store.clone(), tx.clone());
+            LatestJob::new(move |(seq, query): (u64, String)| {
+                let _ = tx.send(super::search_ui::run_search(&store, seq, query));
+            })
+        };
         Self {
             state,
             workspaces: Workspaces::default(),
@@ -146,7 +167,10 @@ impl App {
             runs: Vec::new(),
             highlighter,
             highlighted,
+            loads,
+            search,
             highlights: HighlightCache::new(256),
+            markdown: Default::default(),
             highlighted_source: 0,
             last_seq,
             dirty: true,
@@ -174,6 +198,7 @@ impl App {
                 Err(e) => Err(e.clone()),
             },
             tx: self.tx.clone(),
+            search: self.search.clone(),
         }
     }
 
@@ -358,13 +383,7 @@ impl App {
                     let _ = tx.send(reload_sessions(&store));
                 });
             }
-            Effect::LoadSession(id) => {
-                let store = self.store.clone();
-                let tx = self.tx.clone();
-                tokio::task::spawn_blocking(move || {
-                    let _ = tx.send(load_session(&store, id));
-                });
-            }
+            Effect::LoadSession(id) => self.loads.submit(id),
             Effect::RenameSession(id, title) => {
                 if let Some(s) = self.state.loaded.session.as_mut().filter(|s| s.id == id) {
                     s.title = title.clone();
@@ -481,6 +500,7 @@ impl App {
             keymap: &self.keymap,
             mode: self.mode(),
             highlights: &self.highlights,
+            markdown: &self.markdown,
         };
         super::frame::draw(f, &mut self.state, &mut self.workspaces, &look);
         self.dirty = false;

@@ -111,18 +111,17 @@ pub fn on_msg(state: &mut State, m: SearchMsg, _fx: &mut Vec<Effect>) {
     }
 }
 
-/// Runs a search off the UI thread.
+/// Runs a search: through the latest-wins queue, so typing fast never piles searches up.
 pub fn run(e: SearchEffect, svc: &Services) {
     match e {
-        SearchEffect::Run { seq, query } => {
-            let store = svc.store.clone();
-            let tx = svc.tx.clone();
-            tokio::task::spawn_blocking(move || {
-                let hits = search(&store, &query).map_err(|e| format!("search failed: {e}"));
-                let _ = tx.send(Msg::Search(SearchMsg::Results { seq, query, hits }));
-            });
-        }
+        SearchEffect::Run { seq, query } => svc.search.submit((seq, query)),
     }
+}
+
+/// One search, as the queue runs it (off the UI thread).
+pub fn run_search(store: &crate::store::Store, seq: u64, query: String) -> Msg {
+    let hits = search(store, &query).map_err(|e| format!("search failed: {e}"));
+    Msg::Search(SearchMsg::Results { seq, query, hits })
 }
 
 /// The ranked hits for `query` with their sessions' titles.

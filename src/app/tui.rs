@@ -14,7 +14,8 @@ use futures::StreamExt;
 use super::Ctx;
 use super::keymap::Keymap;
 use super::runtime::App;
-use crate::engines::llm::factory;
+use crate::config::providers as factory;
+use crate::store::{NodeId, SessionId};
 use crate::views::theme::{ColorDepth, Theme};
 
 /// Shortest time between two frames.
@@ -50,6 +51,23 @@ pub fn build_app(ctx: &Ctx) -> Result<App> {
 /// including panics (ratatui installs a restoring panic hook).
 pub async fn run(ctx: Ctx) -> Result<ExitCode> {
     run_with(&ctx, |_| {}).await
+}
+
+/// Opens the TUI in the Replay workspace on `session`, from node `from` (the start when
+/// `None`), playing at `speed` with pauses between nodes capped at `max_gap`.
+pub async fn run_replay(
+    ctx: &Ctx,
+    session: SessionId,
+    speed: f64,
+    from: Option<NodeId>,
+    max_gap: Duration,
+) -> Result<ExitCode> {
+    run_with(ctx, move |app| {
+        app.dispatch(super::workspaces::replay::open_msg(
+            session, speed, from, max_gap,
+        ));
+    })
+    .await
 }
 
 /// Opens the TUI and lets `setup` act on the started app first (e.g. open a workspace).

@@ -10,7 +10,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::Ctx;
-use crate::engines::llm::{Effort, StopReason, factory};
+use crate::config::providers;
+use crate::engines::llm::{Effort, StopReason};
 use crate::engines::orchestrator::{TurnEvent, TurnRequest, classify};
 
 #[derive(Debug, Args)]
@@ -143,20 +144,20 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
         }
         None => None,
     };
-    let built = factory::build(ctx)?;
+    let built = providers::build(ctx)?;
     let route = classify(&question, &cfg.routing);
     let effort = match args.effort {
         Some(e) => e,
         None if cfg.routing.enabled => route.effort(&cfg.routing),
         None => cfg.effort.default,
     };
-    let plan = factory::plan_turn(
+    let plan = providers::plan_turn(
         cfg,
         built.kind,
         (!args.no_thinking).then_some(effort),
         args.max_tokens,
     );
-    let orch = factory::orchestrator(ctx, &built, store);
+    let orch = providers::orchestrator(ctx, &built, store);
     let req = TurnRequest {
         session,
         question,

@@ -8,8 +8,8 @@ use anyhow::Result;
 use serde_json::{Value, json};
 
 use super::{Ctx, print_json};
-use crate::app::config::ProviderKind;
-use crate::engines::llm::factory;
+use crate::config::ProviderKind;
+use crate::config::providers;
 
 fn human_size(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
@@ -61,7 +61,7 @@ fn gather(ctx: &Ctx) -> Value {
     } else {
         json!({"path": store_path, "exists": false})
     };
-    let selected = factory::resolve_kind(ctx);
+    let selected = providers::resolve_kind(ctx);
     let providers: Vec<Value> = [
         ProviderKind::Anthropic,
         ProviderKind::OpenAi,
@@ -73,9 +73,9 @@ fn gather(ctx: &Ctx) -> Value {
         json!({
             "name": k.as_str(),
             "selected": k == selected,
-            "key_configured": factory::key_configured(ctx, k),
-            "model": factory::model_name(ctx, k),
-            "base_url": factory::base_url(cfg, k),
+            "key_configured": providers::key_configured(ctx, k),
+            "model": providers::model_name(ctx, k),
+            "base_url": providers::base_url(cfg, k),
         })
     })
     .collect();

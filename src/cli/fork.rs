@@ -11,11 +11,12 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::Ctx;
+use crate::config::providers;
 use crate::engines::fork::{
     BranchResult, Comparison, DebateResult, ForkEngine, ForkEvent, ForkPrompts, ForkRequest,
     ForkSettings, ForkStyle, Guidance, Lane, Outcome,
 };
-use crate::engines::llm::{Effort, factory};
+use crate::engines::llm::Effort;
 use crate::store::{NodeId, RunId, Store};
 
 #[derive(Debug, Args)]
@@ -60,7 +61,7 @@ pub(super) fn engine(
 ) -> Result<(ForkEngine, Store, CancellationToken)> {
     let cfg = &ctx.loaded.config;
     let store = ctx.open_store()?;
-    let built = factory::build(ctx)?;
+    let built = providers::build(ctx)?;
     let settings =
         ForkSettings::from_config(cfg, built.kind, built.model.clone(), effort, max_tokens);
     let cancel = CancellationToken::new();

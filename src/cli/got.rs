@@ -10,11 +10,12 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::Ctx;
-use crate::app::config::ProviderKind;
+use crate::config::ProviderKind;
+use crate::config::providers;
 use crate::engines::got::{
     CallSettings, GotEngine, GotEvent, GotParams, GotPrompts, GotRequest, Strategy, ThoughtState,
 };
-use crate::engines::llm::{Effort, factory};
+use crate::engines::llm::Effort;
 
 #[derive(Debug, Args)]
 pub struct GotArgs {
@@ -53,13 +54,13 @@ pub struct GotArgs {
 /// thinking pass: a reasoning preamble does not help a small model write JSON.
 pub(crate) fn call_settings(
     ctx: &Ctx,
-    built: &factory::Built,
+    built: &providers::Built,
     effort: Effort,
     max_tokens: u32,
 ) -> CallSettings {
     let cfg = &ctx.loaded.config;
     let effort = (built.kind != ProviderKind::Local).then_some(effort);
-    let plan = factory::plan_turn(cfg, built.kind, effort, Some(max_tokens));
+    let plan = providers::plan_turn(cfg, built.kind, effort, Some(max_tokens));
     CallSettings {
         model: built.model.clone(),
         thinking: plan.thinking,
@@ -111,7 +112,7 @@ pub async fn run(ctx: &Ctx, args: GotArgs) -> Result<ExitCode> {
         .as_deref()
         .map(|s| store.resolve_session(s))
         .transpose()?;
-    let built = factory::build(ctx)?;
+    let built = providers::build(ctx)?;
     let call = call_settings(
         ctx,
         &built,

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::Ctx;
 use super::got::{call_settings, ctrl_c_token};
-use crate::engines::llm::factory;
+use crate::config::providers;
 use crate::engines::metacog::{FocusArea, Metacog};
 
 #[derive(Debug, Args)]
@@ -27,7 +27,7 @@ pub async fn run(ctx: &Ctx, args: InsightsArgs) -> Result<ExitCode> {
     let cfg = &ctx.loaded.config;
     let store = ctx.open_store()?;
     let session = store.resolve_session(&args.session)?;
-    let built = factory::build(ctx)?;
+    let built = providers::build(ctx)?;
     let engine = Metacog {
         store,
         provider: built.provider.clone(),

@@ -1,5 +1,5 @@
 //! The command tree. Every engine is also a headless subcommand that prints plain text or
-//! `--json`; with no subcommand glassbox opens the TUI.
+//! `--json`; with no subcommand the binary opens the TUI.
 
 mod ask;
 mod checkpoint;
@@ -14,6 +14,7 @@ pub mod replay;
 mod search;
 mod sessions;
 mod steer;
+mod values;
 mod verify;
 
 use std::path::PathBuf;
@@ -22,8 +23,8 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::{Args, CommandFactory, Parser, Subcommand};
 
-pub use crate::app::Ctx;
-use crate::app::config::{self, ConfigSources, FlagOverride, ProviderKind};
+pub use crate::config::Ctx;
+use crate::config::{self, ConfigSources, FlagOverride, ProviderKind};
 use crate::paths::Paths;
 
 #[derive(Debug, Parser)]
@@ -172,7 +173,8 @@ pub fn load_ctx(g: &GlobalArgs) -> Result<Ctx> {
     })
 }
 
-fn init_logging(ctx: &Ctx, verbose: u8) {
+/// Sets up the log file in the data dir at the config's level (`-v` debug, `-vv` trace).
+pub fn init_logging(ctx: &Ctx, verbose: u8) {
     let level = match verbose {
         0 => ctx.loaded.config.general.log_level.clone(),
         1 => "debug".into(),
@@ -197,39 +199,43 @@ fn init_logging(ctx: &Ctx, verbose: u8) {
         .try_init();
 }
 
-/// Runs the parsed command line.
-pub fn run(cli: Cli) -> Result<ExitCode> {
-    if let Some(Command::Completions { shell }) = &cli.command {
-        clap_complete::generate(
-            *shell,
-            &mut Cli::command(),
-            "glassbox",
-            &mut std::io::stdout(),
-        );
-        return Ok(ExitCode::SUCCESS);
-    }
-    let ctx = load_ctx(&cli.global)?;
-    init_logging(&ctx, cli.global.verbose);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+/// Prints the shell completion script for `shell`; needs no config.
+pub fn print_completions(shell: clap_complete::Shell) -> ExitCode {
+    clap_complete::generate(
+        shell,
+        &mut Cli::command(),
+        "glassbox",
+        &mut std::io::stdout(),
+    );
+    ExitCode::SUCCESS
+}
+
+/// The multi-threaded async runtime commands and the TUI run on.
+pub fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .context("cannot start the async runtime")?;
-    match cli.command {
-        None => runtime.block_on(crate::app::run(ctx)),
-        Some(Command::Ask(args)) => runtime.block_on(ask::run(&ctx, args)),
-        Some(Command::Fork(args)) => runtime.block_on(fork::run(&ctx, args)),
-        Some(Command::Steer(args)) => runtime.block_on(steer::run(&ctx, args)),
-        Some(Command::Checkpoint(args)) => runtime.block_on(checkpoint::run(&ctx, args)),
-        Some(Command::Sessions(cmd)) => sessions::run(&ctx, cmd),
-        Some(Command::Mcp(args)) => runtime.block_on(mcp::run(&ctx, args)),
-        Some(Command::Import(cmd)) => runtime.block_on(import::run(&ctx, cmd)),
-        Some(Command::Export(args)) => export::run(&ctx, args),
-        Some(Command::Search(args)) => search::run(&ctx, args),
-        Some(Command::Replay(args)) => runtime.block_on(replay::run(&ctx, args)),
-        Some(Command::Got(args)) => runtime.block_on(got::run(&ctx, args)),
-        Some(Command::Verify(args)) => runtime.block_on(verify::run(&ctx, args)),
-        Some(Command::Insights(args)) => runtime.block_on(insights::run(&ctx, args)),
-        Some(Command::Config(ConfigCmd::Show { json })) => {
+        .context("cannot start the async runtime")
+}
+
+/// Runs one command headless. The binary opens the TUI itself for no command and for
+/// `replay` without `--print` (see [`replay::tui_replay`]), so `replay` here prints.
+pub fn run(ctx: &Ctx, runtime: &tokio::runtime::Runtime, command: Command) -> Result<ExitCode> {
+    match command {
+        Command::Ask(args) => runtime.block_on(ask::run(ctx, args)),
+        Command::Fork(args) => runtime.block_on(fork::run(ctx, args)),
+        Command::Steer(args) => runtime.block_on(steer::run(ctx, args)),
+        Command::Checkpoint(args) => runtime.block_on(checkpoint::run(ctx, args)),
+        Command::Sessions(cmd) => sessions::run(ctx, cmd),
+        Command::Mcp(args) => runtime.block_on(mcp::run(ctx, args)),
+        Command::Import(cmd) => runtime.block_on(import::run(ctx, cmd)),
+        Command::Export(args) => export::run(ctx, args),
+        Command::Search(args) => search::run(ctx, args),
+        Command::Replay(args) => runtime.block_on(replay::print(ctx, args)),
+        Command::Got(args) => runtime.block_on(got::run(ctx, args)),
+        Command::Verify(args) => runtime.block_on(verify::run(ctx, args)),
+        Command::Insights(args) => runtime.block_on(insights::run(ctx, args)),
+        Command::Config(ConfigCmd::Show { json }) => {
             if json {
                 println!("{}", serde_json::to_string_pretty(&ctx.loaded.to_json())?);
             } else {
@@ -237,8 +243,8 @@ pub fn run(cli: Cli) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Some(Command::Doctor { json }) => doctor::run(&ctx, json),
-        Some(Command::Completions { .. }) => Ok(ExitCode::SUCCESS),
+        Command::Doctor { json } => doctor::run(ctx, json),
+        Command::Completions { shell } => Ok(print_completions(shell)),
     }
 }
 

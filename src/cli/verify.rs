@@ -9,7 +9,8 @@ use serde_json::json;
 
 use super::Ctx;
 use super::got::{call_settings, ctrl_c_token};
-use crate::engines::llm::{Effort, factory};
+use crate::config::providers;
+use crate::engines::llm::Effort;
 use crate::engines::verify::{StepInput, Verdict, Verifier, VerifyRequest, node_steps};
 use crate::store::NodeType;
 
@@ -68,7 +69,7 @@ pub async fn run(ctx: &Ctx, args: VerifyArgs) -> Result<ExitCode> {
         }
         (None, None) => anyhow::bail!("give --steps-file FILE or --node ID"),
     };
-    let built = factory::build(ctx)?;
+    let built = providers::build(ctx)?;
     let verifier = Verifier {
         store,
         provider: built.provider.clone(),

@@ -18,9 +18,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::json_extract::extract_object;
 use super::thinkgraph::Step;
-use super::llm::factory::TurnPlan;
-use super::llm::{CallCtx, ChatRequest, Message, Provider, StreamEvent, ThinkingMode, ToolSpec};
-use crate::app::prompts::Prompts;
+use super::llm::{
+    CallCtx, ChatRequest, Effort, Message, Provider, StreamEvent, ThinkingMode, ToolSpec, TurnPlan,
+};
+use crate::engines::prompts::Prompts;
 use crate::store::{
     Edge, EdgeType, Node, NodeId, NodeStatus, NodeType, Run, RunId, RunKind, RunStatus, Session,
     SessionId, SessionSource, Store, StoreError,
@@ -42,19 +43,7 @@ pub enum ForkError {
 }
 
 /// A reasoning style of a branch.
-#[derive(
-    Clone,
-    Copy,
-    Debug,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    Deserialize,
-    clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ForkStyle {
     Conservative,
@@ -103,7 +92,7 @@ impl FromStr for ForkStyle {
 }
 
 /// A human's verdict on a node.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     Verified,
@@ -112,6 +101,9 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// Every verdict, from agreement to disagreement.
+    pub const ALL: [Verdict; 3] = [Verdict::Verified, Verdict::Questionable, Verdict::Disagree];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Verified => "verified",
@@ -429,6 +421,29 @@ pub enum ForkEvent {
     },
 }
 
+/// `[fork]`: ThinkFork's branch effort and debate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForkParams {
+    /// Effort of each branch's call (ignored by the embedded model, which answers directly).
+    pub effort: Effort,
+    /// Rounds of a debate when none are given (seed 000 ThinkFork: rounds 3).
+    pub debate_rounds: u32,
+    /// Consensus: every branch held its position in the last round at least this confident
+    /// (seed 000 ThinkFork: consensus 0.7).
+    pub consensus_threshold: f64,
+}
+
+impl Default for ForkParams {
+    fn default() -> Self {
+        Self {
+            effort: Effort::Medium,
+            debate_rounds: 3,
+            consensus_threshold: 0.7,
+        }
+    }
+}
+
 /// Model-call settings of the engine.
 #[derive(Clone, Debug)]
 pub struct ForkSettings {
@@ -452,9 +467,10 @@ pub struct ForkSettings {
 }
 
 impl ForkSettings {
-    /// Seed defaults: 3 debate rounds, consensus at 0.7, guidance ≤ 2,000 and corrections
-    /// ≤ 5,000 chars, 2–6 branches; thinking off.
+    /// Seed defaults: the debate of [`ForkParams::default`], guidance ≤ 2,000 and
+    /// corrections ≤ 5,000 chars, 2–6 branches; thinking off.
     pub fn new(model: impl Into<String>) -> Self {
+        let params = ForkParams::default();
         let plan = TurnPlan {
             thinking: ThinkingMode::Off,
             effort: None,
@@ -468,41 +484,13 @@ impl ForkSettings {
             correction_plan: plan,
             temperature: None,
             seed: None,
-            debate_rounds: 3,
-            consensus_threshold: 0.7,
+            debate_rounds: params.debate_rounds,
+            consensus_threshold: params.consensus_threshold,
             guidance_max_chars: 2000,
             correction_max_chars: 5000,
             min_branches: 2,
             max_branches: 6,
         }
-    }
-
-    /// Settings for `model` of provider `kind` from the config: `[fork]` effort (or
-    /// `effort` when given), debate rounds and consensus threshold, the `[generation]`
-    /// temperature and seed. Tools carry the structured output where the provider has
-    /// them. The embedded model answers directly: a thinking pass first is slow there and
-    /// does not help a small model write JSON.
-    pub fn from_config(
-        cfg: &crate::app::config::Config,
-        kind: crate::app::config::ProviderKind,
-        model: impl Into<String>,
-        effort: Option<crate::engines::llm::Effort>,
-        max_tokens: Option<u32>,
-    ) -> Self {
-        use crate::app::config::ProviderKind;
-        use crate::engines::llm::{Effort, factory::plan_turn};
-        let local = matches!(kind, ProviderKind::Local | ProviderKind::Auto);
-        let at = |e: Effort| (!local).then_some(e);
-        let mut s = Self::new(model);
-        s.use_tools = matches!(kind, ProviderKind::Anthropic | ProviderKind::OpenAi);
-        s.plan = plan_turn(cfg, kind, at(effort.unwrap_or(cfg.fork.effort)), max_tokens);
-        s.max_plan = plan_turn(cfg, kind, at(Effort::Max), max_tokens);
-        s.correction_plan = plan_turn(cfg, kind, at(Effort::Medium), max_tokens);
-        s.temperature = Some(cfg.generation.temperature as f32);
-        s.seed = Some(cfg.generation.seed);
-        s.debate_rounds = cfg.fork.debate_rounds;
-        s.consensus_threshold = cfg.fork.consensus_threshold;
-        s
     }
 }
 

@@ -11,7 +11,6 @@ use serde_json::{Map, Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::config::GotConfig;
 use crate::engines::llm::{
     CallCtx, ChatRequest, Effort, LlmError, Message, Provider, StreamEvent, ThinkingMode,
 };
@@ -21,7 +20,7 @@ use crate::store::{
 };
 
 /// How the search picks the next thought to expand.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Strategy {
     /// Level by level, keeping the top k of each level.
@@ -29,11 +28,13 @@ pub enum Strategy {
     /// Deepest first, best child first, backtracking when a branch dies.
     Dfs,
     /// Always the highest-priority open thought.
-    #[value(name = "best_first", alias = "best-first")]
     BestFirst,
 }
 
 impl Strategy {
+    /// Every strategy, in the order the seed lists them.
+    pub const ALL: [Strategy; 3] = [Strategy::Bfs, Strategy::Dfs, Strategy::BestFirst];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Strategy::Bfs => "bfs",
@@ -95,6 +96,60 @@ impl Thought {
     }
 }
 
+/// `[got]`: the engine's defaults for each search parameter, the largest value it accepts
+/// for each (the smallest is 1), and its pruning, aggregation and steering constants. The
+/// per-search [`GotParams`] start from these.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GotTuning {
+    /// Seed 000 GoT: `bfs` when none is given.
+    pub strategy: Strategy,
+    /// Seed 000 GoT: maxDepth 1–20, default 5.
+    pub max_depth: u32,
+    pub max_depth_limit: u32,
+    /// Seed 000 GoT: branchingFactor 1–10, default 3.
+    pub branching_factor: u32,
+    pub branching_factor_limit: u32,
+    /// Seed 000 GoT: maxThoughts 1–100, default 50.
+    pub max_thoughts: u32,
+    pub max_thoughts_limit: u32,
+    /// Seed 000 GoT: enableAggregation, default true.
+    pub enable_aggregation: bool,
+    /// Seed 000 GoT: thoughts scoring below pruneThreshold 0.3 are rejected.
+    pub prune_threshold: f64,
+    /// Seed 000 GoT: best-first aggregates once 3+ open thoughts score high.
+    pub aggregation_min_thoughts: usize,
+    /// The score that counts as high for aggregation.
+    pub aggregation_min_score: f64,
+    /// Priority a "boost" adds to a thought in the interactive view.
+    pub boost_step: f64,
+    /// Seed 000 GoT: effort `high` for each generation and evaluation call.
+    pub effort: Effort,
+    /// Answer-token cap of each call.
+    pub max_tokens: u32,
+}
+
+impl Default for GotTuning {
+    fn default() -> Self {
+        Self {
+            strategy: Strategy::Bfs,
+            max_depth: 5,
+            max_depth_limit: 20,
+            branching_factor: 3,
+            branching_factor_limit: 10,
+            max_thoughts: 50,
+            max_thoughts_limit: 100,
+            enable_aggregation: true,
+            prune_threshold: 0.3,
+            aggregation_min_thoughts: 3,
+            aggregation_min_score: 0.7,
+            boost_step: 0.5,
+            effort: Effort::High,
+            max_tokens: 1024,
+        }
+    }
+}
+
 /// Search parameters (`/api/got` request fields).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -111,7 +166,7 @@ pub struct GotParams {
 
 impl GotParams {
     /// The defaults from `[got]`.
-    pub fn from_config(cfg: &GotConfig) -> Self {
+    pub fn from_config(cfg: &GotTuning) -> Self {
         Self {
             strategy: cfg.strategy,
             max_depth: cfg.max_depth,
@@ -124,7 +179,7 @@ impl GotParams {
     }
 
     /// Checks every parameter against the ranges in `[got]`.
-    pub fn validate(&self, cfg: &GotConfig) -> Result<(), GotError> {
+    pub fn validate(&self, cfg: &GotTuning) -> Result<(), GotError> {
         let check = |name: &'static str, value: u32, max: u32| {
             if (1..=max).contains(&value) {
                 Ok(())
@@ -365,7 +420,7 @@ pub struct GotPrompts {
 
 impl GotPrompts {
     /// The `got/*` prompts of a loaded prompt set.
-    pub fn from(prompts: &crate::app::prompts::Prompts) -> Self {
+    pub fn from(prompts: &crate::engines::prompts::Prompts) -> Self {
         Self {
             generate: prompts.get("got/generate").to_string(),
             evaluate: prompts.get("got/evaluate").to_string(),
@@ -380,7 +435,7 @@ pub struct GotEngine {
     pub provider: Arc<dyn Provider>,
     pub call: CallSettings,
     pub prompts: GotPrompts,
-    pub config: GotConfig,
+    pub config: GotTuning,
 }
 
 impl GotEngine {
@@ -1226,24 +1281,23 @@ mod tests {
 
     #[test]
     fn params_out_of_range_are_rejected_with_the_range() {
-        let cfg: crate::app::config::Config =
-            toml::from_str(crate::app::config::DEFAULT_TOML).unwrap_or_else(|e| panic!("{e}"));
-        let mut p = GotParams::from_config(&cfg.got);
+        let tuning = GotTuning::default();
+        let mut p = GotParams::from_config(&tuning);
         assert_eq!(p.max_depth, 5);
         assert_eq!(p.branching_factor, 3);
         assert_eq!(p.max_thoughts, 50);
         assert_eq!(p.prune_threshold, 0.3);
-        assert!(p.validate(&cfg.got).is_ok());
+        assert!(p.validate(&tuning).is_ok());
         p.max_depth = 21;
         assert_eq!(
-            p.validate(&cfg.got).map_err(|e| e.to_string()),
+            p.validate(&tuning).map_err(|e| e.to_string()),
             Err("maxDepth = 21 is out of range (allowed 1–20)".into())
         );
         p.max_depth = 20;
         p.branching_factor = 0;
-        assert!(p.validate(&cfg.got).is_err());
+        assert!(p.validate(&tuning).is_err());
         p.branching_factor = 10;
         p.max_thoughts = 101;
-        assert!(p.validate(&cfg.got).is_err());
+        assert!(p.validate(&tuning).is_err());
     }
 }

@@ -9,31 +9,34 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::app::config::MetacogConfig;
 use crate::engines::got::{CallSettings, call_model, json_object, number};
-use crate::engines::llm::{LlmError, Provider};
+use crate::engines::llm::{Effort, LlmError, Provider};
 use crate::store::{
     Insight, InsightId, Node, NodeId, NodeType, Run, RunId, RunKind, RunStatus, SessionId, Store,
     StoreError,
 };
 
 /// What the analysis should concentrate on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FocusArea {
-    #[value(name = "decision_quality")]
     DecisionQuality,
-    #[value(name = "reasoning_patterns")]
     ReasoningPatterns,
-    #[value(name = "confidence_calibration")]
     ConfidenceCalibration,
-    #[value(name = "alternative_exploration")]
     AlternativeExploration,
-    #[value(name = "bias_detection")]
     BiasDetection,
 }
 
 impl FocusArea {
+    /// Every focus area.
+    pub const ALL: [FocusArea; 5] = [
+        FocusArea::DecisionQuality,
+        FocusArea::ReasoningPatterns,
+        FocusArea::ConfidenceCalibration,
+        FocusArea::AlternativeExploration,
+        FocusArea::BiasDetection,
+    ];
+
     pub fn as_str(self) -> &'static str {
         match self {
             FocusArea::DecisionQuality => "decision_quality",
@@ -229,9 +232,40 @@ pub fn parse_insights(text: &str, known: &HashSet<NodeId>) -> ParsedInsights {
     out
 }
 
+/// `[metacog]`: how much of a session metacognition reads, and at what effort.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetacogParams {
+    /// Seed 000 Metacognition: 10–20 recent thinking nodes (the least).
+    pub min_nodes: usize,
+    /// Seed 000 Metacognition: 10–20 recent thinking nodes (the most).
+    pub max_nodes: usize,
+    /// Seed 000 Metacognition: each node's reasoning capped at 5k chars.
+    pub node_chars: usize,
+    /// Seed 000 Metacognition: up to 100k chars of context in all.
+    pub total_chars: usize,
+    /// Seed 000 Metacognition: effort `max`.
+    pub effort: Effort,
+    /// Answer-token cap of the analysis call.
+    pub max_tokens: u32,
+}
+
+impl Default for MetacogParams {
+    fn default() -> Self {
+        Self {
+            min_nodes: 10,
+            max_nodes: 20,
+            node_chars: 5000,
+            total_chars: 100_000,
+            effort: Effort::Max,
+            max_tokens: 4096,
+        }
+    }
+}
+
 /// The nodes to analyse: the last `max_nodes` thinking nodes, topped up to `min_nodes`
 /// with the newest other nodes, in session order.
-pub fn gather(nodes: &[Node], cfg: &MetacogConfig) -> Vec<Node> {
+pub fn gather(nodes: &[Node], cfg: &MetacogParams) -> Vec<Node> {
     let mut picked: Vec<usize> = nodes
         .iter()
         .enumerate()
@@ -258,7 +292,7 @@ pub fn format_context(
     store: &Store,
     all: &[Node],
     picked: &[Node],
-    cfg: &MetacogConfig,
+    cfg: &MetacogParams,
 ) -> Result<String, StoreError> {
     let mut out = String::new();
     for n in picked {
@@ -320,7 +354,7 @@ pub struct Metacog {
     pub call: CallSettings,
     /// The `metacog/analyze` prompt.
     pub prompt: String,
-    pub config: MetacogConfig,
+    pub config: MetacogParams,
 }
 
 impl Metacog {
@@ -425,7 +459,7 @@ mod tests {
     #[test]
     fn gather_prefers_thinking_nodes_and_tops_up_to_the_minimum() {
         let s = SessionId::new();
-        let cfg = MetacogConfig {
+        let cfg = MetacogParams {
             min_nodes: 3,
             max_nodes: 4,
             node_chars: 10,

@@ -8,6 +8,8 @@ pub mod llm;
 pub mod mcp;
 pub mod metacog;
 pub mod orchestrator;
+pub mod prompts;
+pub mod replay;
 pub mod thinkgraph;
 pub mod transcript;
 pub mod verify;

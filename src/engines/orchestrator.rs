@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use futures::StreamExt;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -15,7 +16,6 @@ use super::llm::{
     CallCtx, ChatRequest, Effort, LlmError, Message, Provider, RawChunk, StopReason, StreamEvent,
     ThinkingMode, Usage,
 };
-use crate::app::config::{BudgetConfig, RoutingConfig};
 use crate::store::{
     Edge, EdgeType, Node, NodeId, NodeStatus, NodeType, RawStream, Session, SessionId,
     SessionSource, Store, StoreError, StoredChunk, StreamId,
@@ -103,6 +103,89 @@ pub enum TurnEvent {
     },
 }
 
+/// `[routing]`: classing questions simple / standard / complex and the effort of each.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoutingParams {
+    pub enabled: bool,
+    /// Shorter questions are simple (seed 000 Orchestrator: standard is 50–500 chars).
+    pub simple_max_chars: usize,
+    /// Longer questions are complex (seed 000 Orchestrator: standard is 50–500 chars).
+    pub complex_min_chars: usize,
+    /// Case-insensitive regexes of simple questions (seed 000 Orchestrator: greetings,
+    /// "what is", "define", "explain briefly").
+    pub simple_patterns: Vec<String>,
+    /// Case-insensitive regexes of complex questions (seed 000 Orchestrator: "debug",
+    /// "architect", "design", "compare and contrast", "research", "step by step",
+    /// "refactor", "optimize").
+    pub complex_patterns: Vec<String>,
+    /// Seed 000 Orchestrator: simple = low.
+    pub simple: Effort,
+    /// Seed 000 Orchestrator: standard = medium.
+    pub standard: Effort,
+    /// Seed 000 Orchestrator: complex = high.
+    pub complex: Effort,
+}
+
+impl Default for RoutingParams {
+    fn default() -> Self {
+        let patterns = |list: &[&str]| list.iter().map(|p| p.to_string()).collect();
+        Self {
+            enabled: true,
+            simple_max_chars: 50,
+            complex_min_chars: 500,
+            simple_patterns: patterns(&[
+                r"^\s*(hi|hello|hey|thanks|thank you)\b",
+                r"^\s*what is\b",
+                r"^\s*define\b",
+                "explain briefly",
+            ]),
+            complex_patterns: patterns(&[
+                r"\bdebug",
+                r"\barchitect",
+                r"\bdesign\b",
+                "compare and contrast",
+                r"\bresearch\b",
+                "step by step",
+                r"\brefactor",
+                r"\boptimi[sz]",
+            ]),
+            simple: Effort::Low,
+            standard: Effort::Medium,
+            complex: Effort::High,
+        }
+    }
+}
+
+/// `[budget]`: per-session token budget and history compaction (seed 000 Orchestrator:
+/// cumulative output tokens per session, a warning at a configurable percentage).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetParams {
+    /// Output tokens one session may use; 0 for no limit.
+    pub session_tokens: u64,
+    /// Share of `session_tokens` at which a warning shows.
+    pub warn_percent: u8,
+    /// The model's context in tokens; 0 leaves it to the provider.
+    pub context_tokens: u32,
+    /// Share of the context the history may fill before older turns are compacted.
+    pub compact_at_percent: u8,
+    /// Newest turns a compaction keeps verbatim.
+    pub keep_recent_turns: usize,
+}
+
+impl Default for BudgetParams {
+    fn default() -> Self {
+        Self {
+            session_tokens: 200_000,
+            warn_percent: 80,
+            context_tokens: 0,
+            compact_at_percent: 75,
+            keep_recent_turns: 2,
+        }
+    }
+}
+
 /// How demanding a question is; decides the effort when the user did not.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -122,7 +205,7 @@ impl Route {
     }
 
     /// The effort the routing config assigns to this class.
-    pub fn effort(self, cfg: &RoutingConfig) -> Effort {
+    pub fn effort(self, cfg: &RoutingParams) -> Effort {
         match self {
             Route::Simple => cfg.simple,
             Route::Standard => cfg.standard,
@@ -135,13 +218,13 @@ impl Route {
 /// complex). The patterns are compiled once; invalid ones are skipped.
 #[derive(Clone, Debug)]
 pub struct Router {
-    cfg: RoutingConfig,
+    cfg: RoutingParams,
     simple: Vec<regex::Regex>,
     complex: Vec<regex::Regex>,
 }
 
 impl Router {
-    pub fn new(cfg: &RoutingConfig) -> Self {
+    pub fn new(cfg: &RoutingParams) -> Self {
         let compile = |patterns: &[String]| {
             patterns
                 .iter()
@@ -176,7 +259,7 @@ impl Router {
         }
     }
 
-    pub fn config(&self) -> &RoutingConfig {
+    pub fn config(&self) -> &RoutingParams {
         &self.cfg
     }
 
@@ -195,7 +278,7 @@ impl Router {
 }
 
 /// Classes one question (compiles the patterns; use [`Router`] for many).
-pub fn classify(question: &str, cfg: &RoutingConfig) -> Route {
+pub fn classify(question: &str, cfg: &RoutingParams) -> Route {
     Router::new(cfg).classify(question)
 }
 
@@ -244,7 +327,7 @@ pub struct Orchestrator {
     pub provider: Arc<dyn Provider>,
     /// Model name recorded on sessions and nodes.
     pub model: String,
-    pub budget: BudgetConfig,
+    pub budget: BudgetParams,
     /// The model's context in tokens, for deciding when to compact history.
     pub context_tokens: u32,
     /// Prompt used to summarise older turns.
@@ -514,18 +597,11 @@ struct Prepared {
 impl Orchestrator {
     /// An orchestrator with the built-in budget settings.
     pub fn new(store: Store, provider: Arc<dyn Provider>, model: impl Into<String>) -> Self {
-        let defaults = crate::app::config::Config::builtin().ok();
         Self {
             store,
             provider,
             model: model.into(),
-            budget: defaults.as_ref().map(|c| c.budget.clone()).unwrap_or(BudgetConfig {
-                session_tokens: 0,
-                warn_percent: 80,
-                context_tokens: 0,
-                compact_at_percent: 75,
-                keep_recent_turns: 2,
-            }),
+            budget: BudgetParams::default(),
             context_tokens: 200_000,
             compaction_prompt: "Summarise this conversation so far in a few sentences, keeping every fact, decision and open question needed to continue it.".into(),
             knowledge: None,
@@ -1121,8 +1197,8 @@ mod tests {
         assert_eq!(h, vec![Message::user("q1 again"), Message::assistant("a")]);
     }
 
-    fn routing() -> RoutingConfig {
-        crate::app::config::Config::builtin().unwrap().routing
+    fn routing() -> RoutingParams {
+        RoutingParams::default()
     }
 
     #[test]

@@ -10,9 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::app::config::VerifyConfig;
 use crate::engines::got::{CallSettings, call_model, json_object, number};
-use crate::engines::llm::{LlmError, Provider};
+use crate::engines::llm::{Effort, LlmError, Provider};
 use crate::store::{
     Edge, EdgeType, Node, NodeId, NodeType, Run, RunId, RunKind, RunStatus, Session, SessionId,
     SessionSource, Store, StoreError,
@@ -175,11 +174,58 @@ pub struct ChainVerification {
     pub metadata: VerifyMetadata,
 }
 
+/// `[verify]`: step verification (PRM) chain scoring and pattern thresholds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyParams {
+    /// A chain is valid when its score reaches this (seed 000 PRM: correctnessThreshold 0.7).
+    pub correctness_threshold: f64,
+    /// An incorrect step multiplies by `(1 − confidence) ·` this (seed 000 PRM: 0.3).
+    pub incorrect_factor: f64,
+    /// Seed 000 PRM: a neutral step multiplies by 0.9.
+    pub neutral_factor: f64,
+    /// Seed 000 PRM: an uncertain step multiplies by 0.7.
+    pub uncertain_factor: f64,
+    /// `declining_confidence` needs a fall larger than this (seed 000 PRM: spread > 0.2).
+    pub declining_spread: f64,
+    /// …over at least this many steps.
+    pub declining_min_steps: usize,
+    /// `recurring_{issue}`: the same issue in at least this many steps (seed 000 PRM: 2+).
+    pub recurring_min_steps: usize,
+    /// `overconfidence_before_error`: a correct step at least this confident, then an
+    /// incorrect one.
+    pub high_confidence: f64,
+    /// Most steps one verification accepts (seed 000 /api/verify: 1–50 steps).
+    pub max_steps: usize,
+    /// Seed 000 /api/verify: effort `high`.
+    pub effort: Effort,
+    /// Answer-token cap of each step's call.
+    pub max_tokens: u32,
+}
+
+impl Default for VerifyParams {
+    fn default() -> Self {
+        Self {
+            correctness_threshold: 0.7,
+            incorrect_factor: 0.3,
+            neutral_factor: 0.9,
+            uncertain_factor: 0.7,
+            declining_spread: 0.2,
+            declining_min_steps: 3,
+            recurring_min_steps: 2,
+            high_confidence: 0.8,
+            max_steps: 50,
+            effort: Effort::High,
+            max_tokens: 1024,
+        }
+    }
+}
+
 /// Product of the per-step factors, then its geometric mean over the steps: a correct
 /// step multiplies by its confidence, an incorrect one by `(1 − confidence) ·
 /// incorrect_factor`, a neutral one by `neutral_factor`, an uncertain one by
 /// `uncertain_factor`. An empty chain scores 0.
-pub fn chain_score(steps: &[StepVerification], cfg: &VerifyConfig) -> f64 {
+pub fn chain_score(steps: &[StepVerification], cfg: &VerifyParams) -> f64 {
     if steps.is_empty() {
         return 0.0;
     }
@@ -204,7 +250,7 @@ pub fn first_error(steps: &[StepVerification]) -> i64 {
 }
 
 /// `declining_confidence`, `recurring_{issue}` and `overconfidence_before_error`.
-pub fn detect_patterns(steps: &[StepVerification], cfg: &VerifyConfig) -> Vec<Pattern> {
+pub fn detect_patterns(steps: &[StepVerification], cfg: &VerifyParams) -> Vec<Pattern> {
     let mut out = Vec::new();
     let conf: Vec<f64> = steps.iter().map(|s| s.confidence).collect();
     if conf.len() >= cfg.declining_min_steps.max(2)
@@ -396,7 +442,7 @@ pub struct Verifier {
     pub call: CallSettings,
     /// The `verify/step` prompt.
     pub prompt: String,
-    pub config: VerifyConfig,
+    pub config: VerifyParams,
 }
 
 impl Verifier {
@@ -854,8 +900,8 @@ pub fn processbench(store: &Store, session: SessionId) -> Result<Value, StoreErr
 mod tests {
     use super::*;
 
-    fn cfg() -> VerifyConfig {
-        VerifyConfig {
+    fn cfg() -> VerifyParams {
+        VerifyParams {
             correctness_threshold: 0.7,
             incorrect_factor: 0.3,
             neutral_factor: 0.9,
@@ -893,10 +939,8 @@ mod tests {
     }
 
     #[test]
-    fn the_default_config_holds_the_seed_values() {
-        let c: crate::app::config::Config =
-            toml::from_str(crate::app::config::DEFAULT_TOML).unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(c.verify, cfg());
+    fn the_defaults_hold_the_seed_values() {
+        assert_eq!(VerifyParams::default(), cfg());
     }
 
     #[test]

@@ -13,6 +13,8 @@ pub struct HighlightCache {
     lines: HashMap<u64, Vec<Line<'static>>>,
     order: VecDeque<u64>,
     capacity: usize,
+    /// Bumped by every insert: what was drawn before may now have highlighted code.
+    generation: u64,
 }
 
 impl Default for HighlightCache {
@@ -29,12 +31,14 @@ impl HighlightCache {
             lines: HashMap::with_capacity(capacity.min(64)),
             order: VecDeque::with_capacity(capacity.min(64)),
             capacity,
+            generation: 0,
         }
     }
 
     /// Stores the lines for `key`, returning the key evicted to make room, if any.
     /// Pass an evicted key to the highlighter's `forget` so the block can be highlighted again.
     pub fn insert(&mut self, key: u64, lines: Vec<Line<'static>>) -> Option<u64> {
+        self.generation += 1;
         if let Some(existing) = self.lines.get_mut(&key) {
             *existing = lines;
             return None;
@@ -49,6 +53,11 @@ impl HighlightCache {
         self.lines.insert(key, lines);
         self.order.push_back(key);
         evicted
+    }
+
+    /// Changes whenever a block is added or replaced.
+    pub fn generation(&self) -> u64 {
+        self.generation
     }
 
     /// The highlighted lines for `key`, if cached.

@@ -45,6 +45,8 @@ pub struct ViewCx<'a> {
     pub keys: &'a dyn Keys,
     /// Highlighted code blocks, filled off the render path.
     pub highlights: &'a HighlightCache,
+    /// Answers rendered in earlier frames.
+    pub markdown: &'a markdown::MarkdownCache,
 }
 
 /// The workspace body: the whole frame but the tab line and the status bar.

@@ -11,7 +11,6 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::ViewCx;
 use super::hints;
-use super::markdown;
 use super::theme::{Role, Theme};
 use super::think::{pane, tail_text};
 use crate::store::NodeType;
@@ -261,16 +260,15 @@ pub fn render(f: &mut Frame, area: Rect, r: &ReplayView<'_>, v: &ViewCx<'_>) {
         let inner = block.inner(answer);
         f.render_widget(block, answer);
         if !r.answer.is_empty() {
-            let rendered = markdown::render(
+            // Follow the end, like a stream.
+            v.markdown.draw(
+                f,
+                inner,
                 r.answer,
                 &super::think::markdown_styles(theme),
                 v.highlights,
+                0,
             );
-            let para = Paragraph::new(rendered.lines).wrap(Wrap { trim: false });
-            // Follow the end, like a stream.
-            let total = para.line_count(inner.width) as u16;
-            let top = total.saturating_sub(inner.height);
-            f.render_widget(para.scroll((top, 0)), inner);
         }
     }
 }

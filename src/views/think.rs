@@ -10,7 +10,7 @@ use ratatui::widgets::{Block, BorderType, Borders, Paragraph, Wrap};
 use super::ViewCx;
 use super::graph_model::GraphModel;
 use super::input::InputBox;
-use super::markdown::{self, MarkdownStyles};
+use super::markdown::MarkdownStyles;
 use super::sessions::SessionsView;
 use super::theme::{Role, Theme};
 use crate::engines::orchestrator::Route;
@@ -333,12 +333,14 @@ pub fn render(f: &mut Frame, body: Rect, view: &ThinkView<'_>, v: &ViewCx<'_>) {
             };
             f.render_widget(Paragraph::new(hint).style(theme.style(Role::Dim)), inner);
         } else {
-            let rendered = markdown::render(response, &markdown_styles(theme), v.highlights);
-            let para = Paragraph::new(rendered.lines).wrap(Wrap { trim: false });
-            let total = para.line_count(inner.width) as u16;
-            let up = view.response_scroll.min(total.saturating_sub(inner.height));
-            let top = total.saturating_sub(inner.height).saturating_sub(up);
-            f.render_widget(para.scroll((top, 0)), inner);
+            v.markdown.draw(
+                f,
+                inner,
+                response,
+                &markdown_styles(theme),
+                v.highlights,
+                view.response_scroll,
+            );
         }
     }
     {

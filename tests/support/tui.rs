@@ -5,9 +5,9 @@ use std::time::Duration;
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use std::sync::Arc;
 
-use glassbox::app::config::{Config, ProviderKind};
 use glassbox::app::keymap::Keymap;
 use glassbox::app::runtime::{App, Engine};
+use glassbox::config::{Config, ProviderKind};
 use glassbox::engines::llm::anthropic::AnthropicProvider;
 use glassbox::engines::llm::http::{ApiKey, HttpSettings};
 use glassbox::engines::llm::openai::OpenAiProvider;

@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
-use super::http::{self, ApiKey, DecodeStats, HttpSettings, Remote, Wire, WireDecoder};
+use super::http::{self, ApiKey, HttpSettings, Remote, Wire};
 use super::sse::SseBody;
+use super::wire::{self, DecodeStats, WireDecoder};
 use super::{
     CallCtx, ChatRequest, EventStream, LlmError, Provider, StopReason, StreamEvent, ThinkingMode,
     Usage,
@@ -263,7 +264,7 @@ impl AnthropicDecoder {
     }
 
     fn frame(&mut self, event_name: Option<&str>, data: &str, out: &mut Vec<StreamEvent>) {
-        match parse_json_values(data) {
+        match wire::parse_json_values(data) {
             Some(values) => {
                 for v in values {
                     if self.body.done {
@@ -275,7 +276,7 @@ impl AnthropicDecoder {
             None => {
                 self.body.skipped.malformed += 1;
                 if self.body.first_bad.is_none() {
-                    self.body.first_bad = Some(http::snippet(data));
+                    self.body.first_bad = Some(wire::snippet(data));
                 }
             }
         }
@@ -334,7 +335,7 @@ impl AnthropicDecoder {
                     .get("message")
                     .and_then(Value::as_str)
                     .unwrap_or("unknown error");
-                let message = http::one_line(message, 300);
+                let message = wire::one_line(message, 300);
                 let error = if etype == "overloaded_error" {
                     LlmError::Overloaded {
                         provider: NAME.into(),
@@ -585,7 +586,7 @@ impl WireDecoder for AnthropicDecoder {
             // No SSE frames at all: maybe a whole JSON body.
             if let Ok(v) = serde_json::from_slice::<Value>(&head) {
                 if v.get("error").is_some() {
-                    let (kind, message) = http::error_message(200, &head);
+                    let (kind, message) = wire::error_message(200, &head);
                     let kind = kind.unwrap_or_else(|| "error".into());
                     let error = if kind == "overloaded_error" {
                         LlmError::Overloaded {
@@ -632,15 +633,6 @@ impl WireDecoder for AnthropicDecoder {
     fn stats(&self) -> DecodeStats {
         self.body.stats()
     }
-}
-
-/// All JSON values in an SSE data field (usually one; proxies sometimes glue several lines).
-pub(crate) fn parse_json_values(data: &str) -> Option<Vec<Value>> {
-    let mut values = Vec::new();
-    for v in serde_json::Deserializer::from_str(data).into_iter::<Value>() {
-        values.push(v.ok()?);
-    }
-    Some(values)
 }
 
 /// Merges an Anthropic usage object (cumulative counts) into `acc`.

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use futures::Stream;
 use futures::future::BoxFuture;
-use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use tokio::sync::mpsc;
 
+use super::wire::{DecodeStats, WireDecoder, error_message};
 use super::{
     CallCtx, ChatRequest, EventStream, LlmError, RawChunk, RawSink, StopReason, StreamEvent,
 };
@@ -150,47 +150,6 @@ impl HttpSettings {
     }
 }
 
-/// What a wire decoder saw and skipped (unknown lines/events and unparseable data are never fatal).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct DecodeStats {
-    /// Frames (SSE events or NDJSON lines) decoded.
-    pub frames: u64,
-    /// Comment / keep-alive lines skipped.
-    pub comments: u64,
-    /// Lines, events or fields of unknown kind skipped.
-    pub unknown: u64,
-    /// Data that did not parse as JSON.
-    pub malformed: u64,
-}
-
-/// Turns one provider's response body bytes into [`StreamEvent`]s, whatever the chunking.
-/// The same decoders serve live calls and replay of recorded raw bytes.
-pub trait WireDecoder: Send {
-    /// Feeds body bytes; returns the events they complete. Input after a terminal event
-    /// (`Stop` or `Error`) is ignored.
-    fn feed(&mut self, bytes: &[u8]) -> Vec<StreamEvent>;
-    /// Events held back (partial text, usage so far) when the body breaks off; not terminal.
-    fn flush(&mut self) -> Vec<StreamEvent>;
-    /// The body ended: returns the remaining events, ending with `Stop` or `Error` unless a
-    /// terminal event was already returned. A whole (non-streaming) JSON body is accepted too.
-    fn finish(&mut self) -> Vec<StreamEvent>;
-    /// True when nothing but whitespace and comments has arrived.
-    fn is_blank(&self) -> bool;
-    /// Counters of what was decoded and skipped.
-    fn stats(&self) -> DecodeStats;
-}
-
-/// A fresh decoder for a provider's recorded body (`anthropic`, `openai`, `ollama`), for
-/// replaying raw streams byte-exactly; `think_open` as in [`HttpSettings::think_open`].
-pub fn decoder_for(provider: &str, think_open: bool) -> Option<Box<dyn WireDecoder>> {
-    match provider {
-        "anthropic" => Some(Box::new(super::anthropic::AnthropicDecoder::new())),
-        "openai" => Some(Box::new(super::openai::OpenAiDecoder::new(think_open))),
-        "ollama" => Some(Box::new(super::ollama::OllamaDecoder::new(think_open))),
-        _ => None,
-    }
-}
-
 /// True for events that carry model output (as opposed to usage, stop and errors).
 pub fn is_content(ev: &StreamEvent) -> bool {
     matches!(
@@ -213,77 +172,6 @@ fn is_retryable_in_stream(e: &LlmError) -> bool {
 
 fn is_terminal(ev: &StreamEvent) -> bool {
     matches!(ev, StreamEvent::Stop { .. } | StreamEvent::Error { .. })
-}
-
-/// Turns an HTTP error body into `(error kind, one-line message)`. Understands Anthropic's
-/// `{"type":"error","error":{"type","message"}}`, OpenAI's `{"error":{"message","type"|"code"}}`,
-/// Ollama's `{"error":"…"}` and `{"detail"|"message": …}`; otherwise the body's first line.
-pub fn error_message(status: u16, body: &[u8]) -> (Option<String>, String) {
-    let mut kind = None;
-    let mut message = None;
-    if let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) {
-        match v.get("error") {
-            Some(serde_json::Value::Object(o)) => {
-                kind = o
-                    .get("type")
-                    .or_else(|| o.get("code"))
-                    .and_then(value_as_text);
-                message = o.get("message").and_then(value_as_text);
-            }
-            Some(other) => message = value_as_text(other),
-            None => {}
-        }
-        if message.is_none() {
-            message = v
-                .get("message")
-                .or_else(|| v.get("detail"))
-                .and_then(value_as_text);
-        }
-    }
-    let message = message.unwrap_or_else(|| {
-        let text = String::from_utf8_lossy(body);
-        text.lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .unwrap_or("")
-            .to_string()
-    });
-    let mut message = one_line(&message, 300);
-    if message.is_empty() {
-        message = StatusCode::from_u16(status)
-            .ok()
-            .and_then(|s| s.canonical_reason())
-            .unwrap_or("no details")
-            .to_string();
-    }
-    (kind, message)
-}
-
-fn value_as_text(v: &serde_json::Value) -> Option<String> {
-    match v {
-        serde_json::Value::String(s) => Some(s.clone()),
-        serde_json::Value::Null => None,
-        other => Some(other.to_string()),
-    }
-}
-
-/// Collapses whitespace runs (newlines included) to single spaces and cuts at `max` chars.
-pub(crate) fn one_line(s: &str, max: usize) -> String {
-    let joined = s.split_whitespace().collect::<Vec<_>>().join(" ");
-    if joined.chars().count() > max {
-        let mut cut: String = joined.chars().take(max).collect();
-        cut.push('…');
-        cut
-    } else {
-        joined
-    }
-}
-
-/// A short, escaped excerpt of unparseable input for error messages (control bytes shown
-/// as escapes, at most about 100 characters).
-pub(crate) fn snippet(s: &str) -> String {
-    let escaped = format!("{:?}", s.chars().take(100).collect::<String>());
-    one_line(&escaped, 100)
 }
 
 /// A provider's wire format: how to build a request and decode its response.
@@ -1138,36 +1026,6 @@ mod tests {
         let got: Vec<&str> = keys.iter().map(ApiKey::expose).collect();
         assert_eq!(got, vec!["k0", "k1", "k3"]);
         assert!(keys_from_lookup("NOPE", lookup).is_empty());
-    }
-
-    #[test]
-    fn error_bodies_become_one_line_messages() {
-        let anthropic =
-            br#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#;
-        assert_eq!(
-            error_message(529, anthropic),
-            (Some("overloaded_error".into()), "Overloaded".into())
-        );
-        let openai =
-            br#"{"error":{"message":"Rate limit\nreached","type":"requests","code":null}}"#;
-        assert_eq!(
-            error_message(429, openai),
-            (Some("requests".into()), "Rate limit reached".into())
-        );
-        let ollama = br#"{"error":"model 'x' not found"}"#;
-        assert_eq!(
-            error_message(404, ollama),
-            (None, "model 'x' not found".into())
-        );
-        assert_eq!(
-            error_message(502, b"\n<html>\n Bad gateway </html>").1,
-            "<html>"
-        );
-        assert_eq!(error_message(503, b"").1, "Service Unavailable");
-        assert_eq!(
-            error_message(422, br#"{"detail":"bad field"}"#).1,
-            "bad field"
-        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
 /// How hard the model should think; maps to a thinking-token budget from the config.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Effort {
     Low,
@@ -21,6 +21,9 @@ pub enum Effort {
 }
 
 impl Effort {
+    /// Every level, lowest first.
+    pub const ALL: [Effort; 4] = [Effort::Low, Effort::Medium, Effort::High, Effort::Max];
+
     pub fn as_str(self) -> &'static str {
         match self {
             Effort::Low => "low",
@@ -116,6 +119,16 @@ pub enum ThinkingMode {
     Budget { tokens: u32 },
     /// The model decides how much to think (Anthropic adaptive thinking).
     Adaptive,
+}
+
+/// Thinking settings of one turn: the provider's thinking mode, the effort asked for, and
+/// the token cap (which, where the provider counts thinking inside it, includes the
+/// thinking budget).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TurnPlan {
+    pub thinking: ThinkingMode,
+    pub effort: Option<Effort>,
+    pub max_tokens: u32,
 }
 
 /// One streaming model call.
@@ -316,9 +329,9 @@ pub mod ollama;
 pub mod openai;
 pub mod sse;
 pub mod think_tags;
+pub mod wire;
 
-// Choosing a provider, the embedded model, recorded streams.
-pub mod factory;
+// The embedded model, recorded streams.
 #[cfg(feature = "local")]
 pub mod local;
 pub mod replay;

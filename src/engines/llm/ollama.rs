@@ -4,8 +4,9 @@
 use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
-use super::http::{self, ApiKey, DecodeStats, HttpSettings, Remote, Wire, WireDecoder};
+use super::http::{self, ApiKey, HttpSettings, Remote, Wire};
 use super::think_tags::{Segment, ThinkSplitter};
+use super::wire::{self, DecodeStats, WireDecoder};
 use super::{
     CallCtx, ChatRequest, EventStream, LlmError, Provider, Role, StopReason, StreamEvent,
     ThinkingMode, Usage,
@@ -197,7 +198,7 @@ impl OllamaDecoder {
             Err(_) => {
                 self.stats.malformed += 1;
                 if self.first_bad.is_none() {
-                    self.first_bad = Some(http::snippet(trimmed));
+                    self.first_bad = Some(wire::snippet(trimmed));
                 }
                 return;
             }
@@ -212,7 +213,7 @@ impl OllamaDecoder {
                     .map(str::to_string)
                     .unwrap_or_else(|| other.to_string()),
             };
-            let message = http::one_line(&message, 300);
+            let message = wire::one_line(&message, 300);
             let error = if message.to_ascii_lowercase().contains("overloaded") {
                 LlmError::Overloaded {
                     provider: NAME.into(),

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
-use super::anthropic::parse_json_values;
-use super::http::{self, ApiKey, DecodeStats, HttpSettings, Remote, Wire, WireDecoder};
+use super::http::{self, ApiKey, HttpSettings, Remote, Wire};
 use super::sse::SseBody;
 use super::think_tags::{Segment, ThinkSplitter};
+use super::wire::{self, DecodeStats, WireDecoder};
 use super::{
     CallCtx, ChatRequest, Effort, EventStream, LlmError, Provider, Role, StopReason, StreamEvent,
     Usage,
@@ -189,7 +189,7 @@ impl OpenAiDecoder {
             self.end(out);
             return;
         }
-        if let Some(values) = parse_json_values(data) {
+        if let Some(values) = wire::parse_json_values(data) {
             for v in values {
                 if self.body.done {
                     return;
@@ -211,7 +211,7 @@ impl OpenAiDecoder {
             } else {
                 self.body.skipped.malformed += 1;
                 if self.body.first_bad.is_none() {
-                    self.body.first_bad = Some(http::snippet(line));
+                    self.body.first_bad = Some(wire::snippet(line));
                 }
             }
         }
@@ -477,7 +477,7 @@ fn stream_error(err: &Value) -> LlmError {
             )
         }
     };
-    let message = http::one_line(&message, 300);
+    let message = wire::one_line(&message, 300);
     let kind_s = kind.clone().unwrap_or_default();
     let overloaded = kind_s.contains("overloaded")
         || kind_s == "529"

@@ -11,7 +11,10 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::http::{DecodeStats, WireDecoder};
+use super::anthropic::AnthropicDecoder;
+use super::ollama::OllamaDecoder;
+use super::openai::OpenAiDecoder;
+use super::wire::{DecodeStats, WireDecoder};
 use super::{
     CallCtx, ChatRequest, EventStream, LlmError, Provider, RawChunk, StopReason, StreamEvent, Usage,
 };
@@ -129,13 +132,25 @@ impl WireDecoder for LocalRecordDecoder {
     }
 }
 
+/// A fresh live decoder of an HTTP provider's body (`anthropic`, `openai`, `ollama`): the
+/// decoder that provider hands the HTTP driver, here for replaying its recorded bytes;
+/// `think_open` as in [`super::http::HttpSettings::think_open`].
+pub fn wire_decoder(provider: &str, think_open: bool) -> Option<Box<dyn WireDecoder>> {
+    match provider {
+        "anthropic" => Some(Box::new(AnthropicDecoder::new())),
+        "openai" => Some(Box::new(OpenAiDecoder::new(think_open))),
+        "ollama" => Some(Box::new(OllamaDecoder::new(think_open))),
+        _ => None,
+    }
+}
+
 /// The decoder that reads a recording made by `provider`: the live decoders for HTTP
 /// providers, the token-record decoder for the local model.
 pub fn decoder_for(provider: &str) -> Result<Box<dyn WireDecoder>, LlmError> {
     if provider == "local" {
         return Ok(Box::new(LocalRecordDecoder::default()));
     }
-    super::http::decoder_for(provider, false).ok_or_else(|| LlmError::Config {
+    wire_decoder(provider, false).ok_or_else(|| LlmError::Config {
         message: format!("cannot replay a recording of provider '{provider}'"),
     })
 }

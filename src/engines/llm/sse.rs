@@ -2,6 +2,7 @@
 //! frames. Tolerant of CRLF/CR line ends, `:` comments, padding, data-only streams and EOF.
 
 use super::LlmError;
+use super::wire::{DecodeStats, snippet};
 
 /// One dispatched SSE event.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -350,7 +351,7 @@ pub struct SseBody {
     /// Frames that were events of the wire.
     pub recognized: u64,
     /// Unknown and malformed frames (the frame counts come from the parser).
-    pub skipped: super::http::DecodeStats,
+    pub skipped: DecodeStats,
     /// The first frame that could not be read, for the error message.
     pub first_bad: Option<String>,
 }
@@ -368,7 +369,7 @@ impl SseBody {
             head: Some(Vec::new()),
             done: false,
             recognized: 0,
-            skipped: super::http::DecodeStats::default(),
+            skipped: DecodeStats::default(),
             first_bad: None,
         }
     }
@@ -418,7 +419,7 @@ impl SseBody {
         let bad = self
             .first_bad
             .clone()
-            .or_else(|| self.sse.first_junk().map(super::http::snippet));
+            .or_else(|| self.sse.first_junk().map(snippet));
         LlmError::Malformed {
             provider: provider.into(),
             detail: format!(
@@ -436,9 +437,9 @@ impl SseBody {
         s.frames == 0 && s.junk_lines == 0 && !self.sse.has_pending_text()
     }
 
-    pub fn stats(&self) -> super::http::DecodeStats {
+    pub fn stats(&self) -> DecodeStats {
         let s = self.sse.stats();
-        super::http::DecodeStats {
+        DecodeStats {
             frames: s.frames,
             comments: s.comments,
             unknown: self.skipped.unknown + s.junk_lines + s.empty_frames,

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use crate::store::StoreError;
 
-pub use server::{LedgerServer, LedgerSettings, serve_stdio};
+pub use server::{LedgerServer, LedgerSettings, McpParams, serve_stdio};
 
 /// What can go wrong running the ledger server.
 #[derive(Debug, thiserror::Error)]

@@ -17,14 +17,13 @@ use rmcp::model::{
 };
 use rmcp::service::{RequestContext, ServerInitializeError};
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::args::{self, ThoughtArgs};
 use super::ledger::{self, Recorded, SessionTarget, Verdict};
 use super::{LedgerError, tools};
-use crate::app::config::McpConfig;
-use crate::app::prompts::Prompts;
+use crate::engines::prompts::Prompts;
 use crate::store::{NodeId, Session, SessionId, SessionSource, Store, StoreError};
 
 /// How long an input-required critique waits for the client's retry.
@@ -36,6 +35,28 @@ const INSTRUCTIONS: &str = "glassbox keeps every thought you send in its reasoni
 sequentialthinking exactly like the reference server, or `thought` for the ledger extras \
 (session ids, thought types, critiques). Thoughts are grouped into one session per connection; \
 session_start begins a new one.";
+
+/// `[mcp]`: the critiques the reasoning ledger asks the client's model for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpParams {
+    /// `maxTokens` of a critique request (seed 004 Thoughtbox sampling: 500).
+    pub critique_max_tokens: u32,
+    /// Recent thoughts a critique request shows (seed 004 Thoughtbox sampling: 5).
+    pub critique_context: usize,
+    /// Seconds to wait for a critique on request-based connections.
+    pub sampling_timeout_secs: u64,
+}
+
+impl Default for McpParams {
+    fn default() -> Self {
+        Self {
+            critique_max_tokens: 500,
+            critique_context: 5,
+            sampling_timeout_secs: 180,
+        }
+    }
+}
 
 /// Tunables of the ledger server.
 #[derive(Clone, Debug)]
@@ -52,7 +73,7 @@ pub struct LedgerSettings {
 
 impl LedgerSettings {
     /// The settings of `[mcp]` with the `mcp/critique` prompt of `prompts`.
-    pub fn from_config(config: &McpConfig, prompts: &Prompts) -> Self {
+    pub fn from_config(config: &McpParams, prompts: &Prompts) -> Self {
         Self {
             critique_prompt: prompts.get("mcp/critique").to_string(),
             critique_max_tokens: config.critique_max_tokens,
@@ -65,12 +86,7 @@ impl LedgerSettings {
 impl Default for LedgerSettings {
     /// The built-in `[mcp]` values and critique prompt.
     fn default() -> Self {
-        let builtin = McpConfig {
-            critique_max_tokens: 500,
-            critique_context: 5,
-            sampling_timeout_secs: 180,
-        };
-        Self::from_config(&builtin, &Prompts::builtin())
+        Self::from_config(&McpParams::default(), &Prompts::builtin())
     }
 }
 

@@ -21,7 +21,7 @@ use crate::app::action::Action;
 use crate::app::runtime::Services;
 use crate::app::state::{Level, State};
 use crate::app::update::Msg;
-use crate::cli::replay::{DEFAULT_MAX_GAP_SECS, ReplayEvent, ReplayPart, Timeline, timeline};
+use crate::engines::replay::{DEFAULT_MAX_GAP_SECS, ReplayEvent, ReplayPart, Timeline, timeline};
 use crate::store::{NodeId, SessionId, SessionSource};
 use crate::views::ViewCx;
 use crate::views::replay::{EventRow, ReplayView};

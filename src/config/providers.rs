@@ -1,11 +1,17 @@
-//! Chooses and builds the provider from the merged config, and plans a turn's thinking
-//! settings for that provider.
+//! Chooses and builds the provider from the merged config and the keys at hand, plans a
+//! turn's thinking settings for that provider, and sets up the engines that take their
+//! model-call settings from the config (the orchestrator, ThinkFork).
 
 use std::sync::Arc;
 
-use super::{Effort, LlmError, Provider, ThinkingMode};
-use crate::app::Ctx;
-use crate::app::config::{ApiKeys, Config, ProviderKind, ThinkingStyle};
+use super::{ApiKeys, Config, Ctx, ProviderKind, ThinkingStyle};
+use crate::engines::fork::ForkSettings;
+use crate::engines::llm::http::{self, ApiKey, HttpSettings};
+use crate::engines::llm::{
+    Effort, LlmError, Provider, ThinkingMode, TurnPlan, anthropic, ollama, openai,
+};
+use crate::engines::orchestrator::Orchestrator;
+use crate::store::Store;
 
 /// The provider chosen for this run.
 pub struct Built {
@@ -87,14 +93,10 @@ fn run_key_command(cmd: &str) -> Result<String, LlmError> {
     Ok(key)
 }
 
-fn keys_for(
-    env_prefix: &str,
-    key_command: &str,
-    provider: &str,
-) -> Result<Vec<super::http::ApiKey>, LlmError> {
-    let mut keys = super::http::keys_from_env(env_prefix);
+fn keys_for(env_prefix: &str, key_command: &str, provider: &str) -> Result<Vec<ApiKey>, LlmError> {
+    let mut keys = http::keys_from_env(env_prefix);
     if keys.is_empty() && !key_command.trim().is_empty() {
-        keys.push(super::http::ApiKey::new(run_key_command(key_command)?));
+        keys.push(ApiKey::new(run_key_command(key_command)?));
     }
     if keys.is_empty() {
         return Err(LlmError::Config {
@@ -106,14 +108,9 @@ fn keys_for(
     Ok(keys)
 }
 
-fn http_settings(
-    cfg: &Config,
-    base_url: &str,
-    model: &str,
-    keys: Vec<super::http::ApiKey>,
-) -> super::http::HttpSettings {
+fn http_settings(cfg: &Config, base_url: &str, model: &str, keys: Vec<ApiKey>) -> HttpSettings {
     let n = &cfg.network;
-    super::http::HttpSettings {
+    HttpSettings {
         base_url: base_url.trim_end_matches('/').to_string(),
         model: Some(model.to_string()),
         keys,
@@ -137,7 +134,7 @@ pub fn build(ctx: &Ctx) -> Result<Built, LlmError> {
         ProviderKind::Anthropic => {
             let p = &cfg.providers.anthropic;
             let keys = keys_for("ANTHROPIC_API_KEY", &p.key_command, "anthropic")?;
-            Arc::new(super::anthropic::AnthropicProvider::with_compaction(
+            Arc::new(anthropic::AnthropicProvider::with_compaction(
                 http_settings(cfg, &p.base_url, &p.model, keys),
                 p.compaction,
             )?)
@@ -145,7 +142,7 @@ pub fn build(ctx: &Ctx) -> Result<Built, LlmError> {
         ProviderKind::OpenAi => {
             let p = &cfg.providers.openai;
             let keys = keys_for("OPENAI_API_KEY", &p.key_command, "openai")?;
-            Arc::new(super::openai::OpenAiProvider::new(http_settings(
+            Arc::new(openai::OpenAiProvider::new(http_settings(
                 cfg,
                 &p.base_url,
                 &p.model,
@@ -154,7 +151,7 @@ pub fn build(ctx: &Ctx) -> Result<Built, LlmError> {
         }
         ProviderKind::Ollama => {
             let p = &cfg.providers.ollama;
-            Arc::new(super::ollama::OllamaProvider::new(http_settings(
+            Arc::new(ollama::OllamaProvider::new(http_settings(
                 cfg,
                 &p.base_url,
                 &p.model,
@@ -174,8 +171,8 @@ pub fn build(ctx: &Ctx) -> Result<Built, LlmError> {
 fn build_local(ctx: &Ctx) -> Result<Arc<dyn Provider>, LlmError> {
     let cfg = &ctx.loaded.config.providers.local;
     let prompts = ctx.prompts();
-    Ok(Arc::new(super::local::LocalProvider::new(
-        super::local::LocalSettings {
+    Ok(Arc::new(crate::engines::llm::local::LocalProvider::new(
+        crate::engines::llm::local::LocalSettings {
             model_path: cfg.resolved_model_path(&ctx.paths.models_dir),
             context_size: cfg.context_size,
             threads: cfg.threads,
@@ -191,14 +188,6 @@ fn build_local(_ctx: &Ctx) -> Result<Arc<dyn Provider>, LlmError> {
     Err(LlmError::Config {
         message: "this glassbox was built without the `local` feature; set an API key or choose --provider anthropic|openai|ollama".into(),
     })
-}
-
-/// Thinking settings of one turn.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct TurnPlan {
-    pub thinking: ThinkingMode,
-    pub effort: Option<Effort>,
-    pub max_tokens: u32,
 }
 
 /// Maps an effort (or none, for no thinking) onto the provider's thinking settings.
@@ -250,19 +239,39 @@ pub fn context_tokens(cfg: &Config, kind: ProviderKind) -> u32 {
 }
 
 /// An orchestrator for the built provider with the config's budget and prompts.
-pub fn orchestrator(
-    ctx: &Ctx,
-    built: &Built,
-    store: crate::store::Store,
-) -> crate::engines::orchestrator::Orchestrator {
+pub fn orchestrator(ctx: &Ctx, built: &Built, store: Store) -> Orchestrator {
     let cfg = &ctx.loaded.config;
-    let mut o = crate::engines::orchestrator::Orchestrator::new(
-        store,
-        built.provider.clone(),
-        built.model.clone(),
-    );
+    let mut o = Orchestrator::new(store, built.provider.clone(), built.model.clone());
     o.budget = cfg.budget.clone();
     o.context_tokens = context_tokens(cfg, built.kind);
     o.compaction_prompt = ctx.prompts().get("orchestrator/compaction").to_string();
     o
+}
+
+impl ForkSettings {
+    /// Settings for `model` of provider `kind` from the config: `[fork]` effort (or
+    /// `effort` when given), debate rounds and consensus threshold, the `[generation]`
+    /// temperature and seed. Tools carry the structured output where the provider has
+    /// them. The embedded model answers directly: a thinking pass first is slow there and
+    /// does not help a small model write JSON.
+    pub fn from_config(
+        cfg: &Config,
+        kind: ProviderKind,
+        model: impl Into<String>,
+        effort: Option<Effort>,
+        max_tokens: Option<u32>,
+    ) -> Self {
+        let local = matches!(kind, ProviderKind::Local | ProviderKind::Auto);
+        let at = |e: Effort| (!local).then_some(e);
+        let mut s = Self::new(model);
+        s.use_tools = matches!(kind, ProviderKind::Anthropic | ProviderKind::OpenAi);
+        s.plan = plan_turn(cfg, kind, at(effort.unwrap_or(cfg.fork.effort)), max_tokens);
+        s.max_plan = plan_turn(cfg, kind, at(Effort::Max), max_tokens);
+        s.correction_plan = plan_turn(cfg, kind, at(Effort::Medium), max_tokens);
+        s.temperature = Some(cfg.generation.temperature as f32);
+        s.seed = Some(cfg.generation.seed);
+        s.debate_rounds = cfg.fork.debate_rounds;
+        s.consensus_threshold = cfg.fork.consensus_threshold;
+        s
+    }
 }

@@ -1,0 +1,135 @@
+//! How the engines' and the config's enums read on the command line: each value under the
+//! name it has in config files and JSON, with its aliases and the one-line help `--help`
+//! lists. The enums themselves know nothing of clap.
+
+use clap::ValueEnum;
+use clap::builder::PossibleValue;
+
+use crate::config::ProviderKind;
+use crate::engines::fork::{ForkStyle, Verdict};
+use crate::engines::got::Strategy;
+use crate::engines::llm::Effort;
+use crate::engines::metacog::FocusArea;
+
+impl ValueEnum for ProviderKind {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let help = match self {
+            ProviderKind::Auto => {
+                "Anthropic if an Anthropic key is configured, else OpenAI if an OpenAI key is, else local"
+            }
+            ProviderKind::Anthropic => "Anthropic Messages API",
+            ProviderKind::OpenAi => "Any OpenAI-compatible chat completions endpoint",
+            ProviderKind::Ollama => "Ollama's native `/api/chat`",
+            ProviderKind::Local => "The embedded GGUF model",
+        };
+        Some(PossibleValue::new(self.as_str()).help(help))
+    }
+}
+
+impl ValueEnum for Effort {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.as_str()))
+    }
+}
+
+impl ValueEnum for Strategy {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        let value = PossibleValue::new(self.as_str());
+        Some(match self {
+            Strategy::Bfs => value.help("Level by level, keeping the top k of each level"),
+            Strategy::Dfs => {
+                value.help("Deepest first, best child first, backtracking when a branch dies")
+            }
+            Strategy::BestFirst => value
+                .help("Always the highest-priority open thought")
+                .alias("best-first"),
+        })
+    }
+}
+
+impl ValueEnum for ForkStyle {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.as_str()))
+    }
+}
+
+impl ValueEnum for Verdict {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.as_str()))
+    }
+}
+
+impl ValueEnum for FocusArea {
+    fn value_variants<'a>() -> &'a [Self] {
+        &Self::ALL
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(PossibleValue::new(self.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every value parses from its command-line name, which is its config/JSON name.
+    fn names_agree<T>(as_str: impl Fn(&T) -> &'static str)
+    where
+        T: ValueEnum + serde::Serialize + PartialEq + std::fmt::Debug,
+    {
+        assert!(!T::value_variants().is_empty());
+        for value in T::value_variants() {
+            let Some(possible) = value.to_possible_value() else {
+                panic!("{value:?} has no command-line name");
+            };
+            let name = possible.get_name();
+            assert_eq!(name, as_str(value));
+            assert_eq!(
+                serde_json::to_value(value).ok(),
+                Some(serde_json::Value::String(name.to_string()))
+            );
+            assert_eq!(T::from_str(name, false).as_ref(), Ok(value));
+        }
+    }
+
+    #[test]
+    fn command_line_names_are_the_config_and_json_names() {
+        names_agree::<ProviderKind>(|k| k.as_str());
+        names_agree::<Effort>(|e| e.as_str());
+        names_agree::<Strategy>(|s| s.as_str());
+        names_agree::<ForkStyle>(|s| s.as_str());
+        names_agree::<Verdict>(|v| v.as_str());
+        names_agree::<FocusArea>(|f| f.as_str());
+        assert_eq!(ProviderKind::OpenAi.as_str(), "openai");
+    }
+
+    #[test]
+    fn best_first_also_reads_with_a_dash() {
+        assert_eq!(
+            Strategy::from_str("best-first", false),
+            Ok(Strategy::BestFirst)
+        );
+        assert!(Strategy::from_str("best first", false).is_err());
+    }
+}

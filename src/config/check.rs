@@ -1,0 +1,173 @@
+//! The checks the types cannot express (ranges, URLs, non-empty names), and the
+//! "did you mean" suggestion for an unknown key.
+
+use super::{Config, ConfigError};
+
+/// Semantic checks the types cannot express, as (key, message).
+pub(super) fn check_values(config: &Config) -> Vec<(String, String)> {
+    let mut problems = Vec::new();
+    let mut check = |ok: bool, key: &str, message: String| {
+        if !ok {
+            problems.push((key.to_string(), message));
+        }
+    };
+    let g = &config.generation;
+    check(
+        g.max_tokens > 0,
+        "generation.max_tokens",
+        "must be at least 1".into(),
+    );
+    check(
+        g.temperature.is_finite() && g.temperature >= 0.0,
+        "generation.temperature",
+        format!("must be 0 or more, got {}", g.temperature),
+    );
+    check(
+        g.top_p > 0.0 && g.top_p <= 1.0,
+        "generation.top_p",
+        format!("must be in (0, 1], got {}", g.top_p),
+    );
+    let fork = &config.fork;
+    check(
+        (1..=10).contains(&fork.debate_rounds),
+        "fork.debate_rounds",
+        format!("must be 1 to 10, got {}", fork.debate_rounds),
+    );
+    check(
+        (0.0..=1.0).contains(&fork.consensus_threshold),
+        "fork.consensus_threshold",
+        format!("must be in [0, 1], got {}", fork.consensus_threshold),
+    );
+    let mcp = &config.mcp;
+    check(
+        mcp.critique_max_tokens > 0,
+        "mcp.critique_max_tokens",
+        "must be at least 1".into(),
+    );
+    check(
+        mcp.critique_context > 0,
+        "mcp.critique_context",
+        "must be at least 1".into(),
+    );
+    check(
+        mcp.sampling_timeout_secs > 0,
+        "mcp.sampling_timeout_secs",
+        "must be at least 1".into(),
+    );
+    let local = &config.providers.local;
+    check(
+        local.context_size > 0,
+        "providers.local.context_size",
+        "must be at least 1".into(),
+    );
+    let n = &config.network;
+    check(
+        n.connect_timeout_secs > 0,
+        "network.connect_timeout_secs",
+        "must be at least 1".into(),
+    );
+    check(
+        n.stall_timeout_secs > 0,
+        "network.stall_timeout_secs",
+        "must be at least 1".into(),
+    );
+    check(
+        n.request_timeout_secs > 0,
+        "network.request_timeout_secs",
+        "must be at least 1".into(),
+    );
+    check(
+        n.backoff_base_ms <= n.backoff_max_ms,
+        "network.backoff_max_ms",
+        format!(
+            "must be at least network.backoff_base_ms ({})",
+            n.backoff_base_ms
+        ),
+    );
+    check(
+        !config.general.theme.trim().is_empty(),
+        "general.theme",
+        "must not be empty".into(),
+    );
+    let p = &config.providers;
+    for (key, url) in [
+        ("providers.anthropic.base_url", &p.anthropic.base_url),
+        ("providers.openai.base_url", &p.openai.base_url),
+        ("providers.ollama.base_url", &p.ollama.base_url),
+    ] {
+        let ok = url.starts_with("http://") || url.starts_with("https://");
+        check(
+            ok,
+            key,
+            format!("must start with http:// or https://, got '{url}'"),
+        );
+    }
+    for (name, profile) in &config.profiles {
+        if let Some(url) = &profile.base_url {
+            let ok = url.starts_with("http://") || url.starts_with("https://");
+            check(
+                ok,
+                &format!("profiles.{name}.base_url"),
+                format!("must start with http:// or https://, got '{url}'"),
+            );
+        }
+    }
+    problems
+}
+
+pub(super) fn unknown_key(at: &str, path: &[String], known: Vec<String>) -> ConfigError {
+    let (key, parents) = match path.split_last() {
+        Some((key, parents)) => (key.clone(), parents),
+        None => (String::new(), path),
+    };
+    let place = if parents.is_empty() {
+        "at the top level".to_string()
+    } else {
+        format!("in [{}]", parents.join("."))
+    };
+    let hint = closest(&key, &known)
+        .map(|k| format!("; did you mean '{k}'?"))
+        .unwrap_or_default();
+    ConfigError::UnknownKey {
+        at: at.to_string(),
+        key,
+        place,
+        hint,
+    }
+}
+
+/// The known key closest to a typo, if it is close enough to be a likely intent.
+pub(super) fn closest(key: &str, known: &[String]) -> Option<String> {
+    known
+        .iter()
+        .map(|k| (edit_distance(key, k), k))
+        .filter(|(d, k)| *d <= (k.chars().count() / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k.clone())
+}
+
+/// Edit distance counting insertions, deletions, substitutions and adjacent swaps.
+pub(super) fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
+}

@@ -1,0 +1,381 @@
+//! Unit tests of loading, layering, checks and suggestions.
+
+use super::check::{closest, edit_distance};
+use super::load::coerce;
+use super::read::{line_of, normalize_ollama_host};
+use super::*;
+
+fn sources(dir: &Path) -> ConfigSources {
+    ConfigSources {
+        config_dir: dir.to_path_buf(),
+        ..ConfigSources::default()
+    }
+}
+
+fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+#[test]
+fn defaults_load_and_every_leaf_is_from_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let loaded = load(&sources(dir.path())).unwrap();
+    let c = &loaded.config;
+    assert_eq!(c.general.provider, ProviderKind::Auto);
+    assert_eq!(c.providers.anthropic.model, "claude-opus-4-6");
+    assert_eq!(c.providers.anthropic.thinking, ThinkingStyle::Budget);
+    assert_eq!(c.providers.local.model_path, PathBuf::new());
+    assert_eq!(c.effort.default, Effort::Medium);
+    assert_eq!(c.generation.temperature, 0.0);
+    assert_eq!(c.network.max_retries, 4);
+    assert!(c.profiles.is_empty());
+    assert!(loaded.files.is_empty());
+    assert_eq!(loaded.provider, ProviderKind::Local);
+    let entries = loaded.entries();
+    assert!(entries.len() >= 30, "{}", entries.len());
+    assert!(entries.iter().all(|(_, _, o)| *o == Origin::Default));
+    assert_eq!(Config::builtin().unwrap(), loaded.config);
+}
+
+#[test]
+fn engine_sections_are_the_engines_defaults() {
+    let c = Config::builtin().unwrap();
+    assert_eq!(c.routing, RoutingParams::default());
+    assert_eq!(c.budget, BudgetParams::default());
+    assert_eq!(c.fork, ForkParams::default());
+    assert_eq!(c.got, GotTuning::default());
+    assert_eq!(c.verify, VerifyParams::default());
+    assert_eq!(c.metacog, MetacogParams::default());
+    assert_eq!(c.mcp, McpParams::default());
+}
+
+#[test]
+fn effort_budgets_follow_the_config() {
+    let mut c = Config::builtin().unwrap();
+    assert_eq!(c.effort_budget(Effort::Low), 5000);
+    assert_eq!(c.effort_budget(Effort::Medium), 10000);
+    assert_eq!(c.effort_budget(Effort::High), 20000);
+    assert_eq!(c.effort_budget(Effort::Max), 50000);
+    c.effort.high = 7;
+    assert_eq!(c.effort_budget(Effort::High), 7);
+}
+
+#[test]
+fn auto_resolves_by_available_keys() {
+    let mut c = Config::builtin().unwrap();
+    let none = ApiKeys::default();
+    assert_eq!(c.resolve_provider(none), ProviderKind::Local);
+    let both = ApiKeys {
+        anthropic: true,
+        openai: true,
+    };
+    assert_eq!(c.resolve_provider(both), ProviderKind::Anthropic);
+    assert_eq!(
+        c.resolve_provider(ApiKeys {
+            anthropic: false,
+            openai: true
+        }),
+        ProviderKind::OpenAi
+    );
+    c.providers.openai.key_command = "pass show openai".into();
+    assert_eq!(c.resolve_provider(none), ProviderKind::OpenAi);
+    c.general.provider = ProviderKind::Ollama;
+    assert_eq!(c.resolve_provider(both), ProviderKind::Ollama);
+    let keys = ApiKeys::from_env(&env(&[("ANTHROPIC_API_KEY", "k"), ("OPENAI_API_KEY", "")]));
+    assert_eq!(
+        keys,
+        ApiKeys {
+            anthropic: true,
+            openai: false
+        }
+    );
+}
+
+#[test]
+fn profile_keys_match_the_profile_struct() {
+    let full = Profile {
+        provider: Some(ProviderKind::Ollama),
+        model: Some("m".into()),
+        base_url: Some("http://x".into()),
+        effort: Some(Effort::Low),
+    };
+    let value = toml::Value::try_from(&full).unwrap();
+    let mut keys: Vec<&str> = value
+        .as_table()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    keys.sort_unstable();
+    let mut expected = PROFILE_KEYS.to_vec();
+    expected.sort_unstable();
+    assert_eq!(keys, expected);
+}
+
+#[test]
+fn provider_kind_names_agree_between_serde_and_as_str() {
+    for kind in ProviderKind::ALL {
+        let serde_name = toml::Value::try_from(kind).unwrap();
+        assert_eq!(serde_name.as_str(), Some(kind.as_str()));
+    }
+    assert_eq!(ProviderKind::OpenAi.as_str(), "openai");
+}
+
+#[test]
+fn env_strings_are_coerced_to_the_expected_type() {
+    let int = toml::Value::Integer(1);
+    let float = toml::Value::Float(1.0);
+    let boolean = toml::Value::Boolean(true);
+    let string = toml::Value::String("x".into());
+    let s = |v: &str| toml::Value::String(v.into());
+    assert_eq!(coerce(s("7"), Some(&int), true), toml::Value::Integer(7));
+    assert_eq!(coerce(s("7"), Some(&float), true), toml::Value::Float(7.0));
+    assert_eq!(
+        coerce(s("0.5"), Some(&float), true),
+        toml::Value::Float(0.5)
+    );
+    assert_eq!(
+        coerce(s("false"), Some(&boolean), true),
+        toml::Value::Boolean(false)
+    );
+    assert_eq!(coerce(s("7"), Some(&string), true), s("7"));
+    assert_eq!(coerce(s("seven"), Some(&int), true), s("seven"));
+    // Files are typed already: a quoted number stays a string (and is then rejected).
+    assert_eq!(coerce(s("7"), Some(&int), false), s("7"));
+    assert_eq!(
+        coerce(toml::Value::Integer(1), Some(&float), false),
+        toml::Value::Float(1.0)
+    );
+    assert_eq!(coerce(s("7"), None, true), s("7"));
+}
+
+#[test]
+fn ollama_host_gets_scheme_and_port() {
+    assert_eq!(normalize_ollama_host("0.0.0.0"), "http://0.0.0.0:11434");
+    assert_eq!(
+        normalize_ollama_host("example.com:8080"),
+        "http://example.com:8080"
+    );
+    assert_eq!(normalize_ollama_host("[::1]"), "http://[::1]:11434");
+    assert_eq!(normalize_ollama_host("[::1]:99"), "http://[::1]:99");
+    assert_eq!(
+        normalize_ollama_host("https://ollama.example.com/"),
+        "https://ollama.example.com"
+    );
+    assert_eq!(normalize_ollama_host("http://h:1"), "http://h:1");
+    let dir = tempfile::tempdir().unwrap();
+    let mut src = sources(dir.path());
+    src.env = env(&[
+        ("OLLAMA_HOST", "10.0.0.2"),
+        ("ANTHROPIC_BASE_URL", "http://proxy:1"),
+    ]);
+    let loaded = load(&src).unwrap();
+    assert_eq!(
+        loaded.config.providers.ollama.base_url,
+        "http://10.0.0.2:11434"
+    );
+    assert_eq!(loaded.config.providers.anthropic.base_url, "http://proxy:1");
+    assert_eq!(
+        loaded.origins["providers.ollama.base_url"],
+        Origin::Env {
+            var: "OLLAMA_HOST".into()
+        }
+    );
+}
+
+#[test]
+fn line_numbers_are_one_based() {
+    let text = "a = 1\n\nb = 2\n";
+    assert_eq!(line_of(text, 0), 1);
+    assert_eq!(line_of(text, 7), 3);
+    assert_eq!(line_of(text, 999), 4);
+}
+
+#[test]
+fn typos_get_a_suggestion() {
+    let known: Vec<String> = ["max_retries", "seed"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    assert_eq!(
+        closest("max_retires", &known).as_deref(),
+        Some("max_retries")
+    );
+    assert_eq!(closest("zzzzzz", &known), None);
+    assert_eq!(
+        closest("modle", &["model".to_string()]).as_deref(),
+        Some("model")
+    );
+    assert_eq!(edit_distance("kitten", "sitting"), 3);
+    assert_eq!(edit_distance("ab", "ba"), 1);
+    assert_eq!(edit_distance("", "abc"), 3);
+}
+
+#[test]
+fn file_tables_are_reported_at_their_key_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(CONFIG_FILE_NAME);
+    std::fs::write(&path, "[general]\ntheme = \"light\"\n\n[bogus]\nx = 1\n").unwrap();
+    let err = load(&sources(dir.path())).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!("{}:4: unknown key 'bogus' at the top level", path.display())
+    );
+}
+
+#[test]
+fn a_value_where_a_table_belongs_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(CONFIG_FILE_NAME);
+    std::fs::write(&path, "network = 3\n").unwrap();
+    let err = load(&sources(dir.path())).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "{}:1: 'network' is a table; set the keys inside it instead",
+            path.display()
+        )
+    );
+    std::fs::write(&path, "[general.provider]\nx = 1\n").unwrap();
+    let err = load(&sources(dir.path())).unwrap_err().to_string();
+    assert!(
+        err.contains("'general.provider' is a single value, not a table"),
+        "{err}"
+    );
+}
+
+#[test]
+fn syntax_errors_name_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(CONFIG_FILE_NAME);
+    std::fs::write(&path, "[general]\ntheme = \"light\"\nprovider = \n").unwrap();
+    let err = load(&sources(dir.path())).unwrap_err();
+    assert!(matches!(err, ConfigError::Syntax { line: 3, .. }), "{err}");
+}
+
+#[test]
+fn semantic_checks_point_at_the_origin() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(CONFIG_FILE_NAME);
+    std::fs::write(&path, "[generation]\ntop_p = 1.5\n").unwrap();
+    let err = load(&sources(dir.path())).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        format!(
+            "{}:2: invalid value for 'generation.top_p': must be in (0, 1], got 1.5",
+            path.display()
+        )
+    );
+    let mut src = sources(dir.path());
+    std::fs::remove_file(&path).unwrap();
+    src.env = env(&[("GLASSBOX_PROVIDERS__OPENAI__BASE_URL", "api.example.com")]);
+    let err = load(&src).unwrap_err().to_string();
+    assert!(err.starts_with("env GLASSBOX_PROVIDERS__OPENAI__BASE_URL: invalid value for 'providers.openai.base_url'"), "{err}");
+}
+
+#[test]
+fn path_env_vars_are_skipped_and_unknown_ones_rejected() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut src = sources(dir.path());
+    src.env = env(&[
+        ("GLASSBOX_DATA_DIR", "/x"),
+        ("GLASSBOX_CONFIG_DIR", "/y"),
+        ("GLASSBOX_MODELS_DIR", "/z"),
+        ("HOME", "/root"),
+    ]);
+    assert!(load(&src).is_ok());
+    src.env = env(&[("GLASSBOX_COLOUR", "red")]);
+    let err = load(&src).unwrap_err().to_string();
+    assert!(
+        err.starts_with("unknown environment variable GLASSBOX_COLOUR:"),
+        "{err}"
+    );
+    src.env = env(&[("GLASSBOX_GENERAL__COLOUR", "red")]);
+    let err = load(&src).unwrap_err().to_string();
+    assert!(
+        err.starts_with("env GLASSBOX_GENERAL__COLOUR: unknown key 'colour' in [general]"),
+        "{err}"
+    );
+    src.env = env(&[("GLASSBOX_NETWORK__MAX_RETIRES", "3")]);
+    let err = load(&src).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "env GLASSBOX_NETWORK__MAX_RETIRES: unknown key 'max_retires' in [network]; \
+         did you mean 'max_retries'?"
+    );
+}
+
+#[test]
+fn model_pseudo_key_follows_the_selected_provider() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut src = sources(dir.path());
+    src.env = env(&[("GLASSBOX_MODEL", "/models/other.gguf")]);
+    let loaded = load(&src).unwrap();
+    assert_eq!(
+        loaded.config.providers.local.model_path,
+        PathBuf::from("/models/other.gguf")
+    );
+    assert_eq!(
+        loaded.origins["providers.local.model_path"],
+        Origin::Env {
+            var: "GLASSBOX_MODEL".into()
+        }
+    );
+    src.env = env(&[("GLASSBOX_MODEL", "gpt-x"), ("OPENAI_API_KEY", "k")]);
+    src.flags = vec![FlagOverride::new(
+        BASE_URL_KEY,
+        "http://localhost:8000/v1",
+        "--base-url",
+    )];
+    let loaded = load(&src).unwrap();
+    assert_eq!(loaded.provider, ProviderKind::OpenAi);
+    assert_eq!(loaded.config.providers.openai.model, "gpt-x");
+    assert_eq!(
+        loaded.config.providers.openai.base_url,
+        "http://localhost:8000/v1"
+    );
+    assert_eq!(
+        loaded.origins["providers.openai.base_url"],
+        Origin::Flag {
+            flag: "--base-url".into()
+        }
+    );
+    src.env.clear();
+    let err = load(&src).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "flag --base-url: invalid value for 'base_url': the local provider has no base_url"
+    );
+}
+
+#[test]
+fn render_and_json_show_values_with_origins() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut src = sources(dir.path());
+    src.flags = vec![FlagOverride::new("network.max_retries", 9, "--max-retries")];
+    let loaded = load(&src).unwrap();
+    let text = loaded.render_text();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("network.max_retries = "))
+        .unwrap();
+    assert!(line.starts_with("network.max_retries = 9 "), "{line}");
+    assert!(line.ends_with("# flag:--max-retries"), "{line}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("general.provider = "))
+        .unwrap();
+    assert!(line.starts_with("general.provider = \"auto\""), "{line}");
+    assert!(line.ends_with("# default"), "{line}");
+    let json = loaded.to_json();
+    assert_eq!(json["keys"]["network.max_retries"]["value"], 9);
+    assert_eq!(
+        json["keys"]["network.max_retries"]["origin"],
+        "flag:--max-retries"
+    );
+    assert_eq!(json["keys"]["generation.top_p"]["value"], 0.95);
+    assert_eq!(json["provider"], "local");
+}
