@@ -102,10 +102,10 @@ fn bench_highlight(c: &mut Criterion) {
 /// rendered and wrapped it: what scrolling or a redraw with nothing new costs. Also the
 /// same frame rendering the whole answer again, as every frame did before the cache.
 fn bench_frame(c: &mut Criterion) {
+    use glassbox::views::markdown::MarkdownCache;
     use ratatui::Terminal;
     use ratatui::backend::TestBackend;
     use ratatui::widgets::{Paragraph, Wrap};
-    use glassbox::views::markdown::MarkdownCache;
 
     let mut text = answer();
     while text.lines().count() < 2_000 {

@@ -9,4 +9,5 @@ pub mod engines;
 pub mod models;
 pub mod paths;
 pub mod store;
+pub mod toml_text;
 pub mod views;

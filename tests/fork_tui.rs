@@ -9,10 +9,10 @@ mod support;
 use std::time::Duration;
 
 use crossterm::event::KeyCode;
-use glassbox::config::Config;
 use glassbox::app::runtime::App;
 use glassbox::app::state::Overlay;
 use glassbox::app::workspaces::fork::{self, ColStatus, Fork};
+use glassbox::config::Config;
 use glassbox::engines::fork::ForkStyle;
 use glassbox::store::{Edge, EdgeType, Node, NodeType, Session, SessionSource, Store};
 use serde_json::{Value, json};

@@ -10,9 +10,9 @@ mod support;
 use std::time::Duration;
 
 use crossterm::event::KeyCode;
-use glassbox::config::Config;
 use glassbox::app::runtime::App;
 use glassbox::app::workspaces::got::{self, Got, Phase};
+use glassbox::config::Config;
 use glassbox::engines::got::{Strategy, Thought, ThoughtState};
 use glassbox::store::Store;
 use glassbox::views::got::SearchView;

@@ -308,17 +308,17 @@ fn all_builtin_themes_load_at_every_depth() {
             ColorDepth::Ansi16,
             ColorDepth::NoColor,
         ] {
-            let theme = Theme::load(name, dir.path(), depth).unwrap();
+            let theme = glassbox::app::themes::load(name, dir.path(), depth).unwrap();
             assert_eq!(theme.name(), *name);
             assert_eq!(theme.depth(), depth);
         }
     }
     assert!(matches!(
-        Theme::load("solarized", dir.path(), ColorDepth::TrueColor),
+        glassbox::app::themes::load("solarized", dir.path(), ColorDepth::TrueColor),
         Err(ThemeError::Unknown { .. })
     ));
     assert!(matches!(
-        Theme::load("../dark", dir.path(), ColorDepth::TrueColor),
+        glassbox::app::themes::load("../dark", dir.path(), ColorDepth::TrueColor),
         Err(ThemeError::Unknown { .. })
     ));
 }
@@ -329,7 +329,7 @@ fn degrading_to_16_colours_gives_named_ansi_colours() {
         "themes/dark.toml",
         "accent = \"#d00000\"\nselection = { fg = \"#fafafa\", bg = \"#0000e0\" }\nlink = 196\n",
     )]);
-    let theme = Theme::load("dark", dir.path(), ColorDepth::Ansi16).unwrap();
+    let theme = glassbox::app::themes::load("dark", dir.path(), ColorDepth::Ansi16).unwrap();
     assert_eq!(theme.style(Role::Accent).fg, Some(Color::Red));
     assert_eq!(theme.style(Role::Selection).fg, Some(Color::White));
     assert_eq!(theme.style(Role::Selection).bg, Some(Color::Blue));
@@ -360,7 +360,7 @@ fn degrading_to_16_colours_gives_named_ansi_colours() {
         }
     }
 
-    let theme256 = Theme::load("dark", dir.path(), ColorDepth::Ansi256).unwrap();
+    let theme256 = glassbox::app::themes::load("dark", dir.path(), ColorDepth::Ansi256).unwrap();
     assert!(matches!(
         theme256.style(Role::Accent).fg,
         Some(Color::Indexed(_))
@@ -400,21 +400,21 @@ fn user_theme_overrides_a_builtin_and_can_define_a_new_one() {
         ("themes/plain.toml", "fg = \"white\"\n"),
     ]);
     let builtin = Theme::builtin("light", ColorDepth::TrueColor).unwrap();
-    let light = Theme::load("light", dir.path(), ColorDepth::TrueColor).unwrap();
+    let light = glassbox::app::themes::load("light", dir.path(), ColorDepth::TrueColor).unwrap();
     assert_eq!(
         light.style(Role::Accent).fg,
         Some(Color::Rgb(0x12, 0x34, 0x56))
     );
     assert_eq!(light.style(Role::Fg), builtin.style(Role::Fg));
 
-    let mine = Theme::load("mine", dir.path(), ColorDepth::TrueColor).unwrap();
+    let mine = glassbox::app::themes::load("mine", dir.path(), ColorDepth::TrueColor).unwrap();
     let contrast = Theme::builtin("high-contrast", ColorDepth::TrueColor).unwrap();
     assert_eq!(mine.name(), "mine");
     assert_eq!(mine.style(Role::Error).fg, Some(Color::Magenta));
     assert_eq!(mine.style(Role::Accent), contrast.style(Role::Accent));
 
     // Without `inherits`, a new theme builds on dark.
-    let plain = Theme::load("plain", dir.path(), ColorDepth::TrueColor).unwrap();
+    let plain = glassbox::app::themes::load("plain", dir.path(), ColorDepth::TrueColor).unwrap();
     let dark = Theme::builtin("dark", ColorDepth::TrueColor).unwrap();
     assert_eq!(plain.style(Role::Fg).fg, Some(Color::White));
     assert_eq!(plain.style(Role::Title), dark.style(Role::Title));
@@ -426,7 +426,7 @@ fn user_theme_with_an_unknown_role_is_an_error_with_line() {
         "themes/dark.toml",
         "accent = \"red\"\n\n# oops\nsparkle = \"gold\"\n",
     )]);
-    let err = Theme::load("dark", dir.path(), ColorDepth::TrueColor).unwrap_err();
+    let err = glassbox::app::themes::load("dark", dir.path(), ColorDepth::TrueColor).unwrap_err();
     assert!(
         matches!(&err, ThemeError::UnknownRole { line: 4, name, .. } if name == "sparkle"),
         "{err:?}"
@@ -439,14 +439,14 @@ fn user_theme_with_an_unknown_role_is_an_error_with_line() {
     );
 
     let dir = config_dir(&[("themes/dark.toml", "accent = \"gold\"\n")]);
-    let err = Theme::load("dark", dir.path(), ColorDepth::TrueColor).unwrap_err();
+    let err = glassbox::app::themes::load("dark", dir.path(), ColorDepth::TrueColor).unwrap_err();
     assert!(
         matches!(&err, ThemeError::Invalid { line: 1, .. }),
         "{err:?}"
     );
 
     let dir = config_dir(&[("themes/x.toml", "\ninherits = \"x\"\n")]);
-    let err = Theme::load("x", dir.path(), ColorDepth::TrueColor).unwrap_err();
+    let err = glassbox::app::themes::load("x", dir.path(), ColorDepth::TrueColor).unwrap_err();
     assert!(
         matches!(&err, ThemeError::Invalid { line: 2, .. }),
         "{err:?}"

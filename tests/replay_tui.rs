@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use chrono::TimeZone;
 use crossterm::event::KeyCode;
-use glassbox::config::Config;
 use glassbox::app::runtime::App;
 use glassbox::app::state::Overlay;
 use glassbox::app::update::Msg;
 use glassbox::app::workspaces::replay::{self, Replay, ReplayMsg, open_msg};
 use glassbox::app::workspaces::think;
+use glassbox::config::Config;
 use glassbox::engines::replay::{ReplayPart, timeline};
 use glassbox::engines::transcript::{Importer, discover};
 use glassbox::store::{

@@ -186,7 +186,12 @@ impl Action {
                     .actions
                     .iter()
                     .filter(move |a| a.place == place)
-                    .map(|a| Action::Ws(WsAction { ws: e.spec.id, name: a.name }))
+                    .map(|a| {
+                        Action::Ws(WsAction {
+                            ws: e.spec.id,
+                            name: a.name,
+                        })
+                    })
             })
         };
         all.extend(declared(Place::Anywhere));

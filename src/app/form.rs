@@ -157,6 +157,13 @@ impl Form {
                 return Outcome::Open;
             }
             super::update::edit(&mut self.input, k, ctrl);
+            // A key other than a character can still lengthen the text (Ctrl-Y puts back
+            // what was deleted): past the limit, that edit is undone.
+            if self.input.text().chars().count() > self.text_max {
+                self.input.undo();
+                self.error = Some(format!("at most {} characters", self.text_max));
+                return Outcome::Open;
+            }
             self.error = None;
             return Outcome::Open;
         }
@@ -292,5 +299,27 @@ mod tests {
         assert_eq!(form.input.text(), "123");
         assert!(form.error.is_some());
         assert_eq!(press(&mut form, KeyCode::Esc), Outcome::Cancelled);
+    }
+
+    #[test]
+    fn putting_back_a_deletion_cannot_pass_the_limit() {
+        let ctrl = |form: &mut Form, c: char| {
+            form.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
+        };
+        let mut form = Form::text("Budget", purpose(), "tokens").with_text("tokens", true, 4);
+        type_in(&mut form, "12 34");
+        assert_eq!(form.input.text(), "12 3");
+        ctrl(&mut form, 'w');
+        assert_eq!(form.input.text(), "12 ");
+        type_in(&mut form, "5");
+        // Ctrl-Y would make "12 53": refused, the text as it was.
+        assert_eq!(ctrl(&mut form, 'y'), Outcome::Open);
+        assert_eq!(form.input.text(), "12 5");
+        assert_eq!(form.error.as_deref(), Some("at most 4 characters"));
+        // Ctrl-Z undoes the typing; then the deletion fits back in.
+        ctrl(&mut form, 'z');
+        ctrl(&mut form, 'y');
+        assert_eq!(form.input.text(), "12 3");
+        assert_eq!(form.error, None);
     }
 }

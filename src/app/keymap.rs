@@ -531,7 +531,7 @@ impl Keymap {
 
 /// The entries of a keymap file in file order, each checked.
 fn parse_entries(path: &Path, text: &str) -> Result<Vec<Entry>, KeymapError> {
-    let line = |offset: usize| line_of(text, offset);
+    let line = |offset: usize| crate::toml_text::line_of(text, offset);
     let root = DeTable::parse(text).map_err(|e| KeymapError::Syntax {
         path: path.to_path_buf(),
         line: e.span().map_or(1, |s| line(s.start)),
@@ -622,16 +622,6 @@ fn parse_entries(path: &Path, text: &str) -> Result<Vec<Entry>, KeymapError> {
         }
     }
     Ok(entries)
-}
-
-/// 1-based line of a byte offset.
-fn line_of(text: &str, offset: usize) -> usize {
-    let end = offset.min(text.len());
-    text.as_bytes()[..end]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
 }
 
 // ---------------------------------------------------------------------------------------
@@ -883,9 +873,9 @@ mod tests {
 
     #[test]
     fn line_numbers_are_one_based() {
-        assert_eq!(line_of("a\nb\nc", 0), 1);
-        assert_eq!(line_of("a\nb\nc", 2), 2);
-        assert_eq!(line_of("a\nb\nc", 99), 3);
+        assert_eq!(crate::toml_text::line_of("a\nb\nc", 0), 1);
+        assert_eq!(crate::toml_text::line_of("a\nb\nc", 2), 2);
+        assert_eq!(crate::toml_text::line_of("a\nb\nc", 99), 3);
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod ledger;
 pub mod runtime;
 pub mod search_ui;
 pub mod state;
+pub mod themes;
 pub mod tree;
 pub mod tui;
 pub mod update;

@@ -14,19 +14,19 @@ use tokio::task::JoinHandle;
 use super::action::Action;
 use super::config::{Config, ProviderKind};
 use super::highlight::{Highlighted, Highlighter};
-use crate::views::markdown::HighlightCache;
+use super::jobs::LatestJob;
 use super::keymap::{KeyResolver, Keymap, Mode, Resolution};
 use super::prompts::Prompts;
 use super::state::{Focus, Level, LoadedSession, SessionRow, State};
-use super::jobs::LatestJob;
-use super::workspaces::{Workspaces, think};
-use crate::store::SessionId;
-use crate::views::theme::Theme;
 use super::update::{Effect, Msg, Settings, update};
+use super::workspaces::{Workspaces, think};
 use crate::config::providers as factory;
 use crate::engines::orchestrator::{Orchestrator, Router, TurnRequest, session_output_tokens};
+use crate::store::SessionId;
 use crate::store::{NodeType, Store};
 use crate::views;
+use crate::views::markdown::HighlightCache;
+use crate::views::theme::Theme;
 
 /// The engine that answers questions, or why there is none.
 pub type Engine = Result<(Orchestrator, ProviderKind), String>;

@@ -66,6 +66,22 @@ impl LoadedSession {
     pub fn id(&self) -> Option<SessionId> {
         self.session.as_ref().map(|s| s.id)
     }
+
+    /// The positions of the turn holding the node at `at`: from its question up to the
+    /// next question (from the start when no question comes before it).
+    pub fn turn_of(&self, at: usize) -> std::ops::Range<usize> {
+        let nodes = &self.nodes;
+        let at = at.min(nodes.len().saturating_sub(1));
+        let start = nodes
+            .get(..=at)
+            .and_then(|before| before.iter().rposition(|n| n.kind == NodeType::Query))
+            .unwrap_or(0);
+        let end = nodes
+            .get(start + 1..)
+            .and_then(|after| after.iter().position(|n| n.kind == NodeType::Query))
+            .map_or(nodes.len(), |p| start + 1 + p);
+        start..end
+    }
 }
 
 /// The whole TUI state.
@@ -161,7 +177,12 @@ impl State {
     pub fn select_in_graph(&mut self, node: NodeId) -> bool {
         use super::graph::RowKey;
         use super::tree::TreeCursor;
-        let find = |graph: &GraphModel| graph.rows().iter().position(|r| r.key == RowKey::Node(node));
+        let find = |graph: &GraphModel| {
+            graph
+                .rows()
+                .iter()
+                .position(|r| r.key == RowKey::Node(node))
+        };
         if let Some(i) = find(&self.graph) {
             self.graph.selected = i;
             self.refresh_shown();
@@ -230,17 +251,8 @@ impl State {
             .and_then(|id| self.loaded.index.get(&id).copied())
             .unwrap_or(nodes.len() - 1)
             .min(nodes.len() - 1);
-        let start = nodes[..=anchor]
-            .iter()
-            .rposition(|n| n.kind == NodeType::Query)
-            .unwrap_or(0);
-        let end = nodes[start + 1..]
-            .iter()
-            .position(|n| n.kind == NodeType::Query)
-            .map(|p| start + 1 + p)
-            .unwrap_or(nodes.len());
         let mut shown = Shown::default();
-        for n in nodes.get(start..end).unwrap_or(&[]) {
+        for n in nodes.get(self.loaded.turn_of(anchor)).unwrap_or(&[]) {
             match n.kind {
                 NodeType::Query => shown.question = n.text.clone(),
                 NodeType::Thinking => {

@@ -16,7 +16,7 @@ use super::keymap::Keymap;
 use super::runtime::App;
 use crate::config::providers as factory;
 use crate::store::{NodeId, SessionId};
-use crate::views::theme::{ColorDepth, Theme};
+use crate::views::theme::ColorDepth;
 
 /// Shortest time between two frames.
 const FRAME: Duration = Duration::from_millis(16);
@@ -28,7 +28,7 @@ pub fn build_app(ctx: &Ctx) -> Result<App> {
     let store = ctx.open_store()?;
     let cfg = ctx.loaded.config.clone();
     let keymap = Keymap::load(&ctx.paths.config_dir)?;
-    let theme = Theme::load(
+    let theme = super::themes::load(
         &cfg.general.theme,
         &ctx.paths.config_dir,
         ColorDepth::detect(),

@@ -8,16 +8,16 @@ use std::collections::HashMap;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::Action;
-use super::graph::{DecisionEntry, NodeEntry, StepEntry};
 use super::keymap::Keymap;
 use super::state::{
-    Focus, Level, LoadedSession, Overlay, RunPhase, RunView, SessionRow, State, ThinkingView,
+    Focus, Level, LoadedSession, Overlay, RunPhase, SessionRow, State, ThinkingView,
 };
 use super::tree::TreeCursor;
+use super::workspaces::think::turn;
 use super::workspaces::{Boxed, REGISTRY, WorkspaceId, Workspaces};
-use crate::engines::llm::{Effort, StopReason};
+use crate::engines::llm::Effort;
 use crate::engines::orchestrator::{Route, Router, TurnEvent, TurnOutcome};
-use crate::store::{DecisionPoint, Node, NodeId, NodeStatus, NodeType, SessionId};
+use crate::store::{DecisionPoint, NodeId, SessionId};
 use crate::views::palette;
 
 /// Something that happened: a bound action, a key to type, or news from an engine or store.
@@ -80,12 +80,6 @@ pub struct Settings<'a> {
     pub provider_ready: Result<(), String>,
 }
 
-fn next_run_id() -> u64 {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
 /// Applies one message.
 pub fn update(
     state: &mut State,
@@ -110,35 +104,8 @@ pub fn update(
             }
         }
         Msg::Resize(w, h) => state.size = (w, h),
-        Msg::Turn { run, event } => turn_event(state, run, event),
-        Msg::TurnFinished { run, outcome } => {
-            if state.run.as_ref().is_some_and(|r| r.id == run) {
-                let session = state.run.as_ref().and_then(|r| r.session);
-                state.run = None;
-                match outcome {
-                    Ok(o) => {
-                        state.phase = match (&o.error, &o.stop) {
-                            (_, StopReason::Cancelled) => RunPhase::Interrupted,
-                            (Some(e), _) => RunPhase::Failed(e.to_string()),
-                            _ => RunPhase::Done,
-                        };
-                        if let Some(e) = &o.error {
-                            state.notice =
-                                Some((format!("{e} — what arrived was kept"), Level::Error));
-                        }
-                        fx.push(Effect::LoadSession(o.session));
-                    }
-                    Err(e) => {
-                        state.notice = Some((e.clone(), Level::Error));
-                        state.phase = RunPhase::Failed(e);
-                        if let Some(s) = session {
-                            fx.push(Effect::LoadSession(s));
-                        }
-                    }
-                }
-                fx.push(Effect::LoadSessions);
-            }
-        }
+        Msg::Turn { run, event } => turn::event(state, run, event),
+        Msg::TurnFinished { run, outcome } => turn::finished(state, run, outcome, &mut fx),
         Msg::SessionsLoaded(rows) => {
             let keep = state.selected_session().map(|r| r.id);
             state.sessions = rows;
@@ -181,87 +148,6 @@ pub fn update(
     fx
 }
 
-fn live_entry(id: NodeId, kind: NodeType, text: &str) -> NodeEntry {
-    let mut n = Node::new(SessionId::new(), kind, text);
-    n.id = id;
-    n.status = NodeStatus::Streaming;
-    NodeEntry::from_node(&n, &[])
-}
-
-fn turn_event(state: &mut State, run: u64, event: TurnEvent) {
-    let Some(r) = state.run.as_mut().filter(|r| r.id == run) else {
-        return;
-    };
-    match event {
-        TurnEvent::Started { session, query } => {
-            r.session = Some(session);
-            r.query = Some(query);
-            if state.loaded.id() != Some(session) {
-                state.loaded = LoadedSession::default();
-                state.graph = Default::default();
-            }
-            let mut q = live_entry(query, NodeType::Query, &r.question);
-            q.status = NodeStatus::Complete;
-            state.graph.upsert_live(q);
-            state.graph.select_last();
-        }
-        TurnEvent::NodeCreated { id, kind } => {
-            match kind {
-                NodeType::Thinking => r.thinking_node = Some(id),
-                NodeType::Response => r.response_node = Some(id),
-                _ => {}
-            }
-            state.graph.upsert_live(live_entry(id, kind, ""));
-        }
-        TurnEvent::Thinking(t) => {
-            r.thinking.push_str(&t);
-            state.phase = RunPhase::Thinking;
-        }
-        TurnEvent::Text(t) => {
-            r.response.push_str(&t);
-            state.phase = RunPhase::Answering;
-        }
-        TurnEvent::Step { node, step } => {
-            state.graph.push_step(
-                node,
-                StepEntry {
-                    index: step.index,
-                    kind: step.kind.as_str().to_string(),
-                    excerpt: super::graph::excerpt(&step.text, 120),
-                    confidence: Some(step.confidence),
-                    decisions: Vec::new(),
-                },
-            );
-        }
-        TurnEvent::Decision { node, decision } => {
-            state.graph.push_decision(
-                node,
-                decision.step_index,
-                DecisionEntry {
-                    index: 0,
-                    chosen: super::graph::excerpt(&decision.chosen_path, 100),
-                    alternatives: decision.alternatives.len(),
-                    confidence: decision.confidence,
-                },
-            );
-        }
-        TurnEvent::Usage(u) => r.usage = u,
-        TurnEvent::BudgetWarning { used, limit } => {
-            state.notice = Some((
-                format!("this session has used {used} of {limit} output tokens"),
-                Level::Warn,
-            ));
-        }
-        TurnEvent::Compacted { superseded, .. } => {
-            state.notice = Some((
-                format!("older turns ({superseded} nodes) were summarised to fit the context"),
-                Level::Info,
-            ));
-        }
-        TurnEvent::Signature(_) | TurnEvent::Redacted | TurnEvent::ToolUse { .. } => {}
-    }
-}
-
 /// Indexes of sessions matching the filter, best first (all of them, newest first, when the
 /// filter is empty). Matching is nucleo's fuzzy matcher, as in the palette and the search
 /// popup.
@@ -270,8 +156,8 @@ fn apply_filter(state: &mut State) {
     if q.is_empty() {
         state.filtered = (0..state.sessions.len()).collect();
     } else {
-        let mut scored: Vec<(u32, usize)> = fuzzy_scores(q, state.sessions.iter().map(|s| s.title.as_str()))
-            .collect();
+        let mut scored: Vec<(u32, usize)> =
+            fuzzy_scores(q, state.sessions.iter().map(|s| s.title.as_str())).collect();
         scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         state.filtered = scored.into_iter().map(|(_, i)| i).collect();
     }
@@ -411,7 +297,7 @@ fn action(
         }
         Action::Workspace(id) => enter_workspace(state, ws, id, fx),
         Action::SearchText => super::search_ui::open(state, fx),
-        Action::Submit => submit(state, settings, fx),
+        Action::Submit => turn::submit(state, settings, fx),
         Action::Newline => {
             state.input.newline();
         }
@@ -591,73 +477,6 @@ fn move_in_focus(state: &mut State, step: i32) {
     }
 }
 
-fn submit(state: &mut State, settings: &Settings<'_>, fx: &mut Vec<Effect>) {
-    if state.phase.is_running() {
-        state.notice = Some(("a run is in progress; Esc cancels it".into(), Level::Warn));
-        return;
-    }
-    if state.input.is_empty() {
-        match state.branch_from.and_then(|id| continuation(state, id)) {
-            Some(q) => state.input.set_text(q),
-            None => return,
-        }
-    }
-    if let Err(e) = &settings.provider_ready {
-        state.notice = Some((e.clone(), Level::Error));
-        return;
-    }
-    let question = state.input.take();
-    let (route, routed_effort) = settings.router.effort(&question, settings.default_effort);
-    let route = state.route_override.unwrap_or(route);
-    let effort = state
-        .effort_override
-        .or_else(|| {
-            state
-                .route_override
-                .map(|r| r.effort(settings.router.config()))
-        })
-        .unwrap_or(routed_effort);
-    let run = next_run_id();
-    state.run = Some(RunView {
-        id: run,
-        session: state.loaded.id(),
-        query: None,
-        thinking_node: None,
-        response_node: None,
-        question: question.clone(),
-        thinking: String::new(),
-        response: String::new(),
-        usage: Default::default(),
-        cancel: tokio_util::sync::CancellationToken::new(),
-    });
-    state.phase = RunPhase::Starting;
-    state.thinking_scroll = 0;
-    state.response_scroll = 0;
-    state.notice = None;
-    let branch_from = state.branch_from.take();
-    fx.push(Effect::StartTurn {
-        run,
-        session: state.loaded.id(),
-        question,
-        effort,
-        route,
-        branch_from,
-    });
-}
-
-/// What an empty question sends when continuing from `node`: a question is asked again (a
-/// new answer to it, as a branch); anything else is carried on from where it stops.
-fn continuation(state: &State, node: NodeId) -> Option<String> {
-    let n = state.loaded.nodes.iter().find(|n| n.id == node)?;
-    Some(match n.kind {
-        NodeType::Query if !n.text.trim().is_empty() => n.text.clone(),
-        _ => CONTINUE_PROMPT.to_string(),
-    })
-}
-
-/// The question an empty continuation sends after anything but a question.
-pub const CONTINUE_PROMPT: &str = "Continue from here.";
-
 fn key(
     state: &mut State,
     ws: &mut Workspaces,
@@ -765,20 +584,8 @@ fn key(
     }
 }
 
-/// Text editing keys shared by every text field.
-pub(crate) fn edit(input: &mut super::input::InputBox, k: KeyEvent, ctrl: bool) {
-    match k.code {
-        KeyCode::Char('u') if ctrl => input.kill_to_line_start(),
-        KeyCode::Char('w') if ctrl => input.delete_word(),
-        KeyCode::Char('a') if ctrl => input.home(),
-        KeyCode::Char('e') if ctrl => input.end(),
-        KeyCode::Char(c) if !ctrl => input.insert_char(c),
-        KeyCode::Backspace => input.backspace(),
-        KeyCode::Delete => input.delete(),
-        KeyCode::Left => input.left(),
-        KeyCode::Right => input.right(),
-        KeyCode::Home => input.home(),
-        KeyCode::End => input.end(),
-        _ => {}
-    }
+/// Text editing keys shared by every text field: the table is `input::edit`'s (the modifiers
+/// are read from `k`; `_ctrl` stays for the callers that pass it).
+pub(crate) fn edit(input: &mut super::input::InputBox, k: KeyEvent, _ctrl: bool) {
+    super::input::edit(input, k);
 }

@@ -21,7 +21,9 @@ pub(super) struct Entry {
 pub(super) fn file_entries(path: &Path, text: &str) -> Result<Vec<Entry>, ConfigError> {
     let syntax = |e: toml::de::Error| ConfigError::Syntax {
         path: path.to_path_buf(),
-        line: e.span().map_or(1, |s| line_of(text, s.start)),
+        line: e
+            .span()
+            .map_or(1, |s| crate::toml_text::line_of(text, s.start)),
         message: e.message().trim().to_string(),
     };
     let values: toml::Table = text.parse().map_err(syntax)?;
@@ -41,7 +43,7 @@ pub(super) fn file_entries(path: &Path, text: &str) -> Result<Vec<Entry>, Config
         };
         let origin = Origin::File {
             path: path.to_path_buf(),
-            line: line_of(text, offset),
+            line: crate::toml_text::line_of(text, offset),
         };
         entries.push(Entry {
             path: key_path,
@@ -68,16 +70,6 @@ fn collect_spans(
         }
         prefix.pop();
     }
-}
-
-/// 1-based line of a byte offset.
-pub(super) fn line_of(text: &str, offset: usize) -> usize {
-    let end = offset.min(text.len());
-    text.as_bytes()[..end]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
 }
 
 /// The environment as (path, value, origin): well-known base-URL variables first, then

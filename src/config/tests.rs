@@ -2,7 +2,7 @@
 
 use super::check::{closest, edit_distance};
 use super::load::coerce;
-use super::read::{line_of, normalize_ollama_host};
+use super::read::normalize_ollama_host;
 use super::*;
 
 fn sources(dir: &Path) -> ConfigSources {
@@ -184,14 +184,6 @@ fn ollama_host_gets_scheme_and_port() {
             var: "OLLAMA_HOST".into()
         }
     );
-}
-
-#[test]
-fn line_numbers_are_one_based() {
-    let text = "a = 1\n\nb = 2\n";
-    assert_eq!(line_of(text, 0), 1);
-    assert_eq!(line_of(text, 7), 3);
-    assert_eq!(line_of(text, 999), 4);
 }
 
 #[test]

@@ -17,10 +17,10 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::json_extract::extract_object;
-use super::thinkgraph::Step;
 use super::llm::{
     CallCtx, ChatRequest, Effort, Message, Provider, StreamEvent, ThinkingMode, ToolSpec, TurnPlan,
 };
+use super::thinkgraph::Step;
 use crate::engines::prompts::Prompts;
 use crate::store::{
     Edge, EdgeType, Node, NodeId, NodeStatus, NodeType, Run, RunId, RunKind, RunStatus, Session,
@@ -744,12 +744,9 @@ impl ForkEngine {
             .store
             .node(thinking)?
             .ok_or_else(|| ForkError::NotFound(format!("node {thinking}")))?;
-        let start = Step::of(&node)
-            .get(step)
-            .map(|s| s.start)
-            .ok_or_else(|| {
-                ForkError::Invalid(format!("node {thinking} has no thinking step {step}"))
-            })?;
+        let start = Step::of(&node).get(step).map(|s| s.start).ok_or_else(|| {
+            ForkError::Invalid(format!("node {thinking} has no thinking step {step}"))
+        })?;
         let mut cut = start.min(node.text.len());
         while !node.text.is_char_boundary(cut) {
             cut -= 1;

@@ -80,4 +80,3 @@ impl HighlightCache {
         self.lines.is_empty()
     }
 }
-

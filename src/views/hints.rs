@@ -92,6 +92,9 @@ mod tests {
             keys(&keys_in_use, &["next_error", "prev_error"]).as_deref(),
             Some("] e / [ e")
         );
-        assert_eq!(table(&keys_in_use, &hints[..2]), ["N    fork", "h/l  column"]);
+        assert_eq!(
+            table(&keys_in_use, &hints[..2]),
+            ["N    fork", "h/l  column"]
+        );
     }
 }

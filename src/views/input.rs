@@ -1,10 +1,28 @@
-//! The multi-line question box: a text buffer with a cursor, and a history of sent questions.
+//! The buffer behind every text field: the Think question box (several lines, with a history
+//! of sent questions), the forms' text field, the rename popup, the session filter and the
+//! search popup's query.
+//!
+//! A `ratatui_textarea::TextArea` does the editing: inserting, deleting, cursor moves, word
+//! and line deletion, undo and redo all run on it. Its widget is not used for drawing: the
+//! views draw the text themselves from [`InputBox::text`] (or [`InputBox::lines`]) and put
+//! the terminal cursor at [`InputBox::cursor_position`], as they did before the text area
+//! came in. The widget keeps its scroll offset from one frame to the next, scrolls sideways
+//! to follow the cursor, paints the cursor as a reversed cell and draws its own placeholder,
+//! so the boxes would not look as they do (and as the snapshots record) if it drew them.
+//!
+//! Which key does what is decided in `app::input`; this type offers the edits by name, plus
+//! [`InputBox::input`] for the text area's own bindings.
 
-/// Editable text with a cursor (a byte offset on a char boundary).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+use std::fmt;
+
+use ratatui_textarea::{CursorMove, Input, Key, TextArea};
+
+/// Editable text with a cursor, and the history of texts taken out of it.
+#[derive(Clone, Default)]
 pub struct InputBox {
+    area: TextArea<'static>,
+    /// `area`'s lines joined with '\n', refreshed after every edit so `text` can lend it.
     text: String,
-    cursor: usize,
     history: Vec<String>,
     /// Position while browsing history; `None` when editing a fresh entry.
     history_pos: Option<usize>,
@@ -12,157 +30,216 @@ pub struct InputBox {
     draft: String,
 }
 
+impl PartialEq for InputBox {
+    /// Equal when the text, the cursor and the history agree (the undo stack is not
+    /// compared).
+    fn eq(&self, other: &Self) -> bool {
+        self.text == other.text
+            && self.area.cursor() == other.area.cursor()
+            && self.history == other.history
+            && self.history_pos == other.history_pos
+            && self.draft == other.draft
+    }
+}
+
+impl Eq for InputBox {}
+
+impl fmt::Debug for InputBox {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("InputBox")
+            .field("text", &self.text)
+            .field("cursor", &self.cursor_position())
+            .field("history", &self.history)
+            .field("history_pos", &self.history_pos)
+            .field("draft", &self.draft)
+            .finish()
+    }
+}
+
 impl InputBox {
     pub fn text(&self) -> &str {
         &self.text
     }
 
-    pub fn cursor(&self) -> usize {
-        self.cursor
+    /// The text's lines (an empty text has one empty line).
+    pub fn lines(&self) -> &[String] {
+        self.area.lines()
     }
 
+    /// The cursor as a byte offset into [`text`](Self::text).
+    pub fn cursor(&self) -> usize {
+        let (row, col) = self.cursor_position();
+        let lines = self.area.lines();
+        let above: usize = lines[..row].iter().map(|l| l.len() + 1).sum();
+        above + byte_of_col(&lines[row], col)
+    }
+
+    /// Whether there is nothing but whitespace.
     pub fn is_empty(&self) -> bool {
         self.text.trim().is_empty()
     }
 
+    /// Replaces the text (the undo stack starts afresh) and puts the cursor at its end.
     pub fn set_text(&mut self, text: impl Into<String>) {
-        self.text = text.into();
-        self.cursor = self.text.len();
+        let text = text.into();
+        self.area = TextArea::new(text.split('\n').map(str::to_string).collect());
+        self.area.move_cursor(CursorMove::Bottom);
+        self.area.move_cursor(CursorMove::End);
+        self.text = text;
     }
 
     pub fn insert_char(&mut self, c: char) {
-        self.text.insert(self.cursor, c);
-        self.cursor += c.len_utf8();
+        self.area.insert_char(c);
+        self.sync();
     }
 
+    /// Inserts pasted text at the cursor, its line endings made '\n'.
     pub fn insert_str(&mut self, s: &str) {
-        // Normalise pasted line endings.
         let s = s.replace("\r\n", "\n").replace('\r', "\n");
-        self.text.insert_str(self.cursor, &s);
-        self.cursor += s.len();
+        self.area.insert_str(s);
+        self.sync();
     }
 
     pub fn newline(&mut self) {
-        self.insert_char('\n');
+        self.area.insert_newline();
+        self.sync();
     }
 
-    fn prev_boundary(&self) -> Option<usize> {
-        self.text[..self.cursor]
-            .char_indices()
-            .next_back()
-            .map(|(i, _)| i)
-    }
-
-    fn next_boundary(&self) -> Option<usize> {
-        self.text[self.cursor..]
-            .chars()
-            .next()
-            .map(|c| self.cursor + c.len_utf8())
-    }
-
+    /// Deletes the character before the cursor (joining the line to the one above at its
+    /// start).
     pub fn backspace(&mut self) {
-        if let Some(p) = self.prev_boundary() {
-            self.text.replace_range(p..self.cursor, "");
-            self.cursor = p;
-        }
+        self.area.delete_char();
+        self.sync();
     }
 
+    /// Deletes the character under the cursor (joining the next line at a line's end).
     pub fn delete(&mut self) {
-        if let Some(n) = self.next_boundary() {
-            self.text.replace_range(self.cursor..n, "");
-        }
+        self.area.delete_next_char();
+        self.sync();
     }
 
     pub fn left(&mut self) {
-        if let Some(p) = self.prev_boundary() {
-            self.cursor = p;
-        }
+        self.area.move_cursor(CursorMove::Back);
     }
 
     pub fn right(&mut self) {
-        if let Some(n) = self.next_boundary() {
-            self.cursor = n;
-        }
-    }
-
-    fn line_start(&self) -> usize {
-        self.text[..self.cursor]
-            .rfind('\n')
-            .map(|i| i + 1)
-            .unwrap_or(0)
-    }
-
-    fn line_end(&self) -> usize {
-        self.text[self.cursor..]
-            .find('\n')
-            .map(|i| self.cursor + i)
-            .unwrap_or(self.text.len())
+        self.area.move_cursor(CursorMove::Forward);
     }
 
     pub fn home(&mut self) {
-        self.cursor = self.line_start();
+        self.area.move_cursor(CursorMove::Head);
     }
 
     pub fn end(&mut self) {
-        self.cursor = self.line_end();
+        self.area.move_cursor(CursorMove::End);
     }
 
-    /// Deletes from the cursor back to the start of the line (Ctrl-U).
+    /// Deletes from the cursor back to the start of the line (Ctrl-U); nothing at the start.
     pub fn kill_to_line_start(&mut self) {
-        let start = self.line_start();
-        self.text.replace_range(start..self.cursor, "");
-        self.cursor = start;
+        if self.area.cursor().1 > 0 {
+            self.area.delete_line_by_head();
+            self.sync();
+        }
     }
 
-    /// Deletes the word before the cursor (Ctrl-W).
+    /// Deletes the word before the cursor (Ctrl-W): any whitespace (line breaks too) right
+    /// before it, then back to the previous whitespace.
     pub fn delete_word(&mut self) {
-        let before = &self.text[..self.cursor];
-        let trimmed = before.trim_end_matches(|c: char| c.is_whitespace());
-        let start = trimmed
+        let end = self.cursor();
+        let before = &self.text[..end];
+        let start = before
+            .trim_end_matches(char::is_whitespace)
             .char_indices()
             .rev()
             .find(|(_, c)| c.is_whitespace())
-            .map(|(i, c)| i + c.len_utf8())
-            .unwrap_or(0);
-        self.text.replace_range(start..self.cursor, "");
-        self.cursor = start;
+            .map_or(0, |(i, c)| i + c.len_utf8());
+        let count = self.text[start..end].chars().count();
+        if count == 0 {
+            return;
+        }
+        let (row, col) = position_of(&self.text, start);
+        if self.jump(row, col) {
+            // One edit, so one undo brings the word back.
+            self.area.delete_str(count);
+        } else {
+            for _ in 0..count {
+                self.area.delete_char();
+            }
+        }
+        self.sync();
     }
 
-    /// Moves to the same column on the previous line; false when already on the first line.
+    /// Moves to the same column (in characters) on the previous line, or to its end when it
+    /// is shorter; false when already on the first line.
     pub fn up(&mut self) -> bool {
-        let start = self.line_start();
-        if start == 0 {
+        let (row, col) = self.cursor_position();
+        if row == 0 {
             return false;
         }
-        let col = self.text[start..self.cursor].chars().count();
-        let prev_start = self.text[..start - 1]
-            .rfind('\n')
-            .map(|i| i + 1)
-            .unwrap_or(0);
-        self.cursor = advance(&self.text, prev_start, col, start - 1);
+        if !self.jump(row - 1, col) {
+            self.area.move_cursor(CursorMove::Up);
+        }
         true
     }
 
-    /// Moves to the same column on the next line; false when already on the last line.
+    /// Moves to the same column on the next line, or to its end; false when already on the
+    /// last line.
     pub fn down(&mut self) -> bool {
-        let end = self.line_end();
-        if end == self.text.len() {
+        let (row, col) = self.cursor_position();
+        if row + 1 >= self.area.lines().len() {
             return false;
         }
-        let col = self.text[self.line_start()..self.cursor].chars().count();
-        let next_start = end + 1;
-        let next_end = self.text[next_start..]
-            .find('\n')
-            .map(|i| next_start + i)
-            .unwrap_or(self.text.len());
-        self.cursor = advance(&self.text, next_start, col, next_end);
+        if !self.jump(row + 1, col) {
+            self.area.move_cursor(CursorMove::Down);
+        }
         true
+    }
+
+    /// Undoes the last edit; false when there is none.
+    pub fn undo(&mut self) -> bool {
+        let changed = self.area.undo();
+        self.sync();
+        changed
+    }
+
+    /// Redoes the last undone edit; false when there is none.
+    pub fn redo(&mut self) -> bool {
+        let changed = self.area.redo();
+        self.sync();
+        changed
+    }
+
+    /// Applies a key through the text area's own bindings (Ctrl-K deletes to the line's end,
+    /// Ctrl-D the next character, Ctrl-Y puts back the last deletion, Ctrl-R redoes, …). Shift
+    /// is dropped, since a selection would not be drawn; keys that would type a line break or
+    /// a tab, and the keys that scroll the text area's own viewport (which is never drawn, so
+    /// the cursor would jump), do nothing. Returns whether the text changed.
+    pub fn input(&mut self, input: Input) -> bool {
+        let typed_break = match input.key {
+            Key::Enter | Key::Tab | Key::Char('\n' | '\r') => true,
+            Key::Char('m') => input.ctrl,
+            _ => false,
+        };
+        let scrolls = match input.key {
+            Key::PageUp | Key::PageDown | Key::MouseScrollUp | Key::MouseScrollDown => true,
+            Key::Char('v') => input.ctrl || input.alt,
+            _ => false,
+        };
+        if typed_break || scrolls {
+            return false;
+        }
+        let changed = self.area.input(Input {
+            shift: false,
+            ..input
+        });
+        self.sync();
+        changed
     }
 
     /// Takes the text for sending, records it in the history and clears the box.
     pub fn take(&mut self) -> String {
         let text = std::mem::take(&mut self.text);
-        self.cursor = 0;
+        self.area = TextArea::default();
         self.history_pos = None;
         self.draft.clear();
         if !text.trim().is_empty() && self.history.last() != Some(&text) {
@@ -210,29 +287,59 @@ impl InputBox {
 
     /// (line, column in chars) of the cursor, for placing the terminal cursor.
     pub fn cursor_position(&self) -> (usize, usize) {
-        let before = &self.text[..self.cursor];
-        let line = before.matches('\n').count();
-        let col = before
-            .rsplit('\n')
-            .next()
-            .map(|l| l.chars().count())
-            .unwrap_or(0);
-        (line, col)
+        let c = self.area.cursor();
+        (c.0, c.1)
+    }
+
+    /// Puts the cursor at (`row`, `col`), the column clamped to the line's end; false (and
+    /// no move) when the position is past what the text area's jump can name.
+    fn jump(&mut self, row: usize, col: usize) -> bool {
+        let col = col.min(self.area.lines().get(row).map_or(0, |l| l.chars().count()));
+        match (u16::try_from(row), u16::try_from(col)) {
+            (Ok(r), Ok(c)) => {
+                self.area.move_cursor(CursorMove::Jump(r, c));
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn sync(&mut self) {
+        self.text.clear();
+        for (i, line) in self.area.lines().iter().enumerate() {
+            if i > 0 {
+                self.text.push('\n');
+            }
+            self.text.push_str(line);
+        }
     }
 }
 
-/// The byte offset `cols` characters after `start`, but not past `limit`.
-fn advance(text: &str, start: usize, cols: usize, limit: usize) -> usize {
-    text[start..limit]
-        .char_indices()
-        .nth(cols)
-        .map(|(i, _)| start + i)
-        .unwrap_or(limit)
+/// The byte offset of character `col` in `line` (its length past the end).
+fn byte_of_col(line: &str, col: usize) -> usize {
+    line.char_indices().nth(col).map_or(line.len(), |(i, _)| i)
+}
+
+/// (line, column in chars) of byte offset `at` in `text`.
+fn position_of(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at];
+    let row = before.matches('\n').count();
+    let col = before.rsplit('\n').next().map_or(0, |l| l.chars().count());
+    (row, col)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn key(key: Key, ctrl: bool) -> Input {
+        Input {
+            key,
+            ctrl,
+            alt: false,
+            shift: false,
+        }
+    }
 
     #[test]
     fn edits_multiline_text_with_unicode() {
@@ -243,7 +350,9 @@ mod tests {
         b.newline();
         b.insert_str("wörld");
         assert_eq!(b.text(), "héllo\nwörld");
+        assert_eq!(b.lines(), ["héllo", "wörld"]);
         assert_eq!(b.cursor_position(), (1, 5));
+        assert_eq!(b.cursor(), b.text().len());
         assert!(b.up());
         assert_eq!(b.cursor_position(), (0, 5));
         b.backspace();
@@ -260,10 +369,105 @@ mod tests {
     }
 
     #[test]
+    fn arrows_cross_line_ends_and_keep_the_column_in_characters() {
+        let mut b = InputBox::default();
+        b.set_text("abcdef\nxy\nébcdefg");
+        // Up from column 7 stops at the end of the short line; up again keeps that column.
+        assert!(b.up());
+        assert_eq!(b.cursor_position(), (1, 2));
+        assert!(b.up());
+        assert_eq!(b.cursor_position(), (0, 2));
+        assert!(!b.up());
+        b.end();
+        b.right();
+        assert_eq!(b.cursor_position(), (1, 0));
+        b.left();
+        assert_eq!(b.cursor_position(), (0, 6));
+        b.delete();
+        assert_eq!(b.text(), "abcdefxy\nébcdefg");
+        b.down();
+        assert_eq!(b.cursor_position(), (1, 6));
+        assert_eq!(b.cursor(), "abcdefxy\nébcdef".len());
+    }
+
+    #[test]
+    fn ctrl_u_kills_to_the_line_start_but_not_across_lines() {
+        let mut b = InputBox::default();
+        b.set_text("first\nsecond line");
+        b.left();
+        b.left();
+        b.kill_to_line_start();
+        assert_eq!(b.text(), "first\nne");
+        assert_eq!(b.cursor_position(), (1, 0));
+        b.kill_to_line_start();
+        assert_eq!(b.text(), "first\nne");
+    }
+
+    #[test]
+    fn ctrl_w_deletes_back_to_whitespace_across_line_breaks_and_undoes_in_one_step() {
+        let mut b = InputBox::default();
+        b.set_text("see foo.bar-baz  ");
+        b.delete_word();
+        assert_eq!(b.text(), "see ");
+        b.set_text("one two\n\n");
+        b.delete_word();
+        assert_eq!(b.text(), "one ");
+        assert!(b.undo());
+        assert_eq!(b.text(), "one two\n\n");
+        assert!(b.redo());
+        assert_eq!(b.text(), "one ");
+        b.home();
+        b.delete_word();
+        assert_eq!(b.text(), "one ");
+    }
+
+    #[test]
+    fn text_area_bindings_edit_but_never_break_lines_select_or_scroll() {
+        let mut b = InputBox::default();
+        b.set_text("hello world");
+        b.home();
+        assert!(b.input(key(Key::Char('k'), true)));
+        assert_eq!(b.text(), "");
+        assert!(b.input(key(Key::Char('y'), true)));
+        assert_eq!(b.text(), "hello world");
+        for k in [
+            key(Key::Enter, false),
+            key(Key::Tab, false),
+            key(Key::Char('m'), true),
+            key(Key::PageUp, false),
+            key(Key::Char('v'), true),
+        ] {
+            assert!(!b.input(k));
+        }
+        assert_eq!(b.text(), "hello world");
+        assert_eq!(b.cursor_position(), (0, 11));
+        // Shift-Home moves without selecting, so the next key types instead of replacing.
+        b.input(Input {
+            shift: true,
+            ..key(Key::Home, false)
+        });
+        b.insert_char('>');
+        assert_eq!(b.text(), ">hello world");
+    }
+
+    #[test]
+    fn set_text_keeps_every_byte_and_puts_the_cursor_at_the_end() {
+        let mut b = InputBox::default();
+        b.set_text("a\r\nb\n");
+        assert_eq!(b.text(), "a\r\nb\n");
+        assert_eq!(b.cursor_position(), (2, 0));
+        assert_eq!(b.cursor(), b.text().len());
+        b.insert_char('c');
+        assert_eq!(b.text(), "a\r\nb\nc");
+    }
+
+    #[test]
     fn history_browses_and_restores_the_draft() {
         let mut b = InputBox::default();
         b.set_text("one");
         assert_eq!(b.take(), "one");
+        assert_eq!(b.text(), "");
+        assert_eq!(b.cursor_position(), (0, 0));
         b.set_text("two");
         b.take();
         b.set_text("draft");
@@ -284,5 +488,19 @@ mod tests {
         let mut b = InputBox::default();
         b.insert_str("a\r\nb\rc");
         assert_eq!(b.text(), "a\nb\nc");
+        assert_eq!(b.cursor_position(), (2, 1));
+    }
+
+    #[test]
+    fn equality_is_text_cursor_and_history() {
+        let mut a = InputBox::default();
+        let mut b = InputBox::default();
+        a.set_text("same");
+        for c in "same".chars() {
+            b.insert_char(c);
+        }
+        assert_eq!(a, b);
+        b.left();
+        assert_ne!(a, b);
     }
 }

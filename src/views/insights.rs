@@ -142,13 +142,7 @@ pub fn render(f: &mut Frame, area: Rect, ws: &InsightsView<'_>, v: &ViewCx<'_>) 
     list(f, body, r, ws.selected, theme);
 }
 
-fn header(
-    f: &mut Frame,
-    area: Rect,
-    r: &InsightsRun,
-    running: Option<String>,
-    v: &ViewCx<'_>,
-) {
+fn header(f: &mut Frame, area: Rect, r: &InsightsRun, running: Option<String>, v: &ViewCx<'_>) {
     let theme = v.theme;
     let dim = theme.style(Role::Dim);
     let mut lines = vec![Line::from(vec![

@@ -211,7 +211,10 @@ impl MarkdownCache {
         let skip = top - before;
         let mut rows = 0;
         let mut lines = Vec::new();
-        for (line, h) in entry.rendered.lines[first..].iter().zip(&entry.heights[first..]) {
+        for (line, h) in entry.rendered.lines[first..]
+            .iter()
+            .zip(&entry.heights[first..])
+        {
             if rows >= skip + height {
                 break;
             }
@@ -868,7 +871,11 @@ mod tests {
                     f.render_widget(para.scroll((top, 0)), f.area());
                 })
                 .unwrap();
-                assert_eq!(a.backend().buffer(), b.backend().buffer(), "{w}x{h} up {up}");
+                assert_eq!(
+                    a.backend().buffer(),
+                    b.backend().buffer(),
+                    "{w}x{h} up {up}"
+                );
             }
         }
     }

@@ -333,26 +333,23 @@ struct ThemeFile {
 }
 
 impl Theme {
-    /// The theme `name`: `<config_dir>/themes/<name>.toml` if it exists (overriding the
-    /// built-in theme of that name, or building on `inherits = "…"`, by default dark),
-    /// else the built-in one; degraded to `depth`.
-    pub fn load(name: &str, config_dir: &Path, depth: ColorDepth) -> Result<Theme, ThemeError> {
-        let path = config_dir.join("themes").join(format!("{name}.toml"));
-        let valid_name = !name.is_empty()
-            && name
-                .chars()
-                .all(|c| c.is_alphanumeric() || c == '-' || c == '_');
-        if !valid_name {
+    /// The theme `name`, given the text of `<config_dir>/themes/<name>.toml` when that file
+    /// exists (`path`, for errors): the file overrides the built-in theme of that name, or
+    /// builds on `inherits = "…"` (by default dark); without a file, the built-in one.
+    /// Degraded to `depth`. Reading the file is the caller's (see `app::themes`).
+    pub fn resolve(
+        name: &str,
+        path: &Path,
+        text: Option<String>,
+        depth: ColorDepth,
+    ) -> Result<Theme, ThemeError> {
+        let path = path.to_path_buf();
+        if !Self::valid_name(name) {
             return Err(ThemeError::Unknown {
                 name: name.to_string(),
                 path,
             });
         }
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => Some(text),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(source) => return Err(ThemeError::Read { path, source }),
-        };
         let Some(text) = text else {
             return match builtin_text(name) {
                 Some(builtin) => Ok(parse_builtin(name, builtin)?.degraded(depth)),
@@ -385,6 +382,14 @@ impl Theme {
             theme.styles[role as usize] = style;
         }
         Ok(theme.degraded(depth))
+    }
+
+    /// Whether `name` can name a theme file (letters, digits, `-`, `_`; no paths).
+    pub fn valid_name(name: &str) -> bool {
+        !name.is_empty()
+            && name
+                .chars()
+                .all(|c| c.is_alphanumeric() || c == '-' || c == '_')
     }
 
     /// The built-in theme `name` degraded to `depth`, if there is one.
@@ -496,7 +501,7 @@ fn parse_builtin(name: &str, text: &str) -> Result<Theme, ThemeError> {
 
 /// Parses a theme file: `role = "colour"` or `role = { fg, bg, modifiers }`.
 fn parse_file(path: &Path, text: &str) -> Result<ThemeFile, ThemeError> {
-    let line = |offset: usize| line_of(text, offset);
+    let line = |offset: usize| crate::toml_text::line_of(text, offset);
     let root = DeTable::parse(text).map_err(|e| ThemeError::Syntax {
         path: path.to_path_buf(),
         line: e.span().map_or(1, |s| line(s.start)),
@@ -620,15 +625,6 @@ fn parse_modifiers(value: &DeValue<'_>) -> Result<Modifier, String> {
 }
 
 /// 1-based line of a byte offset.
-fn line_of(text: &str, offset: usize) -> usize {
-    let end = offset.min(text.len());
-    text.as_bytes()[..end]
-        .iter()
-        .filter(|b| **b == b'\n')
-        .count()
-        + 1
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

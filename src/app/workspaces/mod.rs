@@ -318,7 +318,13 @@ impl Workspaces {
     }
 
     /// Hands a submitted form to the workspace that opened it.
-    pub fn form(&mut self, purpose: Purpose, answer: Answer, state: &mut State, fx: &mut Vec<Effect>) {
+    pub fn form(
+        &mut self,
+        purpose: Purpose,
+        answer: Answer,
+        state: &mut State,
+        fx: &mut Vec<Effect>,
+    ) {
         if let Some(slot) = self.slot(purpose.ws) {
             slot.form(&purpose.tag, answer, state, fx);
         }

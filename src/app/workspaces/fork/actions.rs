@@ -2,7 +2,6 @@
 //! the checkpoint menu, steering the branches, moving between columns) and the forms they
 //! open, with what a submitted form starts.
 
-use crate::engines::thinkgraph::Step;
 use super::{
     Column, Ctx, Fork, ForkAction, ForkEffect, FormPurpose, ID, JobKind, SteerView, Work, update,
 };
@@ -11,6 +10,7 @@ use crate::app::form::{Answer, Form};
 use crate::app::graph::RowKey;
 use crate::app::state::{Level, Overlay};
 use crate::engines::fork::{BranchResult, ForkRequest, ForkStyle, SteerAction, Verdict};
+use crate::engines::thinkgraph::Step;
 use crate::store::{NodeId, RunId};
 
 /// The checkpoint menu's verdicts, in the order offered.

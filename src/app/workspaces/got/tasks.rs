@@ -8,14 +8,14 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::Outcome;
-use crate::config::ProviderKind;
 use crate::app::runtime::Services;
 use crate::app::workspaces::Outbox;
+use crate::config::ProviderKind;
+use crate::config::providers as factory;
 use crate::engines::got::{
     CallSettings, GotControl, GotEngine, GotEvent, GotParams, GotPrompts, GotRequest, GotResult,
     Strategy, Thought, ThoughtState,
 };
-use crate::config::providers as factory;
 use crate::store::{
     EdgeType, NodeId, NodeType, RunId, RunKind, RunStatus, SessionId, Store, StoreError,
 };

@@ -85,7 +85,10 @@ pub enum InsightsEffect {
         cancel: CancellationToken,
     },
     /// Reload the session, then select `node` in the graph.
-    Open { session: SessionId, node: NodeId },
+    Open {
+        session: SessionId,
+        node: NodeId,
+    },
 }
 
 /// What a form this workspace opened is for.
@@ -146,7 +149,13 @@ impl Insights {
         cx.run(InsightsEffect::Open { session, node });
     }
 
-    fn loaded(&mut self, session: SessionId, result: Option<Box<InsightsRun>>, fresh: bool, cx: &mut Ctx<'_>) {
+    fn loaded(
+        &mut self,
+        session: SessionId,
+        result: Option<Box<InsightsRun>>,
+        fresh: bool,
+        cx: &mut Ctx<'_>,
+    ) {
         self.loading = false;
         self.running = None;
         let Some(r) = result else {

@@ -46,7 +46,12 @@ pub(super) fn run(e: InsightsEffect, svc: &Services, out: Outbox<InsightsMsg>) {
             let engine = Metacog {
                 store: svc.store.clone(),
                 provider: m.provider.clone(),
-                call: svc.call_settings(m.kind, &m.model, cfg.metacog.effort, cfg.metacog.max_tokens),
+                call: svc.call_settings(
+                    m.kind,
+                    &m.model,
+                    cfg.metacog.effort,
+                    cfg.metacog.max_tokens,
+                ),
                 prompt: svc.prompts.get("metacog/analyze").to_string(),
                 config: cfg.metacog.clone(),
             };

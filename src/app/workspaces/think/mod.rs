@@ -3,6 +3,8 @@
 //! the question box): the other workspaces read and change it too, so it stays there, and
 //! the shared actions in `update` drive it. This is how the workspace is drawn.
 
+pub mod turn;
+
 use std::convert::Infallible;
 
 use ratatui::Frame;

@@ -127,9 +127,7 @@ pub enum FormPurpose {
 /// thinking node (with steps) of the selected node's turn, else the session's last one.
 pub fn target_node(state: &State) -> Option<NodeId> {
     let nodes = &state.loaded.nodes;
-    let has_steps = |n: &Node| {
-        n.kind == NodeType::Thinking && Step::count(n) > 0
-    };
+    let has_steps = |n: &Node| n.kind == NodeType::Thinking && Step::count(n) > 0;
     let anchor = state
         .graph
         .selected_node()
@@ -140,24 +138,11 @@ pub fn target_node(state: &State) -> Option<NodeId> {
     if nodes[anchor].kind == NodeType::Thinking {
         return Some(nodes[anchor].id);
     }
-    let start = nodes[..=anchor]
-        .iter()
-        .rposition(|n| n.kind == NodeType::Query)
-        .unwrap_or(0);
-    let end = nodes[start + 1..]
-        .iter()
-        .position(|n| n.kind == NodeType::Query)
-        .map_or(nodes.len(), |p| start + 1 + p);
-    nodes[start..end]
-        .iter()
+    let turn = &nodes[state.loaded.turn_of(anchor)];
+    turn.iter()
         .rev()
         .find(|n| has_steps(n))
-        .or_else(|| {
-            nodes[start..end]
-                .iter()
-                .rev()
-                .find(|n| n.kind == NodeType::Thinking)
-        })
+        .or_else(|| turn.iter().rev().find(|n| n.kind == NodeType::Thinking))
         .map(|n| n.id)
 }
 
@@ -220,11 +205,7 @@ impl Verify {
             );
             return;
         };
-        let steps = cx
-            .state
-            .loaded
-            .node(node)
-            .map_or(0, Step::count);
+        let steps = cx.state.loaded.node(node).map_or(0, Step::count);
         if steps == 0 {
             cx.notice(
                 format!(

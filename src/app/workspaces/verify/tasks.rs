@@ -7,12 +7,12 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::{HumanMark, StepView, Verification, VerifyEffect, VerifyMsg};
-use crate::config::ProviderKind;
 use crate::app::runtime::Services;
 use crate::app::workspaces::Outbox;
+use crate::config::ProviderKind;
+use crate::config::providers as factory;
 use crate::engines::fork::{ForkEngine, ForkPrompts, ForkSettings, Verdict as HumanVerdict};
 use crate::engines::got::CallSettings;
-use crate::config::providers as factory;
 use crate::engines::llm::Effort;
 use crate::engines::verify::{Verdict, Verifier, VerifyRequest, node_steps};
 use crate::store::{EdgeType, Node, NodeId, NodeType, RunId, RunKind, SessionId, Store};
