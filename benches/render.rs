@@ -1,5 +1,7 @@
-//! Rendering benches: one Think-workspace frame of a 100,000-node session at 200×50, and
-//! frames while 10,000 thinking deltas a second stream in (160 deltas per 16 ms frame).
+//! Rendering benches: one Think-workspace frame of a 100,000-node session at 200×50, one
+//! Ledger frame of 100,000 thoughts nested 200 levels deep at 200×50 (the tree widget fed the
+//! rows in view), and frames while 10,000 thinking deltas a second stream in (160 deltas per
+//! 16 ms frame).
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -14,8 +16,9 @@ use glassbox::config::{Config, ProviderKind};
 use glassbox::engines::llm::replay::ReplayProvider;
 use glassbox::engines::orchestrator::{Orchestrator, TurnEvent};
 use glassbox::store::{
-    Node, NodeType, RawStream, Session, SessionId, SessionSource, Store, StreamId,
+    Edge, EdgeType, Node, NodeType, RawStream, Session, SessionId, SessionSource, Store, StreamId,
 };
+use glassbox::views::ledger_model::LedgerModel;
 use glassbox::views::theme::{ColorDepth, Theme};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -131,5 +134,72 @@ fn frames_while_streaming(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, draw_big_session, frames_while_streaming);
+/// A ledger of 100,000 thoughts: a main chain and 100 branches of 100 thoughts, each branch
+/// hanging off the first thought of the one before, so the window opens deep in the tree.
+fn big_ledger() -> LedgerModel {
+    let s = Session::new("a very long ledger", SessionSource::Mcp);
+    let thought = |n: usize, meta: serde_json::Value| {
+        let mut node = Node::new(
+            s.id,
+            NodeType::LedgerThought,
+            format!("thought {n}: some reasoning text that is long enough to be cut"),
+        );
+        node.meta
+            .insert("thoughtNumber".into(), serde_json::json!(n));
+        node.meta
+            .insert("totalThoughts".into(), serde_json::json!(100_000));
+        node.meta
+            .insert("nextThoughtNeeded".into(), serde_json::json!(true));
+        if let serde_json::Value::Object(m) = meta {
+            node.meta.extend(m);
+        }
+        node
+    };
+    let mut nodes = Vec::with_capacity(100_000);
+    let mut edges = Vec::new();
+    for n in 1..=90_000 {
+        nodes.push(thought(n, serde_json::json!({})));
+    }
+    let mut origin = nodes[45_000].id;
+    for b in 0..100 {
+        let mut first = None;
+        for k in 0..100 {
+            let n = 90_001 + b * 100 + k;
+            let node = thought(n, serde_json::json!({"branchId": format!("b{b}")}));
+            edges.push(Edge::new(node.id, EdgeType::BranchesFrom, origin));
+            first.get_or_insert(node.id);
+            nodes.push(node);
+        }
+        origin = first.unwrap_or(origin);
+    }
+    LedgerModel::from_parts(Some(&s), &nodes, &edges)
+}
+
+fn draw_big_ledger(c: &mut Criterion) {
+    let mut model = big_ledger();
+    let theme =
+        Theme::builtin("dark", ColorDepth::TrueColor).unwrap_or_else(|| panic!("no dark theme"));
+    // Deep inside the nested branches, well away from both ends.
+    let depth = |i: usize| model.rows()[i].depth;
+    let at = (0..model.rows().len())
+        .find(|&i| depth(i) >= 50)
+        .unwrap_or(model.rows().len() / 2);
+    model.selected = at + 20;
+    model.offset = at;
+    let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap_or_else(|e| panic!("{e}"));
+    c.bench_function("draw ledger 100k thoughts 200x50", |b| {
+        b.iter(|| {
+            term.draw(|f| glassbox::views::ledger::render(f, f.area(), &model, &theme, true))
+                .unwrap_or_else(|e| panic!("{e}"));
+            black_box(term.backend().buffer().area);
+        })
+    });
+}
+
+criterion_group!(
+    benches,
+    draw_big_session,
+    draw_big_ledger,
+    frames_while_streaming
+);
 criterion_main!(benches);

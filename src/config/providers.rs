@@ -233,7 +233,7 @@ pub fn plan_turn(
 pub fn context_tokens(cfg: &Config, kind: ProviderKind) -> u32 {
     match (cfg.budget.context_tokens, kind) {
         (0, ProviderKind::Local | ProviderKind::Auto) => cfg.providers.local.context_size,
-        (0, _) => 200_000,
+        (0, _) => crate::engines::orchestrator::DEFAULT_CONTEXT_TOKENS,
         (n, _) => n,
     }
 }

@@ -301,7 +301,7 @@ pub fn format_context(
             .take_while(|m| m.id != n.id)
             .filter(|m| m.kind == NodeType::Query)
             .last()
-            .map(|q| q.text.chars().take(300).collect::<String>())
+            .map(|q| q.text.chars().take(QUERY_CHARS).collect::<String>())
             .unwrap_or_default();
         let decisions = store.decision_points(n.id)?.len();
         let text: String = n.text.chars().take(cfg.node_chars).collect();
@@ -324,6 +324,10 @@ pub fn format_context(
     }
     Ok(out)
 }
+
+/// How much of the question a node answered the analysis context shows (glassbox's own
+/// cut; seed 000 Metacognition lists the input query among each node's fields).
+const QUERY_CHARS: usize = 300;
 
 /// Failures of an analysis.
 #[derive(Debug, thiserror::Error)]
@@ -365,12 +369,19 @@ impl Metacog {
         focus: Option<FocusArea>,
         cancel: &CancellationToken,
     ) -> Result<MetacogResult, MetacogError> {
-        let all = self.store.session_nodes(session)?;
-        let picked = gather(&all, &self.config);
-        if picked.is_empty() {
-            return Err(MetacogError::Empty(session));
-        }
-        let context = format_context(&self.store, &all, &picked, &self.config)?;
+        let config = self.config.clone();
+        let (picked, context) = self
+            .store
+            .run_blocking(move |store| {
+                let all = store.session_nodes(session)?;
+                let picked = gather(&all, &config);
+                if picked.is_empty() {
+                    return Err(MetacogError::Empty(session));
+                }
+                let context = format_context(store, &all, &picked, &config)?;
+                Ok((picked, context))
+            })
+            .await?;
         let mut system = self.prompt.clone();
         if let Some(f) = focus {
             system.push_str("\n\n");
@@ -382,28 +393,36 @@ impl Metacog {
         let parsed = parse_insights(&reply.text, &known);
         let analysed: Vec<NodeId> = picked.iter().map(|n| n.id).collect();
         let run = RunId::new();
-        self.store.write(|w| {
-            for i in &parsed.insights {
-                w.put_insight(&i.to_insight(session, &analysed))?;
-            }
-            w.put_run(&Run {
-                id: run,
-                session,
-                kind: RunKind::Insights,
-                params: json!({"focus": focus.map(FocusArea::as_str)}),
-                summary: json!({
-                    "insights": parsed.insights.iter().map(|i| i.id).collect::<Vec<_>>(),
-                    "nodesAnalyzed": analysed,
-                    "summary": parsed.summary,
-                    "invalidNodeRefs": parsed.invalid_node_refs,
-                    "validationErrors": parsed.validation_errors,
-                    "tokens": reply.tokens,
-                }),
-                status: RunStatus::Done,
-                created_at: Utc::now(),
-                finished_at: Some(Utc::now()),
+        let insights: Vec<Insight> = parsed
+            .insights
+            .iter()
+            .map(|i| i.to_insight(session, &analysed))
+            .collect();
+        let record = Run {
+            id: run,
+            session,
+            kind: RunKind::Insights,
+            params: json!({"focus": focus.map(FocusArea::as_str)}),
+            summary: json!({
+                "insights": parsed.insights.iter().map(|i| i.id).collect::<Vec<_>>(),
+                "nodesAnalyzed": analysed,
+                "summary": parsed.summary,
+                "invalidNodeRefs": parsed.invalid_node_refs,
+                "validationErrors": parsed.validation_errors,
+                "tokens": reply.tokens,
+            }),
+            status: RunStatus::Done,
+            created_at: Utc::now(),
+            finished_at: Some(Utc::now()),
+        };
+        self.store
+            .write_async(move |w| {
+                for i in &insights {
+                    w.put_insight(i)?;
+                }
+                w.put_run(&record)
             })
-        })?;
+            .await?;
         Ok(MetacogResult {
             insights: parsed.insights,
             nodes_analyzed: analysed,
@@ -483,5 +502,49 @@ mod tests {
             .collect();
         let texts: Vec<String> = gather(&many, &cfg).into_iter().map(|n| n.text).collect();
         assert_eq!(texts, vec!["t2", "t3", "t4", "t5"]);
+    }
+
+    #[test]
+    fn an_analysis_reads_and_commits_off_the_runtime_thread() {
+        use crate::engines::testing::{PATIENCE, ScriptedProvider, commits_during_polls};
+        use crate::store::{Session, SessionSource};
+
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        let session = Session::new("metacog", SessionSource::Glassbox);
+        let thinking = Node::new(session.id, NodeType::Thinking, "I am sure it is the cache.");
+        store
+            .write(|w| {
+                w.put_session(&session)?;
+                w.put_node(&Node::new(session.id, NodeType::Query, "Why is it slow?"))?;
+                w.put_node(&thinking)
+            })
+            .unwrap();
+        let answer = json!({
+            "summary": "anchored early",
+            "insights": [{"insightType": "bias_detection", "insight": "anchoring on the cache",
+                "confidence": 0.8,
+                "evidence": [{"nodeId": thinking.id.to_string(), "excerpt": "sure", "relevance": 0.9}]}]
+        })
+        .to_string();
+        let metacog = Metacog {
+            store: store.clone(),
+            provider: ScriptedProvider::always(&answer),
+            call: CallSettings::new("scripted", 256),
+            prompt: String::new(),
+            config: MetacogParams::default(),
+        };
+        let cancel = CancellationToken::new();
+        let (out, stalls) = commits_during_polls(
+            &store,
+            PATIENCE,
+            metacog.analyze(session.id, Some(FocusArea::BiasDetection), &cancel),
+        );
+        assert_eq!(stalls, 0, "a commit ran on the runtime thread");
+        let result = out.unwrap();
+        assert_eq!(result.insights.len(), 1);
+        assert!(result.nodes_analyzed.contains(&thinking.id));
+        assert_eq!(store.insights(session.id).unwrap().len(), 1);
+        assert!(store.run(result.run).unwrap().is_some());
     }
 }

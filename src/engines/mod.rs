@@ -13,3 +13,6 @@ pub mod replay;
 pub mod thinkgraph;
 pub mod transcript;
 pub mod verify;
+
+#[cfg(test)]
+pub(crate) mod testing;

@@ -1,8 +1,10 @@
 //! Store unit tests: round trips for every table, cascade delete, journal, migration.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use chrono::{TimeZone, Utc};
+use redb::ReadableTableMetadata;
+
 use super::*;
-use chrono::TimeZone;
 
 fn temp_store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();

@@ -1,15 +1,21 @@
 //! The Fork workspace: branch columns side by side (as many as fit, at least ~30 wide,
 //! scrolled with h/l), the comparison panel (convergence, divergence, meta insight,
-//! recommendation, debate, steering) and a small branch tree.
+//! recommendation, debate, steering) and a small branch tree, drawn by tui-tree-widget:
+//! one item per branch and per steering action, each wrapped to the pane as the paragraph
+//! before it was, with the `├ └` connectors in the text.
 //!
 //! The view model is defined here, as plain data; the workspace
 //! (`app::workspaces::fork`) keeps it up to date and hands it over as a [`ForkView`].
 
+use std::collections::VecDeque;
+
 use ratatui::Frame;
+use ratatui::buffer::CellWidth;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
-use ratatui::text::{Line, Span};
+use ratatui::text::{Line, Span, StyledGrapheme, Text};
 use ratatui::widgets::{Paragraph, Wrap};
+use tui_tree_widget::{Tree, TreeItem, TreeState};
 
 use super::theme::{Role, Theme};
 use super::think::{pane, tail_text};
@@ -525,10 +531,11 @@ fn render_panel(f: &mut Frame, area: Rect, ws: &ForkView<'_>, theme: &Theme) {
 
 fn render_tree(f: &mut Frame, area: Rect, ws: &ForkView<'_>, theme: &Theme) {
     let dim = theme.style(Role::Dim);
-    let mut lines: Vec<Line> = vec![Line::from(vec![
+    let header = Line::from(vec![
         Span::styled(ws.kind.to_string(), theme.style(Role::Title)),
         Span::styled(format!(" · {} branches", ws.columns.len()), dim),
-    ])];
+    ]);
+    let mut rows: Vec<Line> = Vec::new();
     let n = ws.columns.len();
     let has_steers = !ws.steers.is_empty();
     for (i, c) in ws.columns.iter().enumerate() {
@@ -557,10 +564,10 @@ fn render_tree(f: &mut Frame, area: Rect, ws: &ForkView<'_>, theme: &Theme) {
         if c.marked {
             spans.push(Span::styled(" ●", theme.style(Role::Accent)));
         }
-        lines.push(Line::from(spans));
+        rows.push(Line::from(spans));
     }
     if has_steers {
-        lines.push(Line::from(vec![
+        rows.push(Line::from(vec![
             Span::styled("└ ", dim),
             Span::styled("steering", theme.style(Role::Title)),
         ]));
@@ -580,23 +587,219 @@ fn render_tree(f: &mut Frame, area: Rect, ws: &ForkView<'_>, theme: &Theme) {
                     theme.confidence_style(c),
                 ));
             }
-            lines.push(Line::from(spans));
+            rows.push(Line::from(spans));
         }
     }
     let marked = ws.columns.iter().filter(|c| c.marked).count();
-    lines.push(Line::default());
+    let mut footer = vec![Line::default()];
     if marked > 0 {
-        lines.push(Line::styled(format!("{marked} marked · M merges"), dim));
+        footer.push(Line::styled(format!("{marked} marked · M merges"), dim));
     }
-    lines.push(Line::styled(
+    footer.push(Line::styled(
         "N new · D debate · x expand · C challenge · space mark · M merge · F refork · v checkpoint · ? help",
         dim,
     ));
+
+    let block = pane(" Branches ", false, theme);
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    // The header, the branches and the footer follow each other as in one wrapped paragraph.
+    let header_height = (wrap_line(&header, inner.width).len() as u16).min(inner.height);
     f.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .style(Style::default())
-            .block(pane(" Branches ", false, theme)),
-        area,
+        Paragraph::new(header).wrap(Wrap { trim: false }),
+        Rect {
+            height: header_height,
+            ..inner
+        },
     );
+    let room = inner.height - header_height;
+    let mut items = Vec::with_capacity(rows.len());
+    let mut used = 0u16;
+    for (i, row) in rows.iter().enumerate() {
+        if used == room {
+            break;
+        }
+        let mut lines = wrap_line(row, inner.width);
+        lines.truncate(usize::from(room - used));
+        used += lines.len() as u16;
+        items.push(TreeItem::new_leaf(i, Text::from(lines)));
+    }
+    let tree_area = Rect {
+        y: inner.y + header_height,
+        height: used,
+        ..inner
+    };
+    // The connectors are part of each row's text: a steering row wrapped by the widget's
+    // indentation would hang its second line two columns in, which the paragraph did not.
+    if let Ok(tree) = Tree::new(&items) {
+        let tree = tree
+            .node_open_symbol("")
+            .node_closed_symbol("")
+            .node_no_children_symbol("");
+        f.render_stateful_widget(tree, tree_area, &mut TreeState::default());
+    }
+    f.render_widget(
+        Paragraph::new(footer).wrap(Wrap { trim: false }),
+        Rect {
+            y: tree_area.bottom(),
+            height: room - used,
+            ..inner
+        },
+    );
+}
+
+/// `line` wrapped at `width` columns into the lines `Paragraph` with `Wrap { trim: false }`
+/// draws: words move to the next line whole, longer ones break where the line ends, and the
+/// spaces a line breaks at are dropped. The tree widget draws a row's lines as they are, so a
+/// row that does not fit is wrapped here first.
+fn wrap_line(line: &Line<'_>, width: u16) -> Vec<Line<'static>> {
+    let max = width;
+    let mut out: Vec<Vec<StyledGrapheme>> = Vec::new();
+    if max == 0 {
+        return Vec::new();
+    }
+    let mut pending_line: Vec<StyledGrapheme> = Vec::new();
+    let mut pending_word: Vec<StyledGrapheme> = Vec::new();
+    let mut pending_space: VecDeque<StyledGrapheme> = VecDeque::new();
+    let (mut line_width, mut word_width, mut space_width) = (0u16, 0u16, 0u16);
+    let mut after_word = false;
+    for g in line.styled_graphemes(Style::default()) {
+        let is_space = g.is_whitespace();
+        let w = g.symbol.cell_width();
+        if w > max {
+            continue;
+        }
+        // A word ended, or the first one would not fit even alone: it joins the line.
+        if (after_word && is_space)
+            || (pending_line.is_empty() && word_width + space_width + w > max)
+        {
+            pending_line.extend(pending_space.drain(..));
+            line_width += space_width;
+            pending_line.append(&mut pending_word);
+            line_width += word_width;
+            space_width = 0;
+            word_width = 0;
+        }
+        if line_width >= max || (w > 0 && line_width + space_width + word_width >= max) {
+            let mut remaining = max.saturating_sub(line_width);
+            out.push(std::mem::take(&mut pending_line));
+            line_width = 0;
+            // The spaces that still fit the line just ended go with it.
+            while let Some(front) = pending_space.front() {
+                let fw = front.symbol.cell_width();
+                if fw > remaining {
+                    break;
+                }
+                space_width -= fw;
+                remaining -= fw;
+                pending_space.pop_front();
+            }
+            if is_space && pending_space.is_empty() {
+                continue;
+            }
+        }
+        if is_space {
+            space_width += w;
+            pending_space.push_back(g);
+        } else {
+            word_width += w;
+            pending_word.push(g);
+        }
+        after_word = !is_space;
+    }
+    pending_line.extend(pending_space.drain(..));
+    pending_line.append(&mut pending_word);
+    if !pending_line.is_empty() {
+        out.push(pending_line);
+    }
+    if out.is_empty() {
+        out.push(Vec::new());
+    }
+    out.into_iter()
+        .map(|graphemes| {
+            Line::from(
+                graphemes
+                    .into_iter()
+                    .map(|g| Span::styled(g.symbol.to_string(), g.style))
+                    .collect::<Vec<_>>(),
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::buffer::Buffer;
+    use ratatui::style::Color;
+    use ratatui::widgets::Widget;
+
+    use super::*;
+
+    /// `line` drawn by a wrapping paragraph, and its wrapped lines drawn one per row.
+    fn both(line: &Line<'_>, width: u16) -> (Buffer, Buffer) {
+        let area = Rect::new(0, 0, width, 24);
+        let mut paragraph = Buffer::empty(area);
+        Paragraph::new(line.clone())
+            .wrap(Wrap { trim: false })
+            .render(area, &mut paragraph);
+        let mut rows = Buffer::empty(area);
+        for (y, l) in wrap_line(line, width).iter().enumerate().take(24) {
+            l.render(Rect::new(0, y as u16, width, 1), &mut rows);
+        }
+        (paragraph, rows)
+    }
+
+    #[test]
+    fn rows_wrap_as_the_paragraph_wrapped_them() {
+        let texts = [
+            "├ conservative debating, round 3… 80% ●",
+            "  ├ checkpoint disagree → corrected branch on conservative 70%",
+            "  └ expand balanced   with  spaces failed",
+            "averyveryveryverylongwordthatmustbebroken and more",
+            "   leading spaces and trailing   ",
+            "wide 漢字 characters 漢字漢字 漢字漢字漢字漢字",
+            "",
+            " ",
+        ];
+        let mut rng = fastrand::Rng::with_seed(11);
+        let mut lines: Vec<Line> = texts
+            .iter()
+            .map(|t| {
+                // Styles change inside words and spaces alike.
+                let mut spans = Vec::new();
+                let chars: Vec<char> = t.chars().collect();
+                for chunk in chars.chunks(5) {
+                    let color = Color::Indexed(rng.u8(..));
+                    spans.push(Span::styled(
+                        chunk.iter().collect::<String>(),
+                        Style::default().fg(color),
+                    ));
+                }
+                Line::from(spans)
+            })
+            .collect();
+        for _ in 0..100 {
+            let words: Vec<String> = (0..rng.usize(1..12))
+                .map(|_| {
+                    let word: String = (0..rng.usize(1..15)).map(|_| rng.lowercase()).collect();
+                    word + &" ".repeat(rng.usize(0..4))
+                })
+                .collect();
+            lines.push(Line::raw(words.concat()));
+        }
+        for line in &lines {
+            for width in 1..48 {
+                let (paragraph, mut rows) = both(line, width);
+                // Where a wrapped line ends in a wide character one column past the area,
+                // the paragraph draws it in the last column and a line leaves that blank.
+                for y in 0..24 {
+                    let last = (width - 1, y);
+                    if paragraph[last].symbol().cell_width() == 2 && rows[last].symbol() == " " {
+                        rows[last] = paragraph[last].clone();
+                    }
+                }
+                assert_eq!(paragraph, rows, "{line:?} at {width}");
+            }
+        }
+    }
 }

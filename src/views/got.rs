@@ -1,15 +1,21 @@
 //! The Graph-of-Thoughts workspace: a header with the run state and counts, the search
 //! tree (scores coloured, pruned thoughts dimmed, the frontier highlighted, the best
 //! marked), and beside it the selected thought and, once the search ended, its answer.
+//!
+//! The tree is drawn by tui-tree-widget from the rows in view only, through the Ledger's
+//! window ([`super::ledger`]): the widget indents, the thought's glyph takes the place of a
+//! fold marker (the search tree folds nothing), and the workspace keeps the selection and
+//! the scroll.
 
 use std::collections::{HashMap, HashSet};
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
-use ratatui::text::{Line, Span};
+use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
 
+use super::ledger::{Fold, WindowRow, mark_lead, tree_widget, window_tree};
 use super::overlay::centered;
 use super::theme::{Role, Theme};
 use super::think::pane;
@@ -347,6 +353,9 @@ fn glyph(ws: &SearchView, t: &Thought, is_root: bool, theme: &Theme) -> (&'stati
     }
 }
 
+/// Deepest indentation drawn; deeper thoughts line up at this depth.
+const MAX_INDENT: usize = 12;
+
 fn render_tree(f: &mut Frame, area: Rect, ws: &SearchView, theme: &Theme) {
     let block = pane(
         " Search tree · ★ best  ○ frontier  ✕ pruned  ^ pinned ",
@@ -363,65 +372,103 @@ fn render_tree(f: &mut Frame, area: Rect, ws: &SearchView, theme: &Theme) {
     } else if height > 0 && ws.selected >= offset + height {
         offset = ws.selected + 1 - height;
     }
+    let selection = theme.style(Role::Selection);
+    // Only the rows in view become tree items; a row whose thought is missing is left out.
+    let shown: Vec<(usize, usize, &Thought)> = ws
+        .rows
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(height)
+        .filter_map(|(i, row)| Some((i, row.indent.min(MAX_INDENT), ws.thought(row.id)?)))
+        .collect();
+    let items = window_tree(shown.iter().map(|&(i, depth, t)| {
+        let mut line = row_line(ws, t, depth, inner.width as usize, theme);
+        if i == ws.selected {
+            for span in &mut line.spans {
+                span.style = selection.patch(span.style);
+            }
+        }
+        WindowRow {
+            depth,
+            fold: Fold::Leaf,
+            text: Text::from(line),
+        }
+    }));
+    let Ok((items, mut state)) = items else {
+        return;
+    };
+    // The glyph of a thought says more than a fold marker would: the search tree has none.
+    let Ok(tree) = tree_widget(&items).map(|t| {
+        t.node_open_symbol("")
+            .node_closed_symbol("")
+            .node_no_children_symbol("")
+    }) else {
+        return;
+    };
+    f.render_stateful_widget(tree, inner, &mut state);
+    // The selection covers the indentation too.
+    if let Some((at, &(_, depth, _))) = shown
+        .iter()
+        .enumerate()
+        .find(|(_, (i, _, _))| *i == ws.selected)
+    {
+        mark_lead(f, inner, inner.y + at as u16, 2 * depth, selection);
+    }
+}
+
+/// A thought's row after its indentation, `depth` levels deep in a pane `width` wide.
+fn row_line(
+    ws: &SearchView,
+    t: &Thought,
+    depth: usize,
+    width: usize,
+    theme: &Theme,
+) -> Line<'static> {
     let root = ws.thoughts.first().map(|t| t.id);
     let dim = theme.style(Role::Dim);
-    let mut lines = Vec::with_capacity(height);
-    for (i, row) in ws.rows.iter().enumerate().skip(offset).take(height) {
-        let Some(t) = ws.thought(row.id) else {
-            continue;
-        };
-        let is_root = Some(t.id) == root;
-        let faded = matches!(t.state, ThoughtState::Rejected | ThoughtState::Aggregated);
-        let frontier = ws.is_frontier(t) && !is_root;
-        let (g, gs) = glyph(ws, t, is_root, theme);
-        let mut spans = vec![
-            Span::raw("  ".repeat(row.indent.min(12))),
-            Span::styled(g, gs),
-            Span::raw(" "),
-        ];
-        spans.push(match t.score {
-            Some(s) if faded => Span::styled(format!("{s:.2}"), dim),
-            Some(s) => Span::styled(format!("{s:.2}"), theme.confidence_style(s)),
-            None => Span::styled(" …  ", dim),
-        });
-        spans.push(Span::styled(format!(" {:<10} ", t.state.as_str()), dim));
-        if ws.best == Some(t.id) {
-            spans.push(Span::styled(
-                "★ ",
-                theme.style(Role::Success).add_modifier(Modifier::BOLD),
-            ));
-        }
-        if t.pinned && !is_root {
-            spans.push(Span::styled("^pin ", theme.style(Role::Accent)));
-        }
-        if t.boost.abs() > 1e-9 {
-            spans.push(Span::styled(
-                format!("{:+.1} ", t.boost),
-                theme.style(Role::Accent),
-            ));
-        }
-        if let Some(p) = ws.pending.get(&t.id) {
-            spans.push(Span::styled(format!("({p}) "), theme.style(Role::Warning)));
-        }
-        let text_style = if faded {
-            dim.add_modifier(Modifier::CROSSED_OUT)
-        } else if frontier {
-            theme.base().add_modifier(Modifier::BOLD)
-        } else if is_root {
-            theme.style(Role::Query)
-        } else {
-            theme.base()
-        };
-        let used: usize = spans.iter().map(|s| s.width()).sum();
-        let room = (inner.width as usize).saturating_sub(used).max(8);
-        spans.push(Span::styled(excerpt(&t.content, room), text_style));
-        let mut line = Line::from(spans);
-        if i == ws.selected {
-            line = line.style(theme.style(Role::Selection));
-        }
-        lines.push(line);
+    let is_root = Some(t.id) == root;
+    let faded = matches!(t.state, ThoughtState::Rejected | ThoughtState::Aggregated);
+    let frontier = ws.is_frontier(t) && !is_root;
+    let (g, gs) = glyph(ws, t, is_root, theme);
+    let mut spans = vec![Span::styled(g, gs), Span::raw(" ")];
+    spans.push(match t.score {
+        Some(s) if faded => Span::styled(format!("{s:.2}"), dim),
+        Some(s) => Span::styled(format!("{s:.2}"), theme.confidence_style(s)),
+        None => Span::styled(" …  ", dim),
+    });
+    spans.push(Span::styled(format!(" {:<10} ", t.state.as_str()), dim));
+    if ws.best == Some(t.id) {
+        spans.push(Span::styled(
+            "★ ",
+            theme.style(Role::Success).add_modifier(Modifier::BOLD),
+        ));
     }
-    f.render_widget(Paragraph::new(lines), inner);
+    if t.pinned && !is_root {
+        spans.push(Span::styled("^pin ", theme.style(Role::Accent)));
+    }
+    if t.boost.abs() > 1e-9 {
+        spans.push(Span::styled(
+            format!("{:+.1} ", t.boost),
+            theme.style(Role::Accent),
+        ));
+    }
+    if let Some(p) = ws.pending.get(&t.id) {
+        spans.push(Span::styled(format!("({p}) "), theme.style(Role::Warning)));
+    }
+    let text_style = if faded {
+        dim.add_modifier(Modifier::CROSSED_OUT)
+    } else if frontier {
+        theme.base().add_modifier(Modifier::BOLD)
+    } else if is_root {
+        theme.style(Role::Query)
+    } else {
+        theme.base()
+    };
+    let used: usize = 2 * depth + spans.iter().map(|s| s.width()).sum::<usize>();
+    let room = width.saturating_sub(used).max(8);
+    spans.push(Span::styled(excerpt(&t.content, room), text_style));
+    Line::from(spans)
 }
 
 fn render_side(f: &mut Frame, area: Rect, ws: &SearchView, theme: &Theme) {

@@ -1,12 +1,17 @@
 //! The Verify workspace: a header with the chain score, a heat strip with one cell per
 //! step, the steps with their verdict gutter (model ✓ ✗ ~ ?, human H✓ H✗ H~), issues and
 //! corrections, and the patterns found across steps.
+//!
+//! The steps are drawn by tui-tree-widget as a chain of items, each step one item of several
+//! lines; only the steps in view are handed over, cut to the lines that show. The widget's
+//! highlight symbol is the `▶` gutter; the workspace keeps the selection.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
-use ratatui::text::{Line, Span};
+use ratatui::text::{Line, Span, Text};
 use ratatui::widgets::{Clear, Paragraph, Wrap};
+use tui_tree_widget::{Tree, TreeItem, TreeState};
 
 use super::overlay::centered;
 use super::theme::{Role, Theme};
@@ -345,7 +350,10 @@ fn header(f: &mut Frame, area: Rect, ws: &VerifyView<'_>, r: &Verification, v: &
     );
 }
 
-/// The lines of one step, for a body `width` wide.
+/// Columns of the gutter the tree widget draws before every step: `▶ ` on the selected one.
+const GUTTER: usize = 2;
+
+/// The lines of one step after the gutter, for a body `width` wide (gutter included).
 fn step_lines(
     s: &StepView,
     selected: bool,
@@ -358,10 +366,9 @@ fn step_lines(
     // "▶ ✓ H✗  12 consideration  0.90  "
     let lead = format!("{:>3} {:<13} ", s.index, first_line(&kind, 13));
     let conf = format!("{:.2}  ", s.confidence);
-    let indent = 2 + 1 + 1 + 2 + 1 + lead.chars().count() + conf.chars().count();
+    let indent = GUTTER + 1 + 1 + 2 + 1 + lead.chars().count() + conf.chars().count();
     let text_w = width.saturating_sub(indent).max(10);
     let mut out = Vec::new();
-    let mark = if selected { "▶" } else { " " };
     let sel = |st: Style| {
         if selected {
             st.patch(theme.style(Role::Selection))
@@ -373,7 +380,6 @@ fn step_lines(
     for (i, t) in text.iter().enumerate() {
         let mut spans = Vec::new();
         if i == 0 {
-            spans.push(Span::styled(format!("{mark} "), theme.style(Role::Accent)));
             spans.push(Span::styled(
                 glyph(s.verdict),
                 verdict_style(s.verdict, theme).add_modifier(Modifier::BOLD),
@@ -387,7 +393,7 @@ fn step_lines(
                 sel(theme.confidence_style(s.confidence)),
             ));
         } else {
-            spans.push(Span::raw(" ".repeat(indent)));
+            spans.push(Span::raw(" ".repeat(indent - GUTTER)));
         }
         spans.push(Span::styled(t.clone(), sel(theme.style(Role::Fg))));
         if i == 0 && first_error {
@@ -395,7 +401,7 @@ fn step_lines(
         }
         out.push(Line::from(spans));
     }
-    let pad = " ".repeat(indent);
+    let pad = " ".repeat(indent - GUTTER);
     let sub_w = text_w.saturating_sub(2).max(10);
     for issue in &s.issues {
         let (sev, role) = match issue.severity {
@@ -456,23 +462,27 @@ fn steps(f: &mut Frame, area: Rect, r: &Verification, selected: usize, theme: &T
     f.render_widget(block, area);
     let width = inner.width as usize;
     let height = inner.height as usize;
-    let mut lines: Vec<Line> = Vec::new();
+    // Every step's lines, a blank line closing all but the last: the heights place the
+    // window, and only the steps inside it are handed to the widget.
+    let mut texts: Vec<Vec<Line>> = Vec::with_capacity(r.steps.len());
     let mut span_of = (0, 0);
+    let mut total = 0;
     for (i, s) in r.steps.iter().enumerate() {
-        let start = lines.len();
-        lines.extend(step_lines(
+        let mut lines = step_lines(
             s,
             i == selected,
             i64::try_from(i).is_ok_and(|i| i == r.first_error),
             width,
             theme,
-        ));
+        );
         if i == selected {
-            span_of = (start, lines.len());
+            span_of = (total, total + lines.len());
         }
         if i + 1 < r.steps.len() {
             lines.push(Line::raw(""));
         }
+        total += lines.len();
+        texts.push(lines);
     }
     // Keep the selected step in view, its top first.
     let (start, end) = span_of;
@@ -483,8 +493,47 @@ fn steps(f: &mut Frame, area: Rect, r: &Verification, selected: usize, theme: &T
     } else {
         end - height
     };
-    let visible: Vec<Line> = lines.into_iter().skip(offset).take(height).collect();
-    f.render_widget(Paragraph::new(visible), inner);
+    // The steps that meet the window, cut to the lines inside it, and the rows their first
+    // lines are drawn on.
+    let mut items = Vec::new();
+    let mut heads = Vec::new();
+    let mut top = 0;
+    for (i, lines) in texts.into_iter().enumerate() {
+        let bottom = top + lines.len();
+        let (from, to) = (top.max(offset), bottom.min(offset + height));
+        if from < to {
+            if from == top {
+                heads.push(inner.y + (top - offset) as u16);
+            }
+            let shown: Vec<Line> = lines.into_iter().skip(from - top).take(to - from).collect();
+            items.push(TreeItem::new_leaf(i, Text::from(shown)));
+        }
+        top = bottom;
+        if top >= offset + height {
+            break;
+        }
+    }
+    let Ok(tree) = Tree::new(&items) else {
+        return;
+    };
+    let tree = tree
+        .highlight_symbol("▶ ")
+        .node_open_symbol("")
+        .node_closed_symbol("")
+        .node_no_children_symbol("");
+    let mut state = TreeState::default();
+    // With a selection the widget keeps the gutter on every step, blank but for the
+    // selected one; an identifier no step has keeps it when the selection is out of range.
+    let shown = items.iter().any(|item| *item.identifier() == selected);
+    state.select(vec![if shown { selected } else { usize::MAX }]);
+    f.render_stateful_widget(tree, inner, &mut state);
+    // The gutter in the accent colour on each step's first line (the widget draws it in the
+    // step's base style, which would colour the whole step).
+    let gutter = (GUTTER as u16).min(inner.width);
+    for y in heads {
+        f.buffer_mut()
+            .set_style(Rect::new(inner.x, y, gutter, 1), theme.style(Role::Accent));
+    }
 }
 
 fn patterns(f: &mut Frame, area: Rect, r: &Verification, theme: &Theme) {
@@ -586,4 +635,95 @@ fn detail(f: &mut Frame, area: Rect, s: &StepView, theme: &Theme) {
         lines.extend(b.lines().map(|l| Line::raw(l.to_string())));
     }
     f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+}
+
+#[cfg(test)]
+mod tests {
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use super::*;
+    use crate::views::theme::ColorDepth;
+
+    fn step(index: usize, words: usize) -> StepView {
+        StepView {
+            node: NodeId::new(),
+            index,
+            kind: None,
+            text: "word ".repeat(words),
+            verdict: Verdict::Correct,
+            confidence: 0.9,
+            explanation: String::new(),
+            issues: vec![],
+            correction: None,
+            human: None,
+            branch: None,
+        }
+    }
+
+    fn draw(list: Vec<StepView>, selected: usize) -> Vec<String> {
+        let r = Verification {
+            session: SessionId::new(),
+            run: RunId::new(),
+            source: None,
+            question: None,
+            score: 1.0,
+            valid: true,
+            threshold: 0.5,
+            first_error: -1,
+            summary: String::new(),
+            model: String::new(),
+            patterns: vec![],
+            steps: list,
+        };
+        let theme = Theme::builtin("dark", ColorDepth::TrueColor)
+            .unwrap_or_else(|| panic!("no dark theme"));
+        let mut term = Terminal::new(TestBackend::new(60, 10)).unwrap_or_else(|e| panic!("{e}"));
+        term.draw(|f| steps(f, f.area(), &r, selected, &theme))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let buf = term.backend().buffer();
+        (1..9)
+            .map(|y| {
+                (1..59)
+                    .map(|x| buf[(x, y)].symbol().to_string())
+                    .collect::<String>()
+                    .trim_end()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_window_cuts_steps_at_its_edges_and_marks_the_selection() {
+        // Text wraps at 27 columns, five words a line: steps of 3, 4 and 4 lines with blank
+        // lines between, 13 in all. Selecting the last brings it fully into the 8 rows,
+        // which cuts the middle step's first line off the top.
+        let cont = format!("{}word word word word word", " ".repeat(31));
+        let shown = draw(vec![step(0, 15), step(1, 20), step(2, 20)], 2);
+        assert_eq!(
+            shown,
+            [
+                cont.as_str(),
+                &cont,
+                &cont,
+                "",
+                "▶ ✓      2 step          0.90  word word word word word",
+                &cont,
+                &cont,
+                &cont,
+            ]
+        );
+        // Selecting the first keeps the window at the top; the third step is cut at the
+        // bottom, and its gutter is blank.
+        let shown = draw(vec![step(0, 15), step(1, 20), step(2, 20)], 0);
+        assert_eq!(
+            shown[0],
+            "▶ ✓      0 step          0.90  word word word word word"
+        );
+        assert_eq!(
+            shown[4],
+            "  ✓      1 step          0.90  word word word word word"
+        );
+        assert_eq!(shown[7], cont);
+    }
 }

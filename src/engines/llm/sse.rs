@@ -1,5 +1,30 @@
-//! Incremental Server-Sent Events decoder: body bytes in any chunking become `{event, data}`
-//! frames. Tolerant of CRLF/CR line ends, `:` comments, padding, data-only streams and EOF.
+//! Server-Sent Events framing for the SSE providers (Anthropic and the OpenAI-compatible
+//! ones): body bytes in any chunking become `{event, data}` frames, and what had to be skipped
+//! is counted for the error messages.
+//!
+//! The frames are put together by the `eventsource-stream` crate. A line scanner sits in
+//! front of it for what the crate leaves out: it finds CRLF, CR and LF line ends even when a
+//! chunk boundary splits them, decodes each line lossily (the crate stops for good at the
+//! first byte that is not UTF-8), counts `:` comments, unknown lines and frames without
+//! data, trims field and event names, and ends a frame the server left open at the end of
+//! the body (the crate drops it). The crate is handed each frame's `data:` lines and the
+//! blank line that closes the frame; the event name and the last id come from the scanner.
+//!
+//! Why the crate rather than the hand-written decoder this module used to hold: the own
+//! decoder would have stayed only if it framed at least twice as fast, and it did not.
+//! `cargo bench --bench sse` (100,000 Anthropic `content_block_delta` frames in 1,400-byte
+//! chunks, 2-core VM shared with other builds) measured the hand-written decoder at
+//! 2.3–3.2 M frames/s and `eventsource-stream` at 1.1–1.6 M frames/s: a ratio of 1.3× to
+//! 2.07× over eleven runs, median 1.8×. The bench keeps both parsers, and this module's
+//! decoder as shipped, as the record. At these rates a 100,000-delta stream spends well
+//! under a tenth of a second in framing either way.
+
+use std::convert::Infallible;
+use std::task::{Context, Poll, Waker};
+
+use eventsource_stream::EventStream;
+use futures::StreamExt;
+use futures::channel::mpsc::{UnboundedReceiver, UnboundedSender, unbounded};
 
 use super::LlmError;
 use super::wire::{DecodeStats, snippet};
@@ -28,24 +53,62 @@ pub struct SseStats {
     pub empty_frames: u64,
 }
 
+/// What the crate's parser reads: whole frames, sent as one string each.
+type FrameText = Result<String, Infallible>;
+
 /// Incremental SSE decoder. Feed it bytes with [`SseDecoder::push`], end with [`SseDecoder::finish`].
-#[derive(Debug, Default)]
 pub struct SseDecoder {
+    /// The bytes of a line whose end has not arrived yet.
     line: Vec<u8>,
+    /// The previous chunk ended in CR: an LF starting the next one belongs to it.
     skip_lf: bool,
     first_line_done: bool,
     event: Option<String>,
-    data: String,
+    /// The current frame's `data:` lines, in the form the crate is given them.
+    data_lines: String,
     has_data: bool,
     id: Option<String>,
     first_junk: Option<String>,
     stats: SseStats,
+    to_parser: UnboundedSender<FrameText>,
+    parser: EventStream<UnboundedReceiver<FrameText>>,
+}
+
+impl std::fmt::Debug for SseDecoder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SseDecoder")
+            .field("pending_line_bytes", &self.line.len())
+            .field("event", &self.event)
+            .field("has_data", &self.has_data)
+            .field("id", &self.id)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for SseDecoder {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl SseDecoder {
     /// A decoder at the start of a stream.
     pub fn new() -> Self {
-        Self::default()
+        let (to_parser, from_decoder) = unbounded();
+        Self {
+            line: Vec::new(),
+            skip_lf: false,
+            first_line_done: false,
+            event: None,
+            data_lines: String::new(),
+            has_data: false,
+            id: None,
+            first_junk: None,
+            stats: SseStats::default(),
+            to_parser,
+            parser: EventStream::new(from_decoder),
+        }
     }
 
     /// Feeds the next bytes of the body; returns the frames completed by them.
@@ -62,6 +125,9 @@ impl SseDecoder {
             self.line.extend_from_slice(&rest[..pos]);
             let line = std::mem::take(&mut self.line);
             self.process_line(&line, &mut frames);
+            // Keep the allocation for the next line.
+            self.line = line;
+            self.line.clear();
             let terminator = rest[pos];
             rest = &rest[pos + 1..];
             if terminator == b'\r' {
@@ -130,10 +196,11 @@ impl SseDecoder {
         };
         match field.trim() {
             "data" => {
-                if self.has_data {
-                    self.data.push('\n');
-                }
-                self.data.push_str(value);
+                // The crate drops one space after the colon: add one so the value keeps its
+                // own leading spaces.
+                self.data_lines.push_str("data: ");
+                self.data_lines.push_str(value);
+                self.data_lines.push('\n');
                 self.has_data = true;
             }
             "event" => self.event = Some(value.trim().to_string()),
@@ -149,17 +216,30 @@ impl SseDecoder {
         }
     }
 
+    /// Ends the frame being built: with data it goes through the crate's parser, which
+    /// returns it assembled; without, it is dropped (and counted when it named an event).
     fn dispatch(&mut self, frames: &mut Vec<SseFrame>) {
-        if self.has_data {
+        if !self.has_data {
+            if self.event.take().is_some() {
+                self.stats.empty_frames += 1;
+            }
+            return;
+        }
+        self.has_data = false;
+        let mut text = std::mem::take(&mut self.data_lines);
+        text.push('\n');
+        // The receiver lives in `self.parser`, so the channel is open.
+        let _ = self.to_parser.unbounded_send(Ok(text));
+        let mut name = self.event.take();
+        let mut cx = Context::from_waker(Waker::noop());
+        // The text is one whole frame, so the parser has it ready without waiting.
+        while let Poll::Ready(Some(Ok(event))) = self.parser.poll_next_unpin(&mut cx) {
             self.stats.frames += 1;
             frames.push(SseFrame {
-                event: self.event.take(),
-                data: std::mem::take(&mut self.data),
+                event: name.take(),
+                data: event.data,
                 id: self.id.clone(),
             });
-            self.has_data = false;
-        } else if self.event.take().is_some() {
-            self.stats.empty_frames += 1;
         }
     }
 }

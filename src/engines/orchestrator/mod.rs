@@ -1,0 +1,156 @@
+//! One think turn: build the request from the session's history, stream it from the
+//! provider, and persist query → thinking → response nodes, their edges and the raw stream
+//! as the deltas arrive (batched into commits, never one per token).
+//!
+//! This file holds the turn's types and the orchestrator; `routing` classes questions,
+//! `history` builds what is sent back, `compaction` keeps it within the context and the
+//! budget, `turn` runs one turn.
+
+mod compaction;
+mod history;
+mod routing;
+#[cfg(test)]
+mod tests;
+mod turn;
+
+use std::sync::Arc;
+
+use super::llm::{Effort, LlmError, Provider, StopReason, ThinkingMode, Usage};
+use crate::store::{NodeId, NodeType, SessionId, Store, StreamId};
+
+pub use compaction::{BudgetParams, COMPACTIONS, SERVER_SIDE, is_server_side_compaction};
+pub use history::{history_until, session_history, session_output_tokens};
+pub use routing::{Route, Router, RoutingParams, classify};
+
+/// The context (tokens) an orchestrator assumes until it is told the model's; the config
+/// assumes the same for remote models when `[budget] context_tokens` is 0. glassbox's own
+/// choice: seed 000's ThinkingEngine lists a 1M window, which few models have.
+pub const DEFAULT_CONTEXT_TOKENS: u32 = 200_000;
+/// Session titles are the question's first line, cut to this many chars.
+const TITLE_CHARS: usize = 80;
+
+/// What a turn reports while it runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TurnEvent {
+    Started {
+        session: SessionId,
+        query: NodeId,
+    },
+    /// A thinking or response node was created (it streams from now on).
+    NodeCreated {
+        id: NodeId,
+        kind: NodeType,
+    },
+    /// ThinkGraph finished a step of the thinking node while it streams.
+    Step {
+        node: NodeId,
+        step: crate::engines::thinkgraph::Step,
+    },
+    /// ThinkGraph found a decision point in the thinking node.
+    Decision {
+        node: NodeId,
+        decision: crate::engines::thinkgraph::Decision,
+    },
+    Thinking(String),
+    Text(String),
+    Signature(String),
+    Redacted,
+    ToolUse {
+        name: String,
+        input: serde_json::Value,
+    },
+    Usage(Usage),
+    /// The session has used `used` of its `limit` output tokens (past the warning share).
+    BudgetWarning {
+        used: u64,
+        limit: u64,
+    },
+    /// Older turns were summarised into a compaction node: by the orchestrator before this
+    /// turn, or by the provider (server-side compaction) while it answers.
+    Compacted {
+        node: NodeId,
+        superseded: usize,
+    },
+}
+
+/// Extra context for a question (the memory engine's retrieval plugs in here).
+pub trait KnowledgeContext: Send + Sync {
+    /// Text to put before the conversation, or `None` when nothing is relevant.
+    fn context_for(&self, question: &str) -> Option<String>;
+}
+
+/// One question to ask.
+#[derive(Clone, Debug)]
+pub struct TurnRequest {
+    /// Continue this session (its history is sent); `None` starts a new one.
+    pub session: Option<SessionId>,
+    pub question: String,
+    pub system: Option<String>,
+    pub thinking: ThinkingMode,
+    pub effort: Option<Effort>,
+    pub max_tokens: u32,
+    pub temperature: Option<f32>,
+    pub top_p: Option<f32>,
+    pub seed: Option<u64>,
+    /// Continue from this node of the session instead of its end: the history up to it is
+    /// sent, and the new query branches from it.
+    pub branch_from: Option<NodeId>,
+}
+
+/// How a turn ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TurnOutcome {
+    pub session: SessionId,
+    pub query: NodeId,
+    pub thinking: Option<NodeId>,
+    pub response: Option<NodeId>,
+    pub stream: StreamId,
+    pub usage: Usage,
+    pub stop: StopReason,
+    /// Set when the provider failed; what arrived before is kept in the nodes.
+    pub error: Option<LlmError>,
+}
+
+/// Runs think turns against one provider and one store.
+#[derive(Clone)]
+pub struct Orchestrator {
+    pub store: Store,
+    pub provider: Arc<dyn Provider>,
+    /// Model name recorded on sessions and nodes.
+    pub model: String,
+    pub budget: BudgetParams,
+    /// The model's context in tokens, for deciding when to compact history.
+    pub context_tokens: u32,
+    /// Prompt used to summarise older turns.
+    pub compaction_prompt: String,
+    pub knowledge: Option<Arc<dyn KnowledgeContext>>,
+}
+
+impl Orchestrator {
+    /// An orchestrator with the built-in budget settings.
+    pub fn new(store: Store, provider: Arc<dyn Provider>, model: impl Into<String>) -> Self {
+        Self {
+            store,
+            provider,
+            model: model.into(),
+            budget: BudgetParams::default(),
+            context_tokens: DEFAULT_CONTEXT_TOKENS,
+            compaction_prompt: "Summarise this conversation so far in a few sentences, keeping every fact, decision and open question needed to continue it.".into(),
+            knowledge: None,
+        }
+    }
+}
+
+/// A session title from the first line of the question.
+pub fn title_from(question: &str) -> String {
+    let line = question
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("untitled")
+        .trim();
+    let mut t: String = line.chars().take(TITLE_CHARS).collect();
+    if line.chars().count() > TITLE_CHARS {
+        t.push('…');
+    }
+    t
+}

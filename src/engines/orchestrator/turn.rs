@@ -1,0 +1,461 @@
+//! One turn: the request from the session's history, the stream from the provider, and the
+//! nodes, edges, decision points and raw chunks it leaves, committed in batches as it goes.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use futures::StreamExt;
+use serde_json::json;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::compaction::count_compaction;
+use super::history::{history_until, session_output_tokens, superseded_nodes};
+use super::{Orchestrator, TurnEvent, TurnOutcome, TurnRequest, title_from};
+use crate::engines::llm::{
+    CallCtx, ChatRequest, LlmError, Message, RawChunk, StopReason, StreamEvent, Usage,
+};
+use crate::store::{
+    Edge, EdgeType, Node, NodeId, NodeStatus, NodeType, RawStream, Session, SessionId,
+    SessionSource, Store, StoreError, StoredChunk, StreamId,
+};
+
+/// How often streamed text is committed to the store.
+const FLUSH_EVERY: Duration = Duration::from_millis(150);
+
+/// Nodes being streamed into, and what is still to be committed.
+pub(super) struct Live {
+    pub(super) session: SessionId,
+    pub(super) stream: StreamId,
+    pub(super) model: String,
+    pub(super) thinking: Option<Node>,
+    pub(super) response: Option<Node>,
+    /// The provider's compaction of this turn, if it compacted.
+    pub(super) compaction: Option<Node>,
+    pub(super) dirty: bool,
+    /// Nodes created since the last report.
+    pub(super) created: Vec<(NodeId, NodeType)>,
+    /// Steps and decision points of the thinking, found as it streams.
+    pub(super) graph: crate::engines::thinkgraph::ThinkGraphBuilder,
+    /// Decision points not yet committed.
+    pub(super) decisions: Vec<crate::store::DecisionPoint>,
+    pub(super) chunks: Vec<StoredChunk>,
+    pub(super) next_chunk: u32,
+    pub(super) total_bytes: u64,
+}
+
+impl Live {
+    fn node(&mut self, kind: NodeType) -> &mut Node {
+        let slot = if kind == NodeType::Thinking {
+            &mut self.thinking
+        } else {
+            &mut self.response
+        };
+        let created = &mut self.created;
+        slot.get_or_insert_with(|| {
+            let mut n = Node::new(self.session, kind, "");
+            created.push((n.id, kind));
+            n.status = NodeStatus::Streaming;
+            n.model = Some(self.model.clone());
+            n.raw_stream = Some(self.stream);
+            n
+        })
+    }
+
+    /// Records ThinkGraph's findings on the thinking node and reports them.
+    fn apply_graph(
+        &mut self,
+        updates: Vec<crate::engines::thinkgraph::GraphUpdate>,
+        events: &mpsc::UnboundedSender<TurnEvent>,
+    ) {
+        use crate::engines::thinkgraph::GraphUpdate;
+        if updates.is_empty() {
+            return;
+        }
+        let confidence = self.graph.confidence();
+        let id = {
+            let node = self.node(NodeType::Thinking);
+            node.confidence = Some(confidence);
+            node.id
+        };
+        for u in updates {
+            match u {
+                GraphUpdate::Step(step) => {
+                    step.append_to(self.node(NodeType::Thinking));
+                    let _ = events.send(TurnEvent::Step { node: id, step });
+                }
+                GraphUpdate::Decision(decision) => {
+                    self.decisions.push(crate::store::DecisionPoint {
+                        id: crate::store::DecisionId::new(),
+                        node: id,
+                        step_number: decision.step_index,
+                        description: decision.description.clone(),
+                        chosen_path: decision.chosen_path.clone(),
+                        alternatives: decision.alternatives.clone(),
+                        confidence: decision.confidence,
+                        created_at: Utc::now(),
+                    });
+                    let _ = events.send(TurnEvent::Decision { node: id, decision });
+                }
+            }
+        }
+        self.dirty = true;
+    }
+
+    fn push_raw(&mut self, c: RawChunk) {
+        self.total_bytes += c.bytes.len() as u64;
+        self.chunks.push(StoredChunk {
+            offset_us: c.offset.as_micros().min(u64::MAX as u128) as u64,
+            bytes: c.bytes.to_vec(),
+        });
+    }
+
+    /// Commits the nodes' text so far and the raw chunks received since the last flush.
+    async fn flush(&mut self, store: &Store, header: &mut RawStream) -> Result<(), StoreError> {
+        if !self.dirty && self.chunks.is_empty() && self.decisions.is_empty() {
+            return Ok(());
+        }
+        let chunks = std::mem::take(&mut self.chunks);
+        let decisions = std::mem::take(&mut self.decisions);
+        let first = self.next_chunk;
+        self.next_chunk += chunks.len() as u32;
+        header.chunk_count = self.next_chunk;
+        header.total_bytes = self.total_bytes;
+        header.nodes = self
+            .compaction
+            .iter()
+            .chain(self.thinking.iter())
+            .chain(self.response.iter())
+            .map(|n| n.id)
+            .collect();
+        let (thinking, response) = (self.thinking.clone(), self.response.clone());
+        let header = header.clone();
+        store
+            .write_async(move |w| {
+                for (i, c) in chunks.iter().enumerate() {
+                    w.put_raw_chunk(header.id, first + i as u32, c)?;
+                }
+                w.put_raw_stream(&header)?;
+                if let Some(n) = &thinking {
+                    w.put_node(n)?;
+                }
+                if let Some(n) = &response {
+                    w.put_node(n)?;
+                }
+                for d in &decisions {
+                    w.put_decision_point(d)?;
+                }
+                Ok(())
+            })
+            .await?;
+        self.dirty = false;
+        Ok(())
+    }
+}
+
+impl Orchestrator {
+    /// Runs one turn to its end (done, cancelled or failed), reporting progress on `events`.
+    /// Store failures are returned as errors; provider failures end up in the outcome.
+    pub async fn run_turn(
+        &self,
+        req: TurnRequest,
+        events: mpsc::UnboundedSender<TurnEvent>,
+        cancel: CancellationToken,
+    ) -> anyhow::Result<TurnOutcome> {
+        let store = &self.store;
+        // `prior`: the nodes this turn's history stands for, which a compaction by the
+        // provider supersedes.
+        let (mut session, history, previous, prior) = match req.session {
+            Some(id) => {
+                let (s, nodes, superseded) = store
+                    .run_blocking(move |store| {
+                        let s = store
+                            .session(id)?
+                            .ok_or_else(|| StoreError::NotFound(format!("session {id}")))?;
+                        let nodes = store.session_nodes(id)?;
+                        let superseded = superseded_nodes(store, &nodes)?;
+                        Ok::<_, StoreError>((s, nodes, superseded))
+                    })
+                    .await?;
+                let used = session_output_tokens(&nodes);
+                let limit = self.budget.session_tokens;
+                if limit > 0 && used >= limit {
+                    anyhow::bail!(
+                        "session token budget exhausted: {used} of {limit} output tokens used; start a new session or raise [budget] session_tokens"
+                    );
+                }
+                if limit > 0 && used * 100 >= limit * u64::from(self.budget.warn_percent) {
+                    let _ = events.send(TurnEvent::BudgetWarning { used, limit });
+                }
+                if let Some(from) = req.branch_from {
+                    let history = history_until(&nodes, from).ok_or_else(|| {
+                        StoreError::NotFound(format!("node {from} in session {id}"))
+                    })?;
+                    let upto = nodes.iter().position(|n| n.id == from).map_or(0, |p| p + 1);
+                    let prior = nodes[..upto]
+                        .iter()
+                        .filter(|n| !superseded.contains(&n.id))
+                        .map(|n| n.id)
+                        .collect();
+                    (s, history, None, prior)
+                } else {
+                    let prev = nodes
+                        .iter()
+                        .rev()
+                        .find(|n| n.kind == NodeType::Response)
+                        .map(|n| n.id);
+                    let prepared = self
+                        .compact_if_needed(&s, &nodes, superseded, &req.question, &events, &cancel)
+                        .await?;
+                    let mut s = s;
+                    if prepared.compacted {
+                        count_compaction(&mut s);
+                    }
+                    (s, prepared.history, prev, prepared.live)
+                }
+            }
+            None => {
+                let mut s = Session::new(title_from(&req.question), SessionSource::Glassbox);
+                s.provider = Some(self.provider.name().to_string());
+                s.model = Some(self.model.clone());
+                (s, Vec::new(), None, Vec::new())
+            }
+        };
+        session.updated_at = Utc::now();
+        let query = Node::new(session.id, NodeType::Query, req.question.clone());
+        let mut messages = history;
+        messages.push(Message::user(req.question.clone()));
+        let system = match self
+            .knowledge
+            .as_ref()
+            .and_then(|k| k.context_for(&req.question))
+        {
+            Some(context) => Some(match &req.system {
+                Some(sys) => format!("{sys}\n\nRelevant knowledge:\n{context}"),
+                None => format!("Relevant knowledge:\n{context}"),
+            }),
+            None => req.system.clone(),
+        };
+        let chat = ChatRequest {
+            model: self.model.clone(),
+            system,
+            messages,
+            max_tokens: req.max_tokens,
+            temperature: req.temperature,
+            top_p: req.top_p,
+            seed: req.seed,
+            thinking: req.thinking,
+            effort: req.effort,
+            tools: Vec::new(),
+            tool_choice: None,
+            json_mode: false,
+        };
+        let mut header = RawStream {
+            id: StreamId::new(),
+            session: session.id,
+            provider: self.provider.name().to_string(),
+            model: self.model.clone(),
+            request: serde_json::to_value(&chat).unwrap_or(serde_json::Value::Null),
+            created_at: Utc::now(),
+            nodes: Vec::new(),
+            chunk_count: 0,
+            total_bytes: 0,
+        };
+        let (s, q, h, branch_from) = (
+            session.clone(),
+            query.clone(),
+            header.clone(),
+            req.branch_from,
+        );
+        store
+            .write_async(move |w| {
+                w.put_session(&s)?;
+                w.put_node(&q)?;
+                if let Some(prev) = previous {
+                    w.put_edge(&Edge::new(prev, EdgeType::Influences, q.id))?;
+                }
+                if let Some(from) = branch_from {
+                    w.put_edge(&Edge::new(q.id, EdgeType::BranchesFrom, from))?;
+                }
+                w.put_raw_stream(&h)
+            })
+            .await?;
+        let _ = events.send(TurnEvent::Started {
+            session: session.id,
+            query: query.id,
+        });
+
+        let (raw_tx, mut raw_rx) = mpsc::unbounded_channel();
+        let mut stream = self.provider.stream(
+            chat,
+            CallCtx {
+                cancel: cancel.clone(),
+                raw: Some(raw_tx),
+            },
+        );
+        let mut live = Live {
+            session: session.id,
+            stream: header.id,
+            model: self.model.clone(),
+            thinking: None,
+            response: None,
+            compaction: None,
+            dirty: false,
+            created: Vec::new(),
+            graph: crate::engines::thinkgraph::ThinkGraphBuilder::new(),
+            decisions: Vec::new(),
+            chunks: Vec::new(),
+            next_chunk: 0,
+            total_bytes: 0,
+        };
+        let mut usage = Usage::default();
+        let mut stop = None;
+        let mut error = None;
+        let mut tick = tokio::time::interval(FLUSH_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                ev = stream.next() => {
+                    let Some(ev) = ev else { break };
+                    match ev {
+                        StreamEvent::ThinkingDelta { text } => {
+                            live.node(NodeType::Thinking).text.push_str(&text);
+                            live.dirty = true;
+                            let updates = live.graph.push(&text);
+                            let _ = events.send(TurnEvent::Thinking(text));
+                            for (id, kind) in live.created.drain(..) {
+                                let _ = events.send(TurnEvent::NodeCreated { id, kind });
+                            }
+                            live.apply_graph(updates, &events);
+                        }
+                        StreamEvent::ThinkingSignature { signature } => {
+                            live.node(NodeType::Thinking)
+                                .meta
+                                .insert("signature".into(), json!(signature));
+                            live.dirty = true;
+                            let _ = events.send(TurnEvent::Signature(signature));
+                        }
+                        StreamEvent::RedactedThinking { data } => {
+                            let n = live.node(NodeType::Thinking);
+                            let list = n.meta.entry("redacted").or_insert_with(|| json!([]));
+                            if let Some(a) = list.as_array_mut() {
+                                a.push(json!(data));
+                            }
+                            live.dirty = true;
+                            let _ = events.send(TurnEvent::Redacted);
+                        }
+                        StreamEvent::Compaction { summary, encrypted_content } => {
+                            self.provider_compaction(
+                                &mut live,
+                                &mut session,
+                                &prior,
+                                summary,
+                                encrypted_content,
+                                &events,
+                            )
+                            .await?;
+                        }
+                        StreamEvent::TextDelta { text } => {
+                            live.node(NodeType::Response).text.push_str(&text);
+                            live.dirty = true;
+                            let _ = events.send(TurnEvent::Text(text));
+                        }
+                        StreamEvent::ToolUse { id, name, input } => {
+                            let mut n = Node::new(session.id, NodeType::ToolCall, input.to_string());
+                            n.meta.insert("tool".into(), json!(name));
+                            n.meta.insert("tool_use_id".into(), json!(id));
+                            let edge = Edge::new(query.id, EdgeType::Influences, n.id);
+                            store
+                                .write_async(move |w| {
+                                    w.put_node(&n)?;
+                                    w.put_edge(&edge)
+                                })
+                                .await?;
+                            let _ = events.send(TurnEvent::ToolUse { name, input });
+                        }
+                        StreamEvent::Usage { usage: u } => {
+                            usage = u;
+                            let _ = events.send(TurnEvent::Usage(u));
+                        }
+                        StreamEvent::Stop { reason } => { stop = Some(reason); }
+                        StreamEvent::Error { error: e } => { error = Some(e); }
+                    }
+                    for (id, kind) in live.created.drain(..) {
+                        let _ = events.send(TurnEvent::NodeCreated { id, kind });
+                    }
+                }
+                Some(chunk) = raw_rx.recv() => live.push_raw(chunk),
+                _ = tick.tick() => live.flush(store, &mut header).await?,
+            }
+        }
+        // Chunks sent just before the stream ended.
+        while let Ok(chunk) = raw_rx.try_recv() {
+            live.push_raw(chunk);
+        }
+        let stop = match (&error, stop) {
+            (Some(LlmError::Cancelled), _) => StopReason::Cancelled,
+            (_, Some(s)) => s,
+            (Some(_), None) => StopReason::Other("error".into()),
+            (None, None) if cancel.is_cancelled() => StopReason::Cancelled,
+            (None, None) => StopReason::Other("stream ended without a stop reason".into()),
+        };
+        let final_status = match (&error, &stop) {
+            (Some(LlmError::Cancelled), _) | (_, StopReason::Cancelled) => NodeStatus::Interrupted,
+            (Some(e), _) => NodeStatus::Failed {
+                error: e.to_string(),
+            },
+            _ => NodeStatus::Complete,
+        };
+        if error.is_some() && live.response.is_none() && live.thinking.is_none() {
+            // Keep a visible record of the failed turn.
+            live.node(NodeType::Response);
+        }
+        if live.thinking.is_some() {
+            let updates = live.graph.finish();
+            live.apply_graph(updates, &events);
+            let confidence = live.graph.confidence();
+            live.node(NodeType::Thinking).confidence = Some(confidence);
+        }
+        for n in live.thinking.iter_mut().chain(live.response.iter_mut()) {
+            n.status = final_status.clone();
+        }
+        if let Some(r) = live.response.as_mut() {
+            r.meta.insert("usage".into(), json!(usage));
+            r.meta.insert("stop_reason".into(), json!(stop));
+        }
+        live.dirty = true;
+        live.flush(store, &mut header).await?;
+        let (t, r) = (
+            live.thinking.as_ref().map(|n| n.id),
+            live.response.as_ref().map(|n| n.id),
+        );
+        let (query_id, mut s) = (query.id, session.clone());
+        store
+            .write_async(move |w| {
+                match (t, r) {
+                    (Some(t), Some(r)) => {
+                        w.put_edge(&Edge::new(query_id, EdgeType::Influences, t))?;
+                        w.put_edge(&Edge::new(t, EdgeType::Influences, r))?;
+                    }
+                    (Some(t), None) => w.put_edge(&Edge::new(query_id, EdgeType::Influences, t))?,
+                    (None, Some(_)) | (None, None) => {}
+                }
+                if let Some(r) = r {
+                    w.put_edge(&Edge::new(r, EdgeType::Answers, query_id))?;
+                }
+                s.updated_at = Utc::now();
+                w.put_session(&s)
+            })
+            .await?;
+        Ok(TurnOutcome {
+            session: session.id,
+            query: query.id,
+            thinking: t,
+            response: r,
+            stream: header.id,
+            usage,
+            stop,
+            error,
+        })
+    }
+}

@@ -1,0 +1,311 @@
+//! ThinkGraph: turns a model's thinking text into classified reasoning steps, decision
+//! points (chosen path, rejected alternatives) and a confidence score, incrementally.
+//!
+//! This file holds the types and the incremental builder; `text` cuts text into
+//! paragraphs, sentences and steps, `patterns` holds the regexes, `confidence` scores
+//! language and classifies steps, `decisions` finds decision points.
+
+mod confidence;
+mod decisions;
+mod patterns;
+#[cfg(test)]
+mod tests;
+mod text;
+
+use serde::{Deserialize, Serialize};
+
+use crate::store::{Alternative, Node};
+use confidence::{
+    Indicators, MAX_CONFIDENCE, MIN_CONFIDENCE, STEP_NEUTRAL, Totals, node_confidence,
+};
+use decisions::decisions_in_step;
+use text::{BlankLine, FNV_OFFSET, find_blank_line, fnv1a, step_spans, trimmed_span};
+
+pub use confidence::classify_step;
+pub use patterns::DECISION_PATTERN_NAMES;
+
+/// The role a reasoning step plays.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    #[default]
+    Analysis,
+    Hypothesis,
+    Evaluation,
+    Conclusion,
+    Consideration,
+}
+
+impl StepKind {
+    /// The snake_case name, as stored and displayed.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            StepKind::Analysis => "analysis",
+            StepKind::Hypothesis => "hypothesis",
+            StepKind::Evaluation => "evaluation",
+            StepKind::Conclusion => "conclusion",
+            StepKind::Consideration => "consideration",
+        }
+    }
+}
+
+/// One reasoning step: a paragraph (or a sentence group of a very long paragraph). Stored
+/// on its thinking node (see [`Step::of`]); a field missing from a stored step (written by
+/// an older version or by hand) reads as its default.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Step {
+    /// Position of the step in the thinking text, from 0.
+    pub index: u32,
+    pub kind: StepKind,
+    /// The step's text, trimmed.
+    pub text: String,
+    /// Byte offset of `text` in the whole thinking text.
+    pub start: usize,
+    /// Confidence from the step's own language, in [0.15, 0.95].
+    pub confidence: f64,
+}
+
+/// The key of a thinking node's meta under which its steps are stored, in order.
+const STEPS_KEY: &str = "steps";
+
+impl Step {
+    /// The steps stored on a thinking node, in order. An entry that does not read as a step
+    /// (written by hand, or by an older version with fewer fields) is left out.
+    pub fn of(node: &Node) -> Vec<Step> {
+        node.meta
+            .get(STEPS_KEY)
+            .and_then(serde_json::Value::as_array)
+            .map(|list| {
+                list.iter()
+                    .filter_map(|v| Step::deserialize(v).ok())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// How many steps a thinking node holds, without reading them.
+    pub fn count(node: &Node) -> usize {
+        node.meta
+            .get(STEPS_KEY)
+            .and_then(serde_json::Value::as_array)
+            .map_or(0, Vec::len)
+    }
+
+    /// Stores `steps` on the node, replacing what was there.
+    pub fn store_all(node: &mut Node, steps: &[Step]) {
+        node.meta.insert(
+            STEPS_KEY.into(),
+            serde_json::Value::Array(steps.iter().map(Step::to_value).collect()),
+        );
+    }
+
+    /// Appends one step to those stored on the node.
+    pub fn append_to(&self, node: &mut Node) {
+        let list = node
+            .meta
+            .entry(STEPS_KEY)
+            .or_insert_with(|| serde_json::Value::Array(Vec::new()));
+        if let Some(list) = list.as_array_mut() {
+            list.push(self.to_value());
+        }
+    }
+
+    fn to_value(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// A point where the model weighed alternatives.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Decision {
+    /// Index of the step that holds the decision sentence.
+    pub step_index: u32,
+    /// Name of the matching entry of [`DECISION_PATTERN_NAMES`].
+    pub pattern: String,
+    /// The decision sentence, at most 200 chars.
+    pub description: String,
+    /// What the model went with (at most 200 chars); the sentence when no choice is stated.
+    pub chosen_path: String,
+    /// Options not taken, rejected ones with their reason; at most 5.
+    pub alternatives: Vec<Alternative>,
+    /// Confidence from the language around the decision, in [0.15, 0.95].
+    pub confidence: f64,
+    /// Byte offset of the decision sentence in the whole thinking text.
+    pub offset: usize,
+}
+
+/// Something that became final while thinking text streamed in.
+#[derive(Clone, Debug, PartialEq)]
+pub enum GraphUpdate {
+    Step(Step),
+    Decision(Decision),
+}
+
+/// The whole result of analysing one thinking text.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Analysis {
+    pub steps: Vec<Step>,
+    pub decisions: Vec<Decision>,
+    /// Node confidence, in [0.15, 0.95] and never exactly 0.5.
+    pub confidence: f64,
+}
+
+/// Turns one paragraph (at byte `start` of the whole text) into steps and decisions.
+fn analyze_paragraph(
+    para: &str,
+    start: usize,
+    next_index: &mut u32,
+    totals: &mut Totals,
+    out: &mut Vec<GraphUpdate>,
+) {
+    let Some((a, b)) = trimmed_span(para, 0, para.len()) else {
+        return;
+    };
+    let trimmed = para.get(a..b).unwrap_or("");
+    for (s, e) in step_spans(trimmed) {
+        let text = trimmed.get(s..e).unwrap_or("");
+        let step_start = start + a + s;
+        let index = *next_index;
+        *next_index = next_index.saturating_add(1);
+        let indicators = Indicators::of(text);
+        totals.indicators.add(indicators);
+        totals.steps += 1;
+        out.push(GraphUpdate::Step(Step {
+            index,
+            kind: classify_step(text),
+            text: text.to_string(),
+            start: step_start,
+            confidence: indicators
+                .score(STEP_NEUTRAL)
+                .clamp(MIN_CONFIDENCE, MAX_CONFIDENCE),
+        }));
+        let decisions = decisions_in_step(text, step_start, index);
+        totals.decisions += decisions.len();
+        out.extend(decisions.into_iter().map(GraphUpdate::Decision));
+    }
+}
+
+/// Builds the graph of a streaming thinking text: paragraphs become steps (and their
+/// decisions) as soon as a blank line closes them.
+#[derive(Debug)]
+pub struct ThinkGraphBuilder {
+    /// Text of the unfinished paragraph.
+    pending: String,
+    /// Byte offset of `pending` in the whole text.
+    pending_start: usize,
+    /// Offset in `pending` where the blank-line search resumes.
+    scan_from: usize,
+    next_index: u32,
+    totals: Totals,
+    hash: u64,
+    chars: usize,
+}
+
+impl Default for ThinkGraphBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ThinkGraphBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self {
+            pending: String::new(),
+            pending_start: 0,
+            scan_from: 0,
+            next_index: 0,
+            totals: Totals::default(),
+            hash: FNV_OFFSET,
+            chars: 0,
+        }
+    }
+
+    /// Adds a delta of thinking text; returns the steps and decisions it made final.
+    pub fn push(&mut self, delta: &str) -> Vec<GraphUpdate> {
+        self.hash = fnv1a(self.hash, delta.as_bytes());
+        self.chars += delta.chars().count();
+        self.pending.push_str(delta);
+        let mut out = Vec::new();
+        let mut para_start = 0;
+        let mut pos = self.scan_from;
+        loop {
+            match find_blank_line(&self.pending, pos) {
+                BlankLine::Found { para_end, next } => {
+                    let para = self.pending.get(para_start..para_end).unwrap_or("");
+                    analyze_paragraph(
+                        para,
+                        self.pending_start + para_start,
+                        &mut self.next_index,
+                        &mut self.totals,
+                        &mut out,
+                    );
+                    para_start = next;
+                    pos = next;
+                }
+                BlankLine::Undecided(at) => {
+                    pos = at;
+                    break;
+                }
+                BlankLine::Absent => {
+                    pos = self.pending.len();
+                    break;
+                }
+            }
+        }
+        if para_start > 0 {
+            self.pending.drain(..para_start);
+            self.pending_start += para_start;
+        }
+        self.scan_from = pos - para_start;
+        out
+    }
+
+    /// Ends the text: the last paragraph becomes final.
+    pub fn finish(&mut self) -> Vec<GraphUpdate> {
+        let mut out = Vec::new();
+        analyze_paragraph(
+            &self.pending,
+            self.pending_start,
+            &mut self.next_index,
+            &mut self.totals,
+            &mut out,
+        );
+        self.pending_start += self.pending.len();
+        self.pending.clear();
+        self.scan_from = 0;
+        out
+    }
+
+    /// Node confidence of the text so far, in [0.15, 0.95] and never exactly 0.5.
+    pub fn confidence(&self) -> f64 {
+        node_confidence(&self.totals, self.chars, self.hash)
+    }
+}
+
+/// Analyses a whole thinking text; same steps, decisions and confidence as a
+/// [`ThinkGraphBuilder`] fed the text in any chunks and then finished.
+pub fn analyze(text: &str) -> Analysis {
+    let mut builder = ThinkGraphBuilder::new();
+    let mut updates = builder.push(text);
+    updates.extend(builder.finish());
+    let mut steps = Vec::new();
+    let mut decisions = Vec::new();
+    for update in updates {
+        match update {
+            GraphUpdate::Step(s) => steps.push(s),
+            GraphUpdate::Decision(d) => decisions.push(d),
+        }
+    }
+    Analysis {
+        steps,
+        decisions,
+        confidence: builder.confidence(),
+    }
+}
+
+/// The decision points of a whole thinking text.
+pub fn extract_decision_points(text: &str) -> Vec<Decision> {
+    analyze(text).decisions
+}

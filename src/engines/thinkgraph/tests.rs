@@ -1,0 +1,532 @@
+use super::confidence::{Indicators, Totals, node_confidence};
+use super::patterns::{
+    CHOICE_RES, DECISION_PATTERNS, DECISION_SET, HIGH_RE, KIND_RES, LIST_SPLIT_RE, LOW_RE,
+    MEDIUM_RE, OPTION_RES, OPTION_SOURCES, PATH_CUT_RE, PATH_LEAD_RE, REJECTION_RES,
+};
+use super::text::{MAX_STEP_BYTES, floor_boundary};
+use super::*;
+use proptest::prelude::*;
+
+/// Feeds `text` to a builder in pieces cut near `cuts` (moved to char boundaries).
+fn analyze_chunked(text: &str, cuts: &[usize]) -> Analysis {
+    let mut points: Vec<usize> = cuts.iter().map(|&c| floor_boundary(text, c)).collect();
+    points.push(text.len());
+    points.sort_unstable();
+    let mut builder = ThinkGraphBuilder::new();
+    let mut updates = Vec::new();
+    let mut prev = 0;
+    for p in points {
+        updates.extend(builder.push(&text[prev..p]));
+        prev = p;
+    }
+    updates.extend(builder.finish());
+    let mut steps = Vec::new();
+    let mut decisions = Vec::new();
+    for u in updates {
+        match u {
+            GraphUpdate::Step(s) => steps.push(s),
+            GraphUpdate::Decision(d) => decisions.push(d),
+        }
+    }
+    Analysis {
+        steps,
+        decisions,
+        confidence: builder.confidence(),
+    }
+}
+
+fn in_fixed_deltas(text: &str, size: usize) -> Analysis {
+    let cuts: Vec<usize> = (1..=text.len() / size).map(|k| k * size).collect();
+    analyze_chunked(text, &cuts)
+}
+
+fn first_decision(text: &str) -> Decision {
+    let a = analyze(text);
+    a.decisions.into_iter().next().expect("a decision point")
+}
+
+fn alt<'a>(d: &'a Decision, path: &str) -> &'a Alternative {
+    d.alternatives
+        .iter()
+        .find(|a| a.path == path)
+        .unwrap_or_else(|| panic!("alternative {path:?} in {:?}", d.alternatives))
+}
+
+#[test]
+fn all_patterns_compile() {
+    assert!(DECISION_SET.is_some());
+    assert!(
+        CHOICE_RES
+            .iter()
+            .chain(REJECTION_RES.iter())
+            .chain(OPTION_RES.iter())
+            .all(Option::is_some)
+    );
+    assert_eq!(DECISION_SET.as_ref().map(|s| s.len()), Some(12));
+    assert_eq!(CHOICE_RES.len(), 8);
+    assert_eq!(REJECTION_RES.len(), 6);
+    assert_eq!(OPTION_RES.len(), OPTION_SOURCES.len());
+    assert_eq!(KIND_RES.len(), 5);
+    assert!(HIGH_RE.is_some() && MEDIUM_RE.is_some() && LOW_RE.is_some());
+    assert!(PATH_CUT_RE.is_some() && PATH_LEAD_RE.is_some() && LIST_SPLIT_RE.is_some());
+    let names: Vec<&str> = DECISION_PATTERNS.iter().map(|(n, _)| *n).collect();
+    assert_eq!(names, DECISION_PATTERN_NAMES);
+}
+
+#[test]
+fn pattern_could_either() {
+    let d = first_decision(
+        "I could either use a hash map or a B-tree. I'll go with the B-tree because ordered iteration matters.",
+    );
+    assert_eq!(d.pattern, "could_either");
+    assert_eq!(d.chosen_path, "the B-tree");
+    assert_eq!(alt(&d, "use a hash map").reason_rejected, None);
+    assert!(
+        d.alternatives.iter().all(|a| !a.path.contains("B-tree")),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn pattern_decided_to_with_ruled_out() {
+    let d = first_decision(
+        "After profiling, I decided to cache the parsed AST. I ruled out re-parsing on every request because it doubles latency.",
+    );
+    assert_eq!(d.pattern, "decided_to");
+    assert_eq!(d.chosen_path, "cache the parsed AST");
+    assert_eq!(
+        alt(&d, "re-parsing on every request")
+            .reason_rejected
+            .as_deref(),
+        Some("it doubles latency")
+    );
+}
+
+#[test]
+fn pattern_selected_over() {
+    let d = first_decision(
+        "I selected the streaming parser over the DOM parser because memory is tight.",
+    );
+    assert_eq!(d.pattern, "selected_over");
+    assert_eq!(d.chosen_path, "the streaming parser");
+    assert_eq!(
+        alt(&d, "the DOM parser").reason_rejected.as_deref(),
+        Some("memory is tight")
+    );
+}
+
+#[test]
+fn pattern_on_one_hand() {
+    let d = first_decision(
+        "On one hand, a monolith is easier to deploy. On the other hand, microservices scale independently. I'll go with the monolith.",
+    );
+    assert_eq!(d.pattern, "on_one_hand");
+    assert_eq!(d.chosen_path, "the monolith");
+    assert!(
+        d.alternatives
+            .iter()
+            .any(|a| a.path.contains("microservices")),
+        "{d:?}"
+    );
+}
+
+#[test]
+fn pattern_alternatively() {
+    let d = first_decision(
+        "Sharding by date is simple. Alternatively, we could shard the table by tenant. I'll use tenant sharding since queries are per tenant.",
+    );
+    assert_eq!(d.pattern, "alternatively");
+    assert_eq!(d.chosen_path, "tenant sharding");
+    assert!(
+        d.alternatives
+            .iter()
+            .any(|a| a.path.contains("shard the table by tenant"))
+    );
+}
+
+#[test]
+fn pattern_instead_of() {
+    let d = first_decision("Instead of polling the API, subscribe to the webhook.");
+    assert_eq!(d.pattern, "instead_of");
+    assert_eq!(d.chosen_path, "subscribe to the webhook");
+    assert_eq!(alt(&d, "polling the API").reason_rejected, None);
+}
+
+#[test]
+fn pattern_weighing_with_is_worse() {
+    let d = first_decision(
+        "I am weighing latency against cost here. Redis is worse because it adds another service to operate. I'll use the in-process cache.",
+    );
+    assert_eq!(d.pattern, "weighing");
+    assert_eq!(d.chosen_path, "the in-process cache");
+    assert_eq!(
+        alt(&d, "Redis").reason_rejected.as_deref(),
+        Some("it adds another service to operate")
+    );
+}
+
+#[test]
+fn pattern_options_are_with_wont_work() {
+    let d = first_decision(
+        "The options are Kafka, NATS, or Redis streams. Kafka won't work because the ops team cannot run it. I'll go with NATS.",
+    );
+    assert_eq!(d.pattern, "options_are");
+    assert_eq!(d.chosen_path, "NATS");
+    assert_eq!(
+        alt(&d, "Kafka").reason_rejected.as_deref(),
+        Some("the ops team cannot run it")
+    );
+    assert_eq!(alt(&d, "Redis streams").reason_rejected, None);
+    assert!(d.alternatives.iter().all(|a| a.path != "NATS"));
+}
+
+#[test]
+fn pattern_go_with_and_decided_against() {
+    let d = first_decision(
+        "I'll go with SQLite for storage. I decided against Postgres because it needs a server.",
+    );
+    assert_eq!(d.pattern, "go_with");
+    assert_eq!(d.chosen_path, "SQLite for storage");
+    assert_eq!(
+        alt(&d, "Postgres").reason_rejected.as_deref(),
+        Some("it needs a server")
+    );
+}
+
+#[test]
+fn pattern_rather_than() {
+    let d = first_decision("Use a B-tree rather than a hash map, since we need range scans.");
+    assert_eq!(d.pattern, "rather_than");
+    assert_eq!(d.chosen_path, "Use a B-tree");
+    assert_eq!(
+        alt(&d, "a hash map").reason_rejected.as_deref(),
+        Some("we need range scans")
+    );
+}
+
+#[test]
+fn pattern_chose_because_with_rejected() {
+    let d = first_decision(
+        "I chose Rust because it is memory safe. I rejected Go since its GC pauses hurt tail latency.",
+    );
+    assert_eq!(d.pattern, "chose_because");
+    assert_eq!(d.chosen_path, "Rust");
+    assert_eq!(
+        alt(&d, "Go").reason_rejected.as_deref(),
+        Some("its GC pauses hurt tail latency")
+    );
+}
+
+#[test]
+fn pattern_comparing_vs_with_not_because() {
+    let d = first_decision(
+        "Comparing Postgres versus SQLite for this tool. Not Postgres because it needs a server. So I'll use SQLite.",
+    );
+    assert_eq!(d.pattern, "comparing_vs");
+    assert_eq!(d.chosen_path, "SQLite");
+    assert_eq!(
+        alt(&d, "Postgres").reason_rejected.as_deref(),
+        Some("it needs a server")
+    );
+}
+
+#[test]
+fn decision_fields_are_bounded() {
+    let long_option = "x".repeat(1000);
+    let text = format!(
+        "I could either {long_option} or b1 or b2. Rejected c1. Rejected c2. Rejected c3. Rejected c4. Rejected c5. Rejected c6."
+    );
+    let a = analyze(&text);
+    for d in &a.decisions {
+        assert!(d.description.chars().count() <= 200);
+        assert!(d.chosen_path.chars().count() <= 200);
+        assert!(d.alternatives.len() <= 5);
+        for alt in &d.alternatives {
+            assert!(alt.path.chars().count() <= 200);
+            assert!(
+                alt.reason_rejected
+                    .as_ref()
+                    .is_none_or(|r| r.chars().count() <= 500)
+            );
+        }
+        assert!((0.15..=0.95).contains(&d.confidence));
+        assert!(text.get(d.offset..).is_some());
+    }
+    let many = "Rejected a1; rejected a2. I decided to go. Rejected a3; rejected a4. Rejected a5; rejected a6. Rejected a7.";
+    assert_eq!(first_decision(many).alternatives.len(), 5);
+}
+
+#[test]
+fn pronoun_subjects_are_not_alternatives() {
+    let d = first_decision(
+        "Alternatively, we could precompute at startup. That seems slower since startup time matters. I'll go with the LRU.",
+    );
+    assert_eq!(d.chosen_path, "the LRU");
+    assert!(d.alternatives.iter().all(|a| a.path != "That"), "{d:?}");
+    assert!(
+        d.alternatives
+            .iter()
+            .any(|a| a.path == "we could precompute at startup")
+    );
+}
+
+#[test]
+fn no_decision_in_plain_text() {
+    assert!(
+        analyze("The function reads a file. It returns the bytes.")
+            .decisions
+            .is_empty()
+    );
+}
+
+#[test]
+fn step_kinds() {
+    let cases = [
+        (
+            "Let me look at the structure of the input first. The parser reads tokens.",
+            StepKind::Analysis,
+        ),
+        (
+            "Suppose the cache is stale. Maybe the bug is a race between writer and reader.",
+            StepKind::Hypothesis,
+        ),
+        (
+            "However, this approach is slower. I need to verify it: the check fails for empty input.",
+            StepKind::Evaluation,
+        ),
+        ("Therefore the answer is 42.", StepKind::Conclusion),
+        (
+            "Consider the case where the list is empty. Also keep in mind the memory budget.",
+            StepKind::Consideration,
+        ),
+        ("Plain words without any marker at all", StepKind::Analysis),
+    ];
+    for (text, kind) in cases {
+        assert_eq!(classify_step(text), kind, "{text}");
+    }
+    let text: String = cases
+        .iter()
+        .map(|(t, _)| *t)
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let a = analyze(&text);
+    let kinds: Vec<StepKind> = a.steps.iter().map(|s| s.kind).collect();
+    assert_eq!(kinds, cases.iter().map(|(_, k)| *k).collect::<Vec<_>>());
+    let idx: Vec<u32> = a.steps.iter().map(|s| s.index).collect();
+    assert_eq!(idx, (0..6).collect::<Vec<u32>>());
+    for s in &a.steps {
+        assert_eq!(&text[s.start..s.start + s.text.len()], s.text);
+    }
+    assert_eq!(
+        serde_json::to_string(&StepKind::Consideration)
+            .ok()
+            .as_deref(),
+        Some("\"consideration\"")
+    );
+    assert_eq!(StepKind::Hypothesis.as_str(), "hypothesis");
+}
+
+#[test]
+fn paragraphs_split_on_blank_lines() {
+    let a = analyze("First para.\nstill first.\n\n\n  \nSecond para.\r\n\r\nThird.\n \t\nFourth");
+    let texts: Vec<&str> = a.steps.iter().map(|s| s.text.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "First para.\nstill first.",
+            "Second para.",
+            "Third.",
+            "Fourth"
+        ]
+    );
+}
+
+#[test]
+fn long_paragraph_becomes_sentence_groups() {
+    let sentence = "The parser reads one token and checks the next one carefully. ";
+    let para = sentence.repeat(40);
+    let a = analyze(&para);
+    assert!(a.steps.len() >= 4, "{}", a.steps.len());
+    for s in &a.steps {
+        assert!(s.text.len() <= MAX_STEP_BYTES);
+        assert!(s.text.ends_with('.'));
+        assert_eq!(&para[s.start..s.start + s.text.len()], s.text);
+    }
+}
+
+#[test]
+fn step_confidence_follows_language() {
+    let a = analyze("This is clearly and definitely right.\n\nMaybe, perhaps, it might be wrong.");
+    assert!(a.steps[0].confidence > a.steps[1].confidence);
+}
+
+fn hedging() -> &'static str {
+    "Maybe this works, perhaps not. I'm not sure; it might possibly be wrong.\n\nI guess it could be the cache, hard to say."
+}
+
+fn confident() -> &'static str {
+    "This is clearly correct. I am certain the cache is definitely the cause.\n\nIt is clear and the log confirms it."
+}
+
+#[test]
+fn confidence_bounds_and_determinism() {
+    let samples = [
+        String::new(),
+        " ".into(),
+        hedging().into(),
+        confident().into(),
+        "maybe ".repeat(500),
+        "clearly ".repeat(500),
+        "plain text ".repeat(3000),
+    ];
+    for s in &samples {
+        let c = analyze(s).confidence;
+        assert!((0.15..=0.95).contains(&c), "{c}");
+        assert_ne!(c, 0.5);
+        assert_eq!(c, analyze(s).confidence);
+    }
+    for n in 0..2000 {
+        let c = analyze(&format!("step {n}")).confidence;
+        assert!((0.15..=0.95).contains(&c) && c != 0.5, "{n}: {c}");
+    }
+    assert!(analyze(hedging()).confidence < analyze(confident()).confidence);
+    assert!(analyze(hedging()).confidence < 0.5);
+    assert!(analyze(confident()).confidence > 0.8);
+}
+
+#[test]
+fn node_confidence_never_half() {
+    let totals = Totals {
+        indicators: Indicators {
+            high: 0,
+            medium: 1,
+            low: 1,
+        },
+        steps: 1,
+        decisions: 0,
+    };
+    for hash in 0..5000u64 {
+        let c = node_confidence(&totals, 0, hash);
+        assert!(c != 0.5 && (0.15..=0.95).contains(&c));
+    }
+}
+
+#[test]
+fn builder_confidence_matches_analyze() {
+    let text = format!("{}\n\n{}", hedging(), confident());
+    let chunked = in_fixed_deltas(&text, 7);
+    assert_eq!(chunked, analyze(&text));
+}
+
+fn generated_text(target: usize) -> String {
+    let paragraphs = [
+        "Let me look at the structure of the request first. The handler parses headers, then the body.",
+        "I could either buffer the whole body or stream it. I'll go with streaming because bodies can be large. I ruled out buffering because it costs memory.",
+        "Maybe the timeout is too short; perhaps the upstream is slow. I'm not sure yet.",
+        "However, the check fails for chunked encoding, so this approach is wrong as written.",
+        "Therefore the fix is to stream the body and raise the timeout. This is clearly better.",
+        "Consider also the retry budget — 予算 matters 🚀 and keep in mind the p99 latency.",
+    ];
+    let mut out = String::with_capacity(target + 512);
+    let mut n = 0usize;
+    while out.len() < target {
+        out.push_str(paragraphs[n % paragraphs.len()]);
+        out.push_str(if n % 7 == 3 { " " } else { "\n\n" });
+        n += 1;
+    }
+    out
+}
+
+#[test]
+fn one_megabyte_whole_and_incremental() {
+    let text = generated_text(1 << 20);
+    let whole = analyze(&text);
+    assert!(whole.steps.len() > 5000, "{}", whole.steps.len());
+    assert!(whole.decisions.len() > 1000, "{}", whole.decisions.len());
+    let chunked = in_fixed_deltas(&text, 100);
+    assert_eq!(chunked.steps.len(), whole.steps.len());
+    assert_eq!(chunked, whole);
+}
+
+#[test]
+fn push_emits_paragraph_when_blank_line_arrives() {
+    let mut b = ThinkGraphBuilder::new();
+    assert!(b.push("I decided to cache it.").is_empty());
+    assert!(b.push("\n").is_empty());
+    let ups = b.push("\nNext");
+    assert_eq!(ups.len(), 2);
+    assert!(matches!(&ups[0], GraphUpdate::Step(s) if s.text == "I decided to cache it."));
+    assert!(
+        matches!(&ups[1], GraphUpdate::Decision(d) if d.pattern == "decided_to" && d.step_index == 0)
+    );
+    let rest = b.finish();
+    assert!(
+        matches!(&rest[..], [GraphUpdate::Step(s)] if s.text == "Next" && s.index == 1 && s.start == 24)
+    );
+    assert!(b.finish().is_empty());
+}
+
+#[test]
+fn odd_inputs_do_not_panic() {
+    let big_sentence = "word ".repeat(20_000) + "I could either go with 甲 or 乙";
+    let inputs = [
+        String::new(),
+        "   \n\n \t \n ".into(),
+        "\n\n\n\n".into(),
+        "我们可以选择方案甲或者方案乙。我决定用方案甲，因为它更快。\n\n😀😀 I could either 🚀 or 🛸. I'll go with 🚀.".into(),
+        "É".repeat(700),
+        "é".repeat(50_000) + "🎉",
+        big_sentence,
+        "....!!!???\n\n.\n.".into(),
+        "rather than instead of vs versus over either or because".into(),
+    ];
+    for text in &inputs {
+        let a = analyze(text);
+        for s in &a.steps {
+            assert!(!s.text.is_empty());
+            assert_eq!(
+                text.get(s.start..s.start + s.text.len()),
+                Some(s.text.as_str())
+            );
+        }
+        assert_eq!(in_fixed_deltas(text, 3), a);
+    }
+    let single = "x".repeat(100 * 1024);
+    let a = analyze(&single);
+    assert!(a.steps.len() >= 100 * 1024 / MAX_STEP_BYTES);
+    assert_eq!(
+        a.steps.iter().map(|s| s.text.len()).sum::<usize>(),
+        single.len()
+    );
+}
+
+fn fragment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("\n\n".to_string()),
+        Just("\n \n".to_string()),
+        Just("\n".to_string()),
+        Just("\r\n".to_string()),
+        Just(". ".to_string()),
+        Just("I could either use A or B".to_string()),
+        Just("I'll go with B because it is faster".to_string()),
+        Just("ruled out A because it is slow".to_string()),
+        Just("maybe clearly probably".to_string()),
+        Just("Therefore ".to_string()),
+        Just("予算 😀 é".to_string()),
+        "[a-z ]{0,30}",
+        any::<String>(),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    #[test]
+    fn chunking_never_changes_result(
+        parts in prop::collection::vec(fragment(), 0..40),
+        cuts in prop::collection::vec(0usize..2000, 0..30),
+    ) {
+        let text: String = parts.concat();
+        let cuts: Vec<usize> = cuts.into_iter().map(|c| c % (text.len() + 1)).collect();
+        prop_assert_eq!(analyze_chunked(&text, &cuts), analyze(&text));
+    }
+}

@@ -1,0 +1,103 @@
+//! Finding transcripts: the default root, the `*.jsonl` files under the given paths in an
+//! order that puts a session's main file before its subagents, and `--since`.
+
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use chrono::{DateTime, Utc};
+
+use super::TranscriptError;
+
+/// The default transcript root: `${CLAUDE_CONFIG_DIR:-$HOME/.claude}/projects`.
+pub fn default_root() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("CLAUDE_CONFIG_DIR").filter(|v| !v.is_empty()) {
+        return Some(PathBuf::from(dir).join("projects"));
+    }
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(|h| PathBuf::from(h).join(".claude").join("projects"))
+}
+
+/// The transcript files under `paths` (files are taken as given; folders are searched for
+/// `*.jsonl`, subagent folders included), sorted so a session's main file comes before its
+/// subagents. A missing path is an error; unreadable folders are reported in `errors`.
+pub fn discover(
+    paths: &[PathBuf],
+    errors: &mut Vec<String>,
+) -> Result<Vec<PathBuf>, TranscriptError> {
+    let mut out = Vec::new();
+    for p in paths {
+        let meta = std::fs::metadata(p).map_err(|e| TranscriptError::Io {
+            path: p.display().to_string(),
+            reason: if e.kind() == std::io::ErrorKind::NotFound {
+                "does not exist".into()
+            } else {
+                e.to_string()
+            },
+        })?;
+        if meta.is_file() {
+            out.push(std::path::absolute(p).unwrap_or_else(|_| p.clone()));
+        } else {
+            let root = std::path::absolute(p).unwrap_or_else(|_| p.clone());
+            walk(&root, &mut out, errors);
+        }
+    }
+    sort_transcripts(&mut out);
+    out.dedup();
+    Ok(out)
+}
+
+/// Sorts paths by their bytes, which puts `<session>.jsonl` before `<session>/subagents/…`
+/// (component order would not), so a subagent's Task call is in the store before its thread.
+pub fn sort_transcripts(paths: &mut [PathBuf]) {
+    paths.sort_by(|a, b| {
+        a.as_os_str()
+            .as_encoded_bytes()
+            .cmp(b.as_os_str().as_encoded_bytes())
+    });
+}
+
+fn walk(dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) => {
+            errors.push(format!("{}: {e}", dir.display()));
+            return;
+        }
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        // Symlinked folders are not followed (no cycles); symlinked files are read.
+        let Ok(ft) = entry.file_type() else { continue };
+        if ft.is_dir() {
+            walk(&path, out, errors);
+        } else if path.extension().is_some_and(|e| e == "jsonl") {
+            out.push(path);
+        }
+    }
+}
+
+/// Parses `--since`: `YYYY-MM-DD`, an RFC 3339 time, or a span back from now (`90d`, `12h`).
+pub fn parse_since(text: &str) -> Result<SystemTime, TranscriptError> {
+    let t = text.trim();
+    let bad = || {
+        TranscriptError::Invalid(format!(
+            "--since '{text}': expected YYYY-MM-DD, an RFC 3339 time or a span like 90d / 12h"
+        ))
+    };
+    if let Some(n) = t.strip_suffix('d').or_else(|| t.strip_suffix('h')) {
+        let n: u64 = n.parse().map_err(|_| bad())?;
+        let secs = if t.ends_with('d') {
+            n * 86_400
+        } else {
+            n * 3_600
+        };
+        return Ok(SystemTime::now() - std::time::Duration::from_secs(secs));
+    }
+    if let Ok(dt) = DateTime::parse_from_rfc3339(t) {
+        return Ok(SystemTime::from(dt.with_timezone(&Utc)));
+    }
+    let date = chrono::NaiveDate::parse_from_str(t, "%Y-%m-%d").map_err(|_| bad())?;
+    let dt = date.and_hms_opt(0, 0, 0).ok_or_else(bad)?.and_utc();
+    Ok(SystemTime::from(dt))
+}

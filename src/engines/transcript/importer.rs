@@ -1,0 +1,422 @@
+//! The import driver: which files have new bytes (per-file cursors, replaced and truncated
+//! files, sessions deleted since), reading their lines into the mapper in batches, and
+//! handing each batch with its cursor to the writer thread.
+
+use std::collections::{HashMap, HashSet};
+use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use super::claude_code::{Batch, FileMapper, MapCtx, RunTaskCalls};
+use super::write::{WriteJob, WritePipe};
+use super::{BATCH_BYTES, BATCH_LINES, ImportSummary, Progress, TranscriptError};
+use crate::store::{SessionId, SessionSource, Store, TranscriptCursor};
+
+/// A file being followed: its cursor and (in a long-running importer) its mapping state.
+struct FileState {
+    cursor: TranscriptCursor,
+    mapper: FileMapper,
+}
+
+/// Imports Claude Code transcripts into the store.
+pub struct Importer {
+    store: Store,
+    /// Claude session id → glassbox session id.
+    sessions: HashMap<String, SessionId>,
+    files: HashMap<PathBuf, FileState>,
+    /// Keep mapping state between calls (watch mode) instead of rebuilding it on resume.
+    keep_state: bool,
+    summary: ImportSummary,
+    progress: Option<Box<dyn FnMut(Progress) + Send>>,
+    files_done: u64,
+    files_total: u64,
+    /// The writer thread of the import in progress, if any.
+    pipe: Option<WritePipe>,
+    /// Files whose cursor is in a batch the writer thread may not have committed yet.
+    in_flight: HashSet<String>,
+    task_calls: RunTaskCalls,
+}
+
+impl Importer {
+    /// An importer writing to `store`; knows the Claude sessions already imported.
+    pub fn new(store: Store) -> Result<Self, TranscriptError> {
+        let mut sessions = HashMap::new();
+        for s in store.sessions()? {
+            if s.source == SessionSource::ClaudeCode
+                && let Some(c) = s.meta.get("claude_session_id").and_then(|v| v.as_str())
+            {
+                sessions.insert(c.to_string(), s.id);
+            }
+        }
+        Ok(Self {
+            store,
+            sessions,
+            files: HashMap::new(),
+            keep_state: false,
+            summary: ImportSummary::default(),
+            progress: None,
+            files_done: 0,
+            files_total: 0,
+            pipe: None,
+            in_flight: HashSet::new(),
+            task_calls: RunTaskCalls::default(),
+        })
+    }
+
+    /// Keeps per-file mapping state in memory between syncs (for `--watch`).
+    pub fn keep_state(mut self) -> Self {
+        self.keep_state = true;
+        self
+    }
+
+    /// Calls `f` as files and batches complete.
+    pub fn on_progress(&mut self, f: impl FnMut(Progress) + Send + 'static) {
+        self.progress = Some(Box::new(f));
+    }
+
+    /// The summary so far, leaving a fresh one.
+    pub fn take_summary(&mut self) -> ImportSummary {
+        let mut s = std::mem::take(&mut self.summary);
+        s.sessions = s.touched.len() as u64;
+        s
+    }
+
+    fn report(&mut self) {
+        let p = Progress {
+            files_done: self.files_done,
+            files_total: self.files_total,
+            lines: self.summary.lines,
+            bytes: self.summary.bytes,
+        };
+        if let Some(f) = self.progress.as_mut() {
+            f(p);
+        }
+    }
+
+    /// Imports `files` (already discovered), skipping those last modified before `since`.
+    pub fn import_files(
+        &mut self,
+        files: &[PathBuf],
+        since: Option<SystemTime>,
+    ) -> Result<(), TranscriptError> {
+        self.files_total = files.len() as u64;
+        self.files_done = 0;
+        let started = self.start_pipe();
+        let read = self.import_each(files, since);
+        // Every batch is committed (or the import failed) before this returns.
+        let written = if started { self.finish_pipe() } else { Ok(()) };
+        read.and(written)
+    }
+
+    fn import_each(
+        &mut self,
+        files: &[PathBuf],
+        since: Option<SystemTime>,
+    ) -> Result<(), TranscriptError> {
+        for f in files {
+            if let Some(since) = since
+                && std::fs::metadata(f)
+                    .and_then(|m| m.modified())
+                    .is_ok_and(|m| m < since)
+            {
+                self.summary.files += 1;
+                self.files_done += 1;
+                *self
+                    .summary
+                    .skipped_by_reason
+                    .entry("file older than --since".into())
+                    .or_insert(0) += 1;
+                continue;
+            }
+            self.sync_one(f)?;
+            self.files_done += 1;
+            self.report();
+        }
+        Ok(())
+    }
+
+    /// Reads whatever `path` gained since its cursor and commits it in batches. A file that
+    /// was replaced (new inode) or truncated below the cursor is read again from the start;
+    /// an incomplete last line is left for the next call. Returns whether anything was read.
+    pub fn sync_file(&mut self, path: &Path) -> Result<bool, TranscriptError> {
+        let started = self.start_pipe();
+        let read = self.sync_one(path);
+        let written = if started { self.finish_pipe() } else { Ok(()) };
+        let read = read?;
+        written?;
+        Ok(read)
+    }
+
+    /// [`Importer::sync_file`], leaving its batches to the writer thread if one is running.
+    fn sync_one(&mut self, path: &Path) -> Result<bool, TranscriptError> {
+        self.summary.files += 1;
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => m,
+            Err(e) => {
+                self.summary.errors.push(format!("{}: {e}", path.display()));
+                return Ok(false);
+            }
+        };
+        let (inode, size) = (meta.ino(), meta.len());
+        let mtime_ns = meta
+            .mtime()
+            .saturating_mul(1_000_000_000)
+            .saturating_add(meta.mtime_nsec());
+        let key = path.display().to_string();
+        if !self.files.contains_key(path) && self.in_flight.contains(&key) {
+            // Its stored cursor may still be on its way.
+            self.settle()?;
+        }
+        // (state, whether its mapper is current: kept in memory rather than new for a cursor)
+        let known = match self.files.remove(path) {
+            Some(state) => Some((state, true)),
+            None => self.store.transcript_cursor(&key)?.map(|cursor| {
+                (
+                    FileState {
+                        cursor,
+                        mapper: FileMapper::new(path),
+                    },
+                    false,
+                )
+            }),
+        };
+        let fresh = || FileState {
+            cursor: TranscriptCursor {
+                path: key.clone(),
+                inode,
+                offset: 0,
+                mtime_ns,
+                size: 0,
+                lines: 0,
+            },
+            mapper: FileMapper::new(path),
+        };
+        let (mut state, current) = match known {
+            None => (fresh(), true),
+            Some((s, _)) if s.cursor.inode != inode || size < s.cursor.offset => {
+                self.summary.files_reread += 1;
+                (fresh(), true)
+            }
+            // The session this file fed was deleted since: read the file again to restore it.
+            Some((s, false))
+                if s.cursor.lines > 0
+                    && s.mapper
+                        .file_session()
+                        .is_some_and(|c| !self.sessions.contains_key(c)) =>
+            {
+                self.summary.files_reread += 1;
+                (fresh(), true)
+            }
+            Some((s, _)) if s.cursor.size == size && s.cursor.mtime_ns == mtime_ns => {
+                if s.cursor.offset < size {
+                    self.summary.partial_lines += 1;
+                }
+                if self.keep_state {
+                    self.files.insert(path.to_path_buf(), s);
+                }
+                return Ok(false);
+            }
+            Some((s, current)) => (s, current),
+        };
+        // A cursor from an earlier run: replay the read part to rebuild the mapping state.
+        if !current && state.cursor.offset > 0 {
+            let mut mapper = FileMapper::new(path);
+            let lines = self.replay_prefix(path, &mut mapper, state.cursor.offset)?;
+            if lines == Some(state.cursor.lines) {
+                state.mapper = mapper;
+            } else {
+                self.summary.files_reread += 1;
+                state = fresh();
+            }
+        }
+        let read = self.read_from(path, &mut state, size, mtime_ns, inode)?;
+        if self.keep_state {
+            self.files.insert(path.to_path_buf(), state);
+        }
+        Ok(read)
+    }
+
+    /// Feeds the first `end` bytes of `path` to `mapper` without producing anything. Returns
+    /// the number of complete lines, or `None` when the file no longer has them.
+    fn replay_prefix(
+        &mut self,
+        path: &Path,
+        mapper: &mut FileMapper,
+        end: u64,
+    ) -> Result<Option<u64>, TranscriptError> {
+        let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        let mut buf = Vec::new();
+        let mut offset = 0u64;
+        let mut lines = 0u64;
+        mapper.dry = true;
+        let mut scratch = ImportSummary::default();
+        while offset < end {
+            buf.clear();
+            let n = reader
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| io_err(path, e))? as u64;
+            if n == 0 || !buf.ends_with(b"\n") || offset + n > end {
+                mapper.dry = false;
+                return Ok(None);
+            }
+            offset += n;
+            lines += 1;
+            let mut ctx = MapCtx {
+                store: &self.store,
+                sessions: &mut self.sessions,
+                summary: &mut scratch,
+                writes: self.pipe.as_ref(),
+                task_calls: &mut self.task_calls,
+            };
+            let _ = mapper.feed(&mut ctx, &buf);
+        }
+        mapper.discard_batch();
+        mapper.dry = false;
+        Ok(Some(lines))
+    }
+
+    fn read_from(
+        &mut self,
+        path: &Path,
+        state: &mut FileState,
+        size: u64,
+        mtime_ns: i64,
+        inode: u64,
+    ) -> Result<bool, TranscriptError> {
+        let mut file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
+        file.seek(SeekFrom::Start(state.cursor.offset))
+            .map_err(|e| io_err(path, e))?;
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        let mut buf = Vec::new();
+        let mut since_flush = (0usize, 0u64);
+        let mut read_any = false;
+        let mut partial = false;
+        loop {
+            buf.clear();
+            let n = reader
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| io_err(path, e))? as u64;
+            if n == 0 {
+                break;
+            }
+            if !buf.ends_with(b"\n") {
+                partial = true;
+                break;
+            }
+            if !read_any {
+                read_any = true;
+                self.summary.files_read += 1;
+            }
+            state.cursor.offset += n;
+            state.cursor.lines += 1;
+            self.summary.lines += 1;
+            self.summary.bytes += n;
+            let line_no = state.cursor.lines;
+            let mut ctx = MapCtx {
+                store: &self.store,
+                sessions: &mut self.sessions,
+                summary: &mut self.summary,
+                writes: self.pipe.as_ref(),
+                task_calls: &mut self.task_calls,
+            };
+            if let Err(reason) = state.mapper.feed(&mut ctx, &buf) {
+                self.summary
+                    .errors
+                    .push(format!("{}:{line_no}: {reason}", path.display()));
+            }
+            since_flush.0 += 1;
+            since_flush.1 += n;
+            if since_flush.0 >= BATCH_LINES || since_flush.1 >= BATCH_BYTES {
+                state.cursor.size = size.max(state.cursor.offset);
+                state.cursor.mtime_ns = mtime_ns;
+                state.cursor.inode = inode;
+                self.flush(&mut state.mapper, &state.cursor)?;
+                since_flush = (0, 0);
+                self.report();
+            }
+        }
+        if partial {
+            self.summary.partial_lines += 1;
+        }
+        state.cursor.size = size.max(state.cursor.offset);
+        state.cursor.mtime_ns = mtime_ns;
+        state.cursor.inode = inode;
+        // Always store the cursor (a new file with only a partial line gets one too).
+        self.flush(&mut state.mapper, &state.cursor)?;
+        if state.mapper.unplaced_summaries() > 0 && !partial {
+            let n = state.mapper.unplaced_summaries() as u64;
+            let key = "summary without any message in its session".to_string();
+            let e = self.summary.skipped_by_reason.entry(key).or_insert(0);
+            *e = (*e).max(n);
+        }
+        Ok(read_any)
+    }
+
+    /// Commits one batch and the cursor in one write transaction: handed to the writer thread
+    /// when one is running (see [`WritePipe`]), else written here.
+    fn flush(
+        &mut self,
+        mapper: &mut FileMapper,
+        cursor: &TranscriptCursor,
+    ) -> Result<(), TranscriptError> {
+        let batch: Batch = mapper.take_batch();
+        let job = WriteJob::new(batch, cursor.clone())?;
+        match &self.pipe {
+            Some(pipe) => {
+                self.in_flight.insert(cursor.path.clone());
+                pipe.send(job)?;
+            }
+            None => {
+                let done = job.commit(&self.store)?;
+                done.add_to(&mut self.summary);
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts a writer thread for the batches to come (unless one is running); returns
+    /// whether it started one.
+    fn start_pipe(&mut self) -> bool {
+        if self.pipe.is_some() {
+            return false;
+        }
+        self.pipe = WritePipe::start(self.store.clone());
+        self.pipe.is_some()
+    }
+
+    /// Waits for every batch handed to the writer thread, stops it and adds what it wrote to
+    /// the summary. The first write error, if any, is returned.
+    fn finish_pipe(&mut self) -> Result<(), TranscriptError> {
+        self.in_flight.clear();
+        let Some(pipe) = self.pipe.take() else {
+            return Ok(());
+        };
+        let (done, error) = pipe.finish();
+        for d in done {
+            d.add_to(&mut self.summary);
+        }
+        match error {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
+    }
+
+    /// Waits until every batch handed to the writer thread is committed (before reading
+    /// something from the store that one of them may write).
+    fn settle(&mut self) -> Result<(), TranscriptError> {
+        self.in_flight.clear();
+        match &self.pipe {
+            Some(pipe) => Ok(pipe.settle()?),
+            None => Ok(()),
+        }
+    }
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> TranscriptError {
+    TranscriptError::Io {
+        path: path.display().to_string(),
+        reason: e.to_string(),
+    }
+}

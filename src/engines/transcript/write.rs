@@ -1,0 +1,338 @@
+//! Writing what the import mapped: a batch and its file's cursor in one transaction, the
+//! writer thread that commits batches while the next ones are read, and the session record
+//! merged with what a batch saw.
+
+use std::collections::BTreeMap;
+
+use serde_json::json;
+
+use super::claude_code::{Batch, SessionDelta};
+use super::{ImportSummary, TranscriptError};
+use crate::store::{
+    PreparedNode, PutOutcome, Session, SessionId, SessionSource, Store, StoreError,
+    TranscriptCursor,
+};
+
+/// Batches that may wait for the writer thread.
+const QUEUED_BATCHES: usize = 4;
+/// Encoded node bytes above which the writer thread stops adding queued batches to a commit.
+const COMMIT_BYTES: usize = 48 << 20;
+
+/// One batch of a file and the file's cursor after it: what one write transaction commits.
+pub(super) struct WriteJob {
+    nodes: Vec<PreparedNode>,
+    edges: Vec<crate::store::Edge>,
+    decisions: Vec<crate::store::DecisionPoint>,
+    sessions: BTreeMap<SessionId, SessionDelta>,
+    cursor: TranscriptCursor,
+}
+
+/// What a committed [`WriteJob`] added, for the summary.
+#[derive(Default)]
+pub(super) struct Committed {
+    created: BTreeMap<String, u64>,
+    updated: u64,
+    sessions_created: u64,
+    touched: Vec<SessionId>,
+    edges: u64,
+    decisions: u64,
+}
+
+impl Committed {
+    pub(super) fn add_to(self, summary: &mut ImportSummary) {
+        for (k, v) in self.created {
+            *summary.nodes_by_type.entry(k).or_insert(0) += v;
+        }
+        summary.nodes_updated += self.updated;
+        summary.sessions_created += self.sessions_created;
+        summary.edges += self.edges;
+        summary.decision_points += self.decisions;
+        summary.touched.extend(self.touched);
+    }
+}
+
+impl WriteJob {
+    /// Encodes and tokenizes the batch's nodes (the CPU work that needs no store).
+    pub(super) fn new(batch: Batch, cursor: TranscriptCursor) -> Result<Self, TranscriptError> {
+        let nodes = batch
+            .nodes
+            .iter()
+            .map(PreparedNode::new)
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Ok(Self {
+            nodes,
+            edges: batch.edges,
+            decisions: batch.decisions,
+            sessions: batch.sessions,
+            cursor,
+        })
+    }
+
+    /// Writes the batch and the cursor in one transaction, so a crash keeps both or neither.
+    pub(super) fn commit(self, store: &Store) -> Result<Committed, StoreError> {
+        store.write(|w| self.write_into(w))
+    }
+
+    /// Writes several batches, in order, in one transaction: fewer commits (each one syncs
+    /// the file and rewrites the index blocks it touched), and a crash still keeps whole
+    /// batches with their cursors or none of them.
+    fn commit_all(jobs: &[WriteJob], store: &Store) -> Result<Vec<Committed>, StoreError> {
+        store.write(|w| jobs.iter().map(|j| j.write_into(w)).collect())
+    }
+
+    /// Encoded size of the batch's nodes: what coalescing batches into one commit counts.
+    fn weight(&self) -> usize {
+        self.nodes.iter().map(PreparedNode::encoded_len).sum()
+    }
+
+    fn write_into(&self, w: &mut crate::store::Writer<'_>) -> Result<Committed, StoreError> {
+        {
+            let mut done = Committed {
+                edges: self.edges.len() as u64,
+                decisions: self.decisions.len() as u64,
+                ..Committed::default()
+            };
+            for (id, delta) in &self.sessions {
+                let existing = w.session(*id)?;
+                if existing.is_none() {
+                    done.sessions_created += 1;
+                }
+                let merged = merge_session(*id, existing.clone(), delta);
+                if existing.as_ref() != Some(&merged) {
+                    w.put_session(&merged)?;
+                    done.touched.push(*id);
+                }
+            }
+            let outcomes = w.put_prepared_nodes(&self.nodes)?;
+            for (p, outcome) in self.nodes.iter().zip(outcomes) {
+                match outcome {
+                    PutOutcome::Unchanged => continue,
+                    PutOutcome::Updated => done.updated += 1,
+                    PutOutcome::Created => {
+                        *done.created.entry(p.kind.as_str().to_string()).or_insert(0) += 1
+                    }
+                }
+                done.touched.push(p.session);
+            }
+            w.put_edges(&self.edges)?;
+            for d in &self.decisions {
+                w.put_decision_point(d)?;
+            }
+            w.put_transcript_cursor(&self.cursor)?;
+            Ok(done)
+        }
+    }
+}
+
+/// A writer thread that commits batches while the importing thread reads and maps the next
+/// ones: parsing and mapping lines and writing them to the store take comparable time, so
+/// doing both at once nearly halves an import on two cores. Batches are committed in the
+/// order they were sent, each with its file's cursor; batches that queued up while the
+/// previous commit ran share one transaction. So the store after a crash is the same as
+/// without the thread: a prefix of the batches. After
+/// a failed commit the later batches are dropped unwritten (their cursors must not move past
+/// lines that were never stored), and the error is reported by `settle` and `finish`.
+pub(crate) struct WritePipe {
+    jobs: Option<std::sync::mpsc::SyncSender<WriteJob>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    state: std::sync::Arc<(std::sync::Mutex<PipeState>, std::sync::Condvar)>,
+}
+
+#[derive(Default)]
+struct PipeState {
+    sent: u64,
+    finished: u64,
+    done: Vec<Committed>,
+    error: Option<StoreError>,
+}
+
+impl WritePipe {
+    /// `None` when no thread can be started (the caller then writes batches itself).
+    pub(super) fn start(store: Store) -> Option<Self> {
+        // A few batches may wait while one is written: they are then committed together, and
+        // memory stays bounded.
+        let (tx, rx) = std::sync::mpsc::sync_channel::<WriteJob>(QUEUED_BATCHES);
+        let state = std::sync::Arc::new((
+            std::sync::Mutex::new(PipeState::default()),
+            std::sync::Condvar::new(),
+        ));
+        let shared = state.clone();
+        let thread = std::thread::Builder::new()
+            .name("import-writer".into())
+            .spawn(move || {
+                let (lock, cv) = &*shared;
+                while let Ok(first) = rx.recv() {
+                    // Whatever else is queued joins this commit, up to COMMIT_BYTES.
+                    let mut weight = first.weight();
+                    let mut jobs = vec![first];
+                    while weight < COMMIT_BYTES {
+                        let Ok(next) = rx.try_recv() else { break };
+                        weight += next.weight();
+                        jobs.push(next);
+                    }
+                    let failed = lock.lock().map(|s| s.error.is_some()).unwrap_or(true);
+                    let result = if failed {
+                        None
+                    } else {
+                        Some(WriteJob::commit_all(&jobs, &store))
+                    };
+                    let Ok(mut st) = lock.lock() else { return };
+                    match result {
+                        Some(Ok(done)) => st.done.extend(done),
+                        Some(Err(e)) => st.error = Some(e),
+                        None => {}
+                    }
+                    st.finished += jobs.len() as u64;
+                    cv.notify_all();
+                }
+            })
+            .ok()?;
+        Some(Self {
+            jobs: Some(tx),
+            thread: Some(thread),
+            state,
+        })
+    }
+
+    pub(super) fn send(&self, job: WriteJob) -> Result<(), TranscriptError> {
+        let Some(tx) = &self.jobs else {
+            return Err(TranscriptError::Store(StoreError::Io(
+                "import writer stopped".into(),
+            )));
+        };
+        {
+            let (lock, _) = &*self.state;
+            let mut st = lock.lock().map_err(|_| poisoned())?;
+            if let Some(e) = &st.error {
+                return Err(TranscriptError::Store(e.clone()));
+            }
+            st.sent += 1;
+        }
+        tx.send(job)
+            .map_err(|_| TranscriptError::Store(StoreError::Io("import writer stopped".into())))
+    }
+
+    /// Blocks until every batch sent so far is committed; fails if one could not be.
+    pub(crate) fn settle(&self) -> Result<(), StoreError> {
+        let (lock, cv) = &*self.state;
+        let mut st = lock.lock().map_err(|_| poisoned_store())?;
+        while st.finished < st.sent && st.error.is_none() {
+            st = cv.wait(st).map_err(|_| poisoned_store())?;
+        }
+        match &st.error {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops the thread once it has handled every batch; returns what was committed and the
+    /// first error.
+    pub(super) fn finish(mut self) -> (Vec<Committed>, Option<StoreError>) {
+        drop(self.jobs.take());
+        let joined = self.thread.take().map(std::thread::JoinHandle::join);
+        let (lock, _) = &*self.state;
+        let Ok(mut st) = lock.lock() else {
+            return (Vec::new(), Some(poisoned_store()));
+        };
+        let mut error = st.error.take();
+        if matches!(joined, Some(Err(_))) && error.is_none() {
+            error = Some(StoreError::Io("import writer thread panicked".into()));
+        }
+        (std::mem::take(&mut st.done), error)
+    }
+}
+
+fn poisoned_store() -> StoreError {
+    StoreError::Io("import writer thread panicked".into())
+}
+
+fn poisoned() -> TranscriptError {
+    TranscriptError::Store(poisoned_store())
+}
+
+/// The first line of `text`, at most 80 characters.
+fn title_excerpt(text: &str) -> String {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("untitled");
+    let mut t: String = line.chars().take(80).collect();
+    if line.chars().count() > 80 {
+        t.push('…');
+    }
+    t
+}
+
+/// A session record updated with what a batch saw.
+fn merge_session(id: SessionId, existing: Option<Session>, d: &SessionDelta) -> Session {
+    let now = d.first_ts.or(d.last_ts).unwrap_or_default();
+    let mut s = existing.unwrap_or_else(|| Session {
+        id,
+        title: String::new(),
+        created_at: now,
+        updated_at: d.last_ts.unwrap_or(now),
+        source: SessionSource::ClaudeCode,
+        provider: Some("anthropic".into()),
+        model: None,
+        meta: serde_json::Map::new(),
+    });
+    if let Some(t) = d.first_ts {
+        s.created_at = s.created_at.min(t);
+    }
+    if let Some(t) = d.last_ts {
+        s.updated_at = s.updated_at.max(t);
+    }
+    if d.model.is_some() {
+        s.model.clone_from(&d.model);
+    }
+    let m = &mut s.meta;
+    m.insert("claude_session_id".into(), json!(d.claude_session));
+    for (key, value, overwrite) in [
+        ("cwd", &d.cwd, false),
+        ("slug", &d.slug, false),
+        ("git_branch", &d.git_branch, true),
+        ("version", &d.version, true),
+    ] {
+        if let Some(v) = value
+            && (overwrite || !m.contains_key(key))
+        {
+            m.insert(key.into(), json!(v));
+        }
+    }
+    let files = m.entry("files").or_insert_with(|| json!([]));
+    if let Some(list) = files.as_array_mut() {
+        for f in &d.files {
+            if !list.iter().any(|x| x.as_str() == Some(f)) {
+                list.push(json!(f));
+            }
+        }
+        list.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
+    }
+    if !d.summaries.is_empty() {
+        let list = m.entry("summaries").or_insert_with(|| json!([]));
+        if let Some(list) = list.as_array_mut() {
+            for (text, leaf) in &d.summaries {
+                let entry = json!({"summary": text, "leaf_uuid": leaf});
+                if !list.contains(&entry) {
+                    list.push(entry);
+                }
+            }
+        }
+    }
+    let summary = m
+        .get("summaries")
+        .and_then(|v| v.as_array())
+        .and_then(|l| l.last())
+        .and_then(|e| e.get("summary"))
+        .and_then(|v| v.as_str())
+        .map(str::to_string);
+    if let Some(t) = summary {
+        s.title = title_excerpt(&t);
+    } else if s.title.is_empty()
+        && let Some(q) = &d.first_query
+    {
+        s.title = title_excerpt(q);
+    }
+    s
+}

@@ -1,0 +1,384 @@
+//! Reading the store: sessions, nodes, edges and everything else by id or by owner, id
+//! prefixes resolved, table counts. Each call is one read transaction.
+
+use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata};
+
+use super::tables::*;
+use super::*;
+
+impl Store {
+    pub fn session(&self, id: SessionId) -> Result<Option<Session>> {
+        get16(&self.read()?, SESSIONS, "sessions", id.to_bytes())
+    }
+
+    /// Every session, most recently updated first.
+    pub fn sessions(&self) -> Result<Vec<Session>> {
+        let r = self.read()?;
+        let t = r.open_table(SESSIONS)?;
+        let mut out = Vec::new();
+        for row in t.iter()?.rev() {
+            let (_, v) = row?;
+            out.push(codec::decode::<Session>("sessions", v.value())?);
+        }
+        out.sort_by_key(|s| std::cmp::Reverse(s.updated_at));
+        Ok(out)
+    }
+
+    /// Resolves a full session id, or a unique prefix or suffix (as shown by `short()`) of
+    /// its hex form.
+    pub fn resolve_session(&self, text: &str) -> Result<SessionId> {
+        if let Ok(id) = text.parse::<SessionId>() {
+            return Ok(id);
+        }
+        let want = normalise_prefix(text);
+        let r = self.read()?;
+        let t = r.open_table(SESSIONS)?;
+        resolve_prefix(
+            t.iter()?.map(|row| row.map(|(k, _)| k.value())),
+            &want,
+            text,
+            "session",
+        )
+        .map(SessionId::from_bytes)
+    }
+
+    /// Resolves a full node id, or a unique prefix or suffix of its hex form.
+    pub fn resolve_node(&self, text: &str) -> Result<NodeId> {
+        if let Ok(id) = text.parse::<NodeId>() {
+            return Ok(id);
+        }
+        let want = normalise_prefix(text);
+        let r = self.read()?;
+        let t = r.open_table(NODES)?;
+        resolve_prefix(
+            t.iter()?.map(|row| row.map(|(k, _)| k.value())),
+            &want,
+            text,
+            "node",
+        )
+        .map(NodeId::from_bytes)
+    }
+
+    pub fn node(&self, id: NodeId) -> Result<Option<Node>> {
+        get16(&self.read()?, NODES, "nodes", id.to_bytes())
+    }
+
+    /// A session's nodes in creation order.
+    pub fn session_nodes(&self, session: SessionId) -> Result<Vec<Node>> {
+        joined(
+            &self.read()?,
+            SESSION_NODES,
+            NODES,
+            "nodes",
+            session.to_bytes(),
+        )
+    }
+
+    pub fn session_node_count(&self, session: SessionId) -> Result<u64> {
+        let r = self.read()?;
+        let idx = r.open_table(SESSION_NODES)?;
+        let mut n = 0;
+        for row in idx.range(prefix32(session.to_bytes()))? {
+            row?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Edges leaving `node`, optionally of one type.
+    pub fn edges_from(&self, node: NodeId, kind: Option<EdgeType>) -> Result<Vec<Edge>> {
+        let r = self.read()?;
+        let t = r.open_table(EDGES_OUT)?;
+        let range = edge_range(node, kind);
+        let mut out = Vec::new();
+        for row in t.range(range)? {
+            let (_, v) = row?;
+            out.push(codec::decode("edges_out", v.value())?);
+        }
+        Ok(out)
+    }
+
+    /// Edges arriving at `node`, optionally of one type (read through the reverse index).
+    pub fn edges_to(&self, node: NodeId, kind: Option<EdgeType>) -> Result<Vec<Edge>> {
+        let r = self.read()?;
+        let idx = r.open_table(EDGES_IN)?;
+        let out_t = r.open_table(EDGES_OUT)?;
+        let range = edge_range(node, kind);
+        let mut out = Vec::new();
+        for row in idx.range(range)? {
+            let (k, _) = row?;
+            let (dst, code, src) = split33(k.value());
+            if let Some(v) = out_t.get(key33(src, code, dst))? {
+                out.push(codec::decode("edges_out", v.value())?);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Every edge whose source node belongs to `session`.
+    pub fn session_edges(&self, session: SessionId) -> Result<Vec<Edge>> {
+        let r = self.read()?;
+        let idx = r.open_table(SESSION_NODES)?;
+        let t = r.open_table(EDGES_OUT)?;
+        let mut out = Vec::new();
+        for row in idx.range(prefix32(session.to_bytes()))? {
+            let (k, _) = row?;
+            let (_, node) = split32(k.value());
+            for e in t.range(prefix33(node))? {
+                let (_, v) = e?;
+                out.push(codec::decode("edges_out", v.value())?);
+            }
+        }
+        Ok(out)
+    }
+
+    pub fn decision_points(&self, node: NodeId) -> Result<Vec<DecisionPoint>> {
+        prefixed(
+            &self.read()?,
+            DECISION_POINTS,
+            "decision_points",
+            node.to_bytes(),
+        )
+    }
+
+    pub fn insights(&self, session: SessionId) -> Result<Vec<Insight>> {
+        prefixed(&self.read()?, INSIGHTS, "insights", session.to_bytes())
+    }
+
+    pub fn run(&self, id: RunId) -> Result<Option<Run>> {
+        get16(&self.read()?, RUNS, "runs", id.to_bytes())
+    }
+
+    pub fn session_runs(&self, session: SessionId) -> Result<Vec<Run>> {
+        joined(
+            &self.read()?,
+            SESSION_RUNS,
+            RUNS,
+            "runs",
+            session.to_bytes(),
+        )
+    }
+
+    /// The run `id` of `session` if it is of `kind`, or with no id the newest such run.
+    pub fn pick_run(
+        &self,
+        session: SessionId,
+        kind: RunKind,
+        id: Option<RunId>,
+    ) -> Result<Option<Run>> {
+        let runs = self
+            .session_runs(session)?
+            .into_iter()
+            .filter(|r| r.kind == kind);
+        Ok(match id {
+            Some(id) => runs.into_iter().find(|r| r.id == id),
+            None => runs.max_by_key(|r| (r.created_at, r.id)),
+        })
+    }
+
+    pub fn raw_stream(&self, id: StreamId) -> Result<Option<RawStream>> {
+        get16(&self.read()?, RAW_STREAMS, "raw_streams", id.to_bytes())
+    }
+
+    pub fn session_streams(&self, session: SessionId) -> Result<Vec<RawStream>> {
+        joined(
+            &self.read()?,
+            SESSION_STREAMS,
+            RAW_STREAMS,
+            "raw_streams",
+            session.to_bytes(),
+        )
+    }
+
+    /// The recorded chunks of a stream, in order.
+    pub fn raw_chunks(&self, id: StreamId) -> Result<Vec<StoredChunk>> {
+        let r = self.read()?;
+        let t = r.open_table(RAW_CHUNKS)?;
+        let mut out = Vec::new();
+        for row in t.range(chunk_key(id.to_bytes(), 0)..=chunk_key(id.to_bytes(), u32::MAX))? {
+            let (_, v) = row?;
+            out.push(decode_chunk(v.value())?);
+        }
+        Ok(out)
+    }
+
+    pub fn core_memory(&self, label: &str) -> Result<Option<MemoryEntry>> {
+        let r = self.read()?;
+        let t = r.open_table(MEMORY_CORE)?;
+        t.get(label)?
+            .map(|v| codec::decode("memory_core", v.value()))
+            .transpose()
+    }
+
+    pub fn memory(&self, tier: MemoryTier, id: MemoryId) -> Result<Option<MemoryEntry>> {
+        let r = self.read()?;
+        let def = match tier {
+            MemoryTier::Working => MEMORY_WORKING,
+            MemoryTier::Recall => MEMORY_RECALL,
+            MemoryTier::Archival => MEMORY_ARCHIVAL,
+            MemoryTier::Core => {
+                return Err(StoreError::NotFound(
+                    "core memory is addressed by label".into(),
+                ));
+            }
+        };
+        get16(&r, def, "memory", id.to_bytes())
+    }
+
+    /// Learning events with sequence > `after`, in order.
+    pub fn learning_events(&self, after: u64) -> Result<Vec<LearningEvent>> {
+        let r = self.read()?;
+        let t = r.open_table(LEARNING_EVENTS)?;
+        let mut out = Vec::new();
+        for row in t.range(after.saturating_add(1)..)? {
+            let (_, v) = row?;
+            out.push(codec::decode("learning_events", v.value())?);
+        }
+        Ok(out)
+    }
+
+    pub fn projection(&self, name: &str) -> Result<Option<(Vec<u8>, u64)>> {
+        let r = self.read()?;
+        let p = r.open_table(PROJECTIONS)?;
+        let c = r.open_table(PROJECTION_CHECKPOINTS)?;
+        let Some(state) = p.get(name)? else {
+            return Ok(None);
+        };
+        let checkpoint = c.get(name)?.map(|v| v.value()).unwrap_or(0);
+        Ok(Some((state.value().to_vec(), checkpoint)))
+    }
+
+    pub fn transcript_cursor(&self, path: &str) -> Result<Option<TranscriptCursor>> {
+        let r = self.read()?;
+        let t = r.open_table(TRANSCRIPT_CURSORS)?;
+        t.get(path)?
+            .map(|v| codec::decode("transcript_cursors", v.value()))
+            .transpose()
+    }
+
+    pub fn counts(&self) -> Result<TableCounts> {
+        let r = self.read()?;
+        Ok(TableCounts {
+            sessions: r.open_table(SESSIONS)?.len()?,
+            nodes: r.open_table(NODES)?.len()?,
+            edges: r.open_table(EDGES_OUT)?.len()?,
+            decision_points: r.open_table(DECISION_POINTS)?.len()?,
+            insights: r.open_table(INSIGHTS)?.len()?,
+            runs: r.open_table(RUNS)?.len()?,
+            raw_streams: r.open_table(RAW_STREAMS)?.len()?,
+            raw_chunks: r.open_table(RAW_CHUNKS)?.len()?,
+            memory: r.open_table(MEMORY_CORE)?.len()?
+                + r.open_table(MEMORY_WORKING)?.len()?
+                + r.open_table(MEMORY_RECALL)?.len()?
+                + r.open_table(MEMORY_ARCHIVAL)?.len()?,
+            learning_events: r.open_table(LEARNING_EVENTS)?.len()?,
+            transcript_cursors: r.open_table(TRANSCRIPT_CURSORS)?.len()?,
+            journal: r.open_table(JOURNAL)?.len()?,
+            search_docs: r.open_table(SEARCH_DOCS)?.len()?,
+        })
+    }
+}
+
+/// Edge keys of `node` (as first id), of one type or all.
+fn edge_range(node: NodeId, kind: Option<EdgeType>) -> std::ops::RangeInclusive<[u8; 33]> {
+    match kind {
+        Some(k) => {
+            key33(node.to_bytes(), k.code(), [0; 16])..=key33(node.to_bytes(), k.code(), [0xff; 16])
+        }
+        None => prefix33(node.to_bytes()),
+    }
+}
+
+/// Values of a `prefix ‖ id` keyed table under one prefix, in key order.
+fn prefixed<T: serde::de::DeserializeOwned>(
+    r: &ReadTransaction,
+    def: redb::TableDefinition<[u8; 32], &[u8]>,
+    name: &str,
+    prefix: [u8; 16],
+) -> Result<Vec<T>> {
+    let t = r.open_table(def)?;
+    let mut out = Vec::new();
+    for row in t.range(prefix32(prefix))? {
+        let (_, v) = row?;
+        out.push(codec::decode(name, v.value())?);
+    }
+    Ok(out)
+}
+
+/// Records listed by an `owner ‖ id` index, read from the table keyed by id.
+fn joined<T: serde::de::DeserializeOwned>(
+    r: &ReadTransaction,
+    index: redb::TableDefinition<[u8; 32], ()>,
+    table: redb::TableDefinition<[u8; 16], &[u8]>,
+    name: &str,
+    owner: [u8; 16],
+) -> Result<Vec<T>> {
+    let idx = r.open_table(index)?;
+    let t = r.open_table(table)?;
+    let mut out = Vec::new();
+    for row in idx.range(prefix32(owner))? {
+        let (k, _) = row?;
+        if let Some(v) = t.get(split32(k.value()).1)? {
+            out.push(codec::decode(name, v.value())?);
+        }
+    }
+    Ok(out)
+}
+
+fn decode_chunk(v: &[u8]) -> Result<StoredChunk> {
+    if v.len() < 8 {
+        return Err(StoreError::Corrupt(
+            "raw_chunks: value shorter than its header".into(),
+        ));
+    }
+    let mut off = [0u8; 8];
+    off.copy_from_slice(&v[..8]);
+    Ok(StoredChunk {
+        offset_us: u64::from_be_bytes(off),
+        bytes: v[8..].to_vec(),
+    })
+}
+
+fn get16<T: serde::de::DeserializeOwned>(
+    r: &ReadTransaction,
+    def: redb::TableDefinition<[u8; 16], &[u8]>,
+    name: &str,
+    key: [u8; 16],
+) -> Result<Option<T>> {
+    let t = r.open_table(def)?;
+    t.get(key)?
+        .map(|v| codec::decode(name, v.value()))
+        .transpose()
+}
+
+fn normalise_prefix(text: &str) -> String {
+    text.chars()
+        .filter(|c| *c != '-')
+        .collect::<String>()
+        .to_ascii_lowercase()
+}
+
+fn resolve_prefix(
+    keys: impl Iterator<Item = std::result::Result<[u8; 16], redb::StorageError>>,
+    want: &str,
+    text: &str,
+    what: &'static str,
+) -> Result<[u8; 16]> {
+    if want.len() < 4 || !want.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Err(StoreError::NotFound(format!(
+            "{what} '{text}' (give a full id or at least 4 hex digits)"
+        )));
+    }
+    let mut found = None;
+    for k in keys {
+        let k = k?;
+        let hex = hex::encode(k);
+        if hex.starts_with(want) || hex.ends_with(want) {
+            if found.is_some() {
+                return Err(StoreError::Ambiguous(text.to_string(), what));
+            }
+            found = Some(k);
+        }
+    }
+    found.ok_or_else(|| StoreError::NotFound(format!("{what} '{text}'")))
+}

@@ -1,0 +1,422 @@
+//! Full-text search over every node's text: an inverted index in two redb tables, kept up to
+//! date by `Writer::put_node`, and BM25 ranking with snippets around the hits.
+//!
+//! Why an inverted index in redb rather than tantivy: tantivy would add a large dependency
+//! tree to a crate that already builds llama.cpp on two cores, and it keeps its own
+//! directory of segment files with a single-writer lock, while glassbox has one store file
+//! written by several processes at once (TUI, `mcp`, `import --watch`). Postings in redb tables
+//! are committed in the same transaction as the node they index, so the index can never
+//! disagree with the nodes, needs no second lock, and every process's writes are searchable
+//! the moment they commit. The cost — no stemming, no phrase queries — is acceptable for
+//! finding a thought again.
+//!
+//! This file turns text into terms and keeps each node's index record; `postings.rs` stores
+//! and merges the postings; `query.rs` ranks and cuts snippets.
+
+mod postings;
+mod query;
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+
+use redb::{ReadableTable, WriteTransaction};
+use sha2::{Digest, Sha256};
+
+use super::tables::{META, NODES, SEARCH_DOCS};
+use super::{Node, NodeId, NodeStatus, NodeType, Result, SessionId, StoreError, codec};
+pub(super) use postings::PendingIndex;
+pub use query::snippet;
+
+/// Tokens shorter than this many characters are not indexed.
+pub const MIN_TOKEN_CHARS: usize = 2;
+/// Tokens longer than this many bytes (hashes, base64 blobs) are not indexed.
+pub const MAX_TOKEN_BYTES: usize = 64;
+/// `meta` key of the index totals: doc count ‖ token count (u64 LE each).
+pub(super) const TOTALS_KEY: &str = "search_totals";
+/// Bytes of a `search_docs` value before the term list: session, token count, text hash.
+const DOC_HEADER: usize = 16 + 4 + 8;
+
+/// One search result.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct SearchHit {
+    pub node: NodeId,
+    pub session: SessionId,
+    pub kind: NodeType,
+    /// BM25 score; higher is better.
+    pub score: f64,
+    /// The text around the first hit, on one line, with `…` where it was cut.
+    pub snippet: String,
+    /// Byte ranges of the query's words inside `snippet`.
+    pub highlights: Vec<(usize, usize)>,
+}
+
+/// The searchable words of `text` with their byte ranges: runs of Unicode letters and digits,
+/// lowercased, at least [`MIN_TOKEN_CHARS`] characters and at most [`MAX_TOKEN_BYTES`] bytes.
+pub fn tokens_with_spans(text: &str) -> impl Iterator<Item = (String, usize, usize)> + '_ {
+    let mut iter = text.char_indices().peekable();
+    std::iter::from_fn(move || {
+        loop {
+            // Skip separators.
+            let (start, _) = loop {
+                let (i, c) = iter.next()?;
+                if c.is_alphanumeric() {
+                    break (i, c);
+                }
+            };
+            let mut end = text.len();
+            let mut chars = 1;
+            while let Some(&(i, c)) = iter.peek() {
+                if !c.is_alphanumeric() {
+                    end = i;
+                    break;
+                }
+                chars += 1;
+                iter.next();
+            }
+            let word = &text[start..end];
+            if chars < MIN_TOKEN_CHARS || word.len() > MAX_TOKEN_BYTES {
+                continue;
+            }
+            let lower = if word.is_ascii() {
+                word.to_ascii_lowercase()
+            } else {
+                word.to_lowercase()
+            };
+            return Some((lower, start, end));
+        }
+    })
+}
+
+/// The searchable words of `text` (see [`tokens_with_spans`]).
+pub fn tokenize(text: &str) -> impl Iterator<Item = String> + '_ {
+    tokens_with_spans(text).map(|(t, _, _)| t)
+}
+
+/// The text a node is found by: its text, plus a tool call's name and result.
+pub fn indexed_text(n: &Node) -> std::borrow::Cow<'_, str> {
+    if n.kind != NodeType::ToolCall {
+        return std::borrow::Cow::Borrowed(&n.text);
+    }
+    let mut s = String::with_capacity(n.text.len() + 64);
+    if let Some(tool) = n.meta.get("tool").and_then(|v| v.as_str()) {
+        s.push_str(tool);
+        s.push('\n');
+    }
+    s.push_str(&n.text);
+    if let Some(result) = n.meta.get("result").and_then(|v| v.as_str()) {
+        s.push('\n');
+        s.push_str(result);
+    }
+    std::borrow::Cow::Owned(s)
+}
+
+fn posting_key(term: &[u8], node: [u8; 16]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(term.len() + 17);
+    k.extend_from_slice(term);
+    k.push(0);
+    k.extend_from_slice(&node);
+    k
+}
+
+fn text_hash(text: &str) -> [u8; 8] {
+    let digest = Sha256::digest(text.as_bytes());
+    let mut h = [0u8; 8];
+    h.copy_from_slice(&digest[..8]);
+    h
+}
+
+/// What `search_docs` holds for one node.
+struct DocRecord {
+    tokens: u32,
+    hash: [u8; 8],
+    terms: Vec<Vec<u8>>,
+}
+
+impl DocRecord {
+    fn decode(v: &[u8]) -> Result<Self> {
+        if v.len() < DOC_HEADER {
+            return Err(StoreError::Corrupt(
+                "search_docs: value shorter than its header".into(),
+            ));
+        }
+        let mut tokens = [0u8; 4];
+        tokens.copy_from_slice(&v[16..20]);
+        let mut hash = [0u8; 8];
+        hash.copy_from_slice(&v[20..28]);
+        let rest = &v[DOC_HEADER..];
+        let terms = if rest.is_empty() {
+            Vec::new()
+        } else {
+            rest.split(|b| *b == 0).map(<[u8]>::to_vec).collect()
+        };
+        Ok(Self {
+            tokens: u32::from_le_bytes(tokens),
+            hash,
+            terms,
+        })
+    }
+
+    /// The header fields only (search needs no term list).
+    fn decode_header(v: &[u8]) -> Result<(u32, [u8; 16])> {
+        if v.len() < DOC_HEADER {
+            return Err(StoreError::Corrupt(
+                "search_docs: value shorter than its header".into(),
+            ));
+        }
+        let mut session = [0u8; 16];
+        session.copy_from_slice(&v[..16]);
+        let mut tokens = [0u8; 4];
+        tokens.copy_from_slice(&v[16..20]);
+        Ok((u32::from_le_bytes(tokens), session))
+    }
+}
+
+/// `search_docs` value: header, then `terms` (sorted, distinct) joined by 0x00.
+fn encode_doc(session: [u8; 16], tokens: u32, hash: [u8; 8], terms: &[(String, u32)]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(DOC_HEADER + terms.iter().map(|t| t.0.len() + 1).sum::<usize>());
+    v.extend_from_slice(&session);
+    v.extend_from_slice(&tokens.to_le_bytes());
+    v.extend_from_slice(&hash);
+    for (i, (t, _)) in terms.iter().enumerate() {
+        if i > 0 {
+            v.push(0);
+        }
+        v.extend_from_slice(t.as_bytes());
+    }
+    v
+}
+
+/// (doc count, token count) from the `meta` value.
+fn decode_totals(v: Option<&[u8]>) -> (u64, u64) {
+    let Some(v) = v.filter(|v| v.len() == 16) else {
+        return (0, 0);
+    };
+    let mut d = [0u8; 8];
+    let mut t = [0u8; 8];
+    d.copy_from_slice(&v[..8]);
+    t.copy_from_slice(&v[8..]);
+    (u64::from_le_bytes(d), u64::from_le_bytes(t))
+}
+
+fn add_to_totals(txn: &WriteTransaction, docs: i64, tokens: i64) -> Result<()> {
+    if docs == 0 && tokens == 0 {
+        return Ok(());
+    }
+    let mut meta = txn.open_table(META)?;
+    let (d, t) = decode_totals(meta.get(TOTALS_KEY)?.as_ref().map(|v| v.value()));
+    let mut v = [0u8; 16];
+    v[..8].copy_from_slice(&d.saturating_add_signed(docs).to_le_bytes());
+    v[8..].copy_from_slice(&t.saturating_add_signed(tokens).to_le_bytes());
+    meta.insert(TOTALS_KEY, v.as_slice())?;
+    Ok(())
+}
+
+/// A small multiplicative hasher for the per-node term counts: the default SipHash showed
+/// up in import profiles, and the keys are the user's own words, not attacker input.
+#[derive(Default, Clone, Copy)]
+struct TermHasher(u64);
+
+impl std::hash::Hasher for TermHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type TermCounts = HashMap<String, u32, std::hash::BuildHasherDefault<TermHasher>>;
+
+/// Term frequencies of `text` and its token count: the same words as [`tokenize`], found
+/// without allocating a string per word (ASCII is classified byte by byte, a word is
+/// lowercased into a reused buffer and only copied the first time it is seen).
+fn count_terms(text: &str) -> (TermCounts, u32) {
+    let mut counts = TermCounts::default();
+    let mut total = 0u32;
+    let mut lower = String::new();
+    let bytes = text.as_bytes();
+    // Whether the character at `i` is a word character, and its length in bytes.
+    let class = |i: usize| -> (bool, usize) {
+        let b = bytes[i];
+        if b < 0x80 {
+            return (b.is_ascii_alphanumeric(), 1);
+        }
+        match text[i..].chars().next() {
+            Some(c) => (c.is_alphanumeric(), c.len_utf8()),
+            None => (false, 1),
+        }
+    };
+    let mut i = 0;
+    while i < bytes.len() {
+        let (word, len) = class(i);
+        if !word {
+            i += len;
+            continue;
+        }
+        let start = i;
+        let mut chars = 0usize;
+        let mut ascii = true;
+        while i < bytes.len() {
+            let (word, len) = class(i);
+            if !word {
+                break;
+            }
+            ascii &= len == 1;
+            chars += 1;
+            i += len;
+        }
+        let w = &text[start..i];
+        if chars < MIN_TOKEN_CHARS || w.len() > MAX_TOKEN_BYTES {
+            continue;
+        }
+        lower.clear();
+        if ascii {
+            lower.push_str(w);
+            lower.make_ascii_lowercase();
+        } else {
+            lower.push_str(&w.to_lowercase());
+        }
+        total = total.saturating_add(1);
+        match counts.get_mut(lower.as_str()) {
+            Some(c) => *c += 1,
+            None => {
+                counts.insert(lower.clone(), 1);
+            }
+        }
+    }
+    (counts, total)
+}
+
+/// What the index needs of a node's text, computed without touching the store: its hash and
+/// its terms with their frequencies. Computing it is most of the cost of indexing a node, so
+/// an importer can do it on its mapping thread while another thread writes ([`prepare`]).
+#[derive(Clone, Debug)]
+pub struct PreparedText {
+    hash: [u8; 8],
+    tokens: u32,
+    /// Distinct terms, sorted, with their frequencies.
+    terms: Vec<(String, u32)>,
+}
+
+/// The index form of `n`'s text; `None` for a streaming node (indexed by its final put).
+pub fn prepare(n: &Node) -> Option<PreparedText> {
+    if n.status == NodeStatus::Streaming {
+        return None;
+    }
+    let text = indexed_text(n);
+    let hash = text_hash(&text);
+    let (counts, tokens) = count_terms(&text);
+    let mut terms: Vec<(String, u32)> = counts.into_iter().collect();
+    terms.sort_unstable();
+    Some(PreparedText {
+        hash,
+        tokens,
+        terms,
+    })
+}
+
+/// Brings the index entries of `n` up to date with its text: its `search_docs` record at
+/// once, its postings in `pending` (merged at commit). Streaming nodes are left as they are
+/// (they are indexed by their final put); unchanged text costs one lookup.
+pub(super) fn index_node(
+    txn: &WriteTransaction,
+    pending: &mut PendingIndex,
+    n: &Node,
+) -> Result<()> {
+    let Some(prepared) = prepare(n) else {
+        return Ok(());
+    };
+    let mut docs = txn.open_table(SEARCH_DOCS)?;
+    index_prepared(&mut docs, pending, n.id, n.session, &prepared)
+}
+
+/// [`index_node`] with the text already prepared (by [`prepare`] on this node) and the
+/// `search_docs` table already open.
+pub(super) fn index_prepared(
+    docs: &mut redb::Table<[u8; 16], &[u8]>,
+    pending: &mut PendingIndex,
+    node: NodeId,
+    session: SessionId,
+    p: &PreparedText,
+) -> Result<()> {
+    let id = node.to_bytes();
+    let old = match docs.get(id)? {
+        Some(v) => Some(DocRecord::decode(v.value())?),
+        None => None,
+    };
+    if old.as_ref().is_some_and(|o| o.hash == p.hash) {
+        return Ok(());
+    }
+    if let Some(old) = &old {
+        for term in &old.terms {
+            pending.op(term, id, 0);
+        }
+        pending.docs -= 1;
+        pending.tokens -= i64::from(old.tokens);
+    }
+    if p.terms.is_empty() {
+        docs.remove(id)?;
+        return Ok(());
+    }
+    for (term, tf) in &p.terms {
+        pending.op(term.as_bytes(), id, *tf);
+    }
+    docs.insert(
+        id,
+        encode_doc(session.to_bytes(), p.tokens, p.hash, &p.terms).as_slice(),
+    )?;
+    pending.docs += 1;
+    pending.tokens += i64::from(p.tokens);
+    Ok(())
+}
+
+/// Removes every index entry of `node` (its postings through `pending`).
+pub(super) fn unindex_node(
+    txn: &WriteTransaction,
+    pending: &mut PendingIndex,
+    node: [u8; 16],
+) -> Result<()> {
+    let old = {
+        let mut docs = txn.open_table(SEARCH_DOCS)?;
+        let v = docs.remove(node)?;
+        match v {
+            Some(v) => DocRecord::decode(v.value())?,
+            None => return Ok(()),
+        }
+    };
+    for term in &old.terms {
+        pending.op(term, node, 0);
+    }
+    pending.docs -= 1;
+    pending.tokens -= i64::from(old.tokens);
+    Ok(())
+}
+
+/// Indexes every node in the file (used by migrations). Returns how many were read.
+pub(super) fn index_all_nodes(txn: &WriteTransaction) -> Result<u64> {
+    let mut nodes = Vec::new();
+    {
+        let t = txn.open_table(NODES)?;
+        for row in t.iter()? {
+            let (_, v) = row?;
+            nodes.push(codec::decode::<Node>("nodes", v.value())?);
+        }
+    }
+    let mut pending = PendingIndex::default();
+    for n in &nodes {
+        index_node(txn, &mut pending, n)?;
+    }
+    pending.apply(txn)?;
+    Ok(nodes.len() as u64)
+}

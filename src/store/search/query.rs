@@ -1,0 +1,156 @@
+//! Answering a query: BM25 over the postings of the query's words, and a snippet around
+//! the first hit of each result.
+
+use std::collections::{HashMap, HashSet};
+
+use super::super::tables::{META, NODES, SEARCH_DOCS, SEARCH_POSTINGS};
+use super::postings::decode_segment;
+use super::{
+    DocRecord, SearchHit, TOTALS_KEY, decode_totals, indexed_text, posting_key, tokenize,
+    tokens_with_spans,
+};
+use crate::store::{Node, Result, SessionId, Store, codec};
+
+/// BM25 parameters.
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+/// Snippet window: characters kept before and after the first hit.
+const SNIPPET_BEFORE: usize = 60;
+const SNIPPET_AFTER: usize = 120;
+
+/// The text around the first hit of any of `terms` in `text`, and where the hits are in it.
+pub fn snippet(text: &str, terms: &HashSet<String>) -> (String, Vec<(usize, usize)>) {
+    let spans: Vec<(usize, usize)> = tokens_with_spans(text)
+        .filter(|(t, _, _)| terms.contains(t))
+        .map(|(_, s, e)| (s, e))
+        .collect();
+    let first = spans.first().map(|s| s.0).unwrap_or(0);
+    let start = text[..first]
+        .char_indices()
+        .rev()
+        .nth(SNIPPET_BEFORE.saturating_sub(1))
+        .map(|(i, _)| i)
+        .filter(|_| first > 0)
+        .unwrap_or(0);
+    // Start at a word boundary rather than inside a word.
+    let start = if start > 0 {
+        text[start..first]
+            .find(char::is_whitespace)
+            .map(|i| start + i + 1)
+            .unwrap_or(start)
+    } else {
+        start
+    };
+    let end = text[first..]
+        .char_indices()
+        .nth(SNIPPET_AFTER)
+        .map(|(i, _)| first + i)
+        .unwrap_or(text.len());
+    let prefix = if start > 0 { "…" } else { "" };
+    let mut out = String::with_capacity(end - start + 8);
+    out.push_str(prefix);
+    for c in text[start..end].chars() {
+        // Single-byte whitespace keeps its width, so hit offsets stay valid.
+        out.push(if matches!(c, '\n' | '\r' | '\t') {
+            ' '
+        } else {
+            c
+        });
+    }
+    if end < text.len() {
+        out.push('…');
+    }
+    let highlights = spans
+        .into_iter()
+        .filter(|&(s, e)| s >= start && e <= end)
+        .map(|(s, e)| (s - start + prefix.len(), e - start + prefix.len()))
+        .collect();
+    (out, highlights)
+}
+
+impl Store {
+    /// Full-text search over every node's text (thinking, answers, tool calls and results,
+    /// imported transcripts), ranked by BM25, optionally within one session. A node matches
+    /// if it holds any of the query's words; nodes holding more of them, more often, rank
+    /// higher. A query without a searchable word returns nothing.
+    pub fn search(
+        &self,
+        query: &str,
+        session: Option<SessionId>,
+        limit: usize,
+    ) -> Result<Vec<SearchHit>> {
+        let terms: HashSet<String> = tokenize(query).collect();
+        if terms.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let r = self.read()?;
+        let meta = r.open_table(META)?;
+        let (docs_total, tokens_total) =
+            decode_totals(meta.get(TOTALS_KEY)?.as_ref().map(|v| v.value()));
+        let n_docs = docs_total.max(1) as f64;
+        let avg_len = (tokens_total as f64 / n_docs).max(1.0);
+        let postings = r.open_table(SEARCH_POSTINGS)?;
+        let docs = r.open_table(SEARCH_DOCS)?;
+        let want = session.map(SessionId::to_bytes);
+        let mut scores: HashMap<[u8; 16], f64> = HashMap::new();
+        let mut doc_cache: HashMap<[u8; 16], Option<(u32, [u8; 16])>> = HashMap::new();
+        for term in &terms {
+            let lo = posting_key(term.as_bytes(), [0; 16]);
+            let hi = posting_key(term.as_bytes(), [0xff; 16]);
+            let mut list = Vec::new();
+            for row in postings.range(lo.as_slice()..=hi.as_slice())? {
+                let (_, v) = row?;
+                decode_segment(v.value(), &mut list)?;
+            }
+            let df = list.len() as f64;
+            let idf = (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln().max(0.01);
+            for (node, tf) in list {
+                let info = match doc_cache.get(&node) {
+                    Some(i) => *i,
+                    None => {
+                        let i = match docs.get(node)? {
+                            Some(v) => Some(DocRecord::decode_header(v.value())?),
+                            None => None,
+                        };
+                        doc_cache.insert(node, i);
+                        i
+                    }
+                };
+                let Some((len, sess)) = info else { continue };
+                if want.is_some_and(|w| w != sess) {
+                    continue;
+                }
+                let tf = f64::from(tf);
+                let norm = K1 * (1.0 - B + B * f64::from(len) / avg_len);
+                *scores.entry(node).or_insert(0.0) += idf * tf * (K1 + 1.0) / (tf + norm);
+            }
+        }
+        let mut ranked: Vec<([u8; 16], f64)> = scores.into_iter().collect();
+        // Best first; ties go to the newer node (ids are time-ordered).
+        ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
+        ranked.truncate(limit);
+        let nodes = r.open_table(NODES)?;
+        let mut out = Vec::with_capacity(ranked.len());
+        for (id, score) in ranked {
+            let Some(v) = nodes.get(id)? else { continue };
+            let node: Node = codec::decode("nodes", v.value())?;
+            let (snippet, highlights) = snippet(&indexed_text(&node), &terms);
+            out.push(SearchHit {
+                node: node.id,
+                session: node.session,
+                kind: node.kind,
+                score,
+                snippet,
+                highlights,
+            });
+        }
+        Ok(out)
+    }
+
+    /// How many nodes the full-text index holds.
+    pub fn search_doc_count(&self) -> Result<u64> {
+        let r = self.read()?;
+        let meta = r.open_table(META)?;
+        Ok(decode_totals(meta.get(TOTALS_KEY)?.as_ref().map(|v| v.value())).0)
+    }
+}

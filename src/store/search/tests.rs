@@ -1,0 +1,188 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::HashSet;
+
+use redb::ReadableTableMetadata;
+
+use super::super::tables::SEARCH_POSTINGS;
+use super::*;
+use crate::store::{Session, SessionSource, Store};
+
+#[test]
+fn tokenizer_lowercases_splits_on_unicode_and_drops_short_words() {
+    let t: Vec<String> = tokenize("Größe: a ÉTÉ x2 über_alles — 東京 ok? \u{1b}[31mred").collect();
+    assert_eq!(
+        t,
+        [
+            "größe", "été", "x2", "über", "alles", "東京", "ok", "31mred"
+        ]
+    );
+}
+
+#[test]
+fn term_counts_match_the_tokenizer() {
+    let texts = [
+        "Größe: a ÉTÉ x2 über_alles — 東京 ok? \u{1b}[31mred",
+        "The the THE tHe; a ab abc 1 12 İstanbul ǅemal ΣΊΣΥΦΟΣ",
+        "",
+        "x",
+        "trailing word",
+        &"long".repeat(20),
+        &format!("{} ok", "é".repeat(40)),
+        "mixed123ÄÖÜ456 café-crème naïve\tTAB\nline",
+    ];
+    for text in texts {
+        let mut want: HashMap<String, u32> = HashMap::new();
+        let mut total = 0;
+        for t in tokenize(text) {
+            *want.entry(t).or_insert(0) += 1;
+            total += 1;
+        }
+        let (got, got_total) = count_terms(text);
+        let got: HashMap<String, u32> = got.into_iter().collect();
+        assert_eq!(got, want, "{text}");
+        assert_eq!(got_total, total, "{text}");
+    }
+}
+
+#[test]
+fn snippet_marks_the_hits() {
+    let terms: HashSet<String> = ["needle".to_string()].into();
+    let text = format!(
+        "{}\nthe Needle is here\n{}",
+        "hay ".repeat(40),
+        "more ".repeat(40)
+    );
+    let (s, h) = snippet(&text, &terms);
+    assert!(s.starts_with('…') && s.ends_with('…'), "{s}");
+    assert!(!s.contains('\n'));
+    assert_eq!(h.len(), 1);
+    assert_eq!(&s[h[0].0..h[0].1], "Needle");
+}
+
+#[test]
+fn index_follows_text_changes_streaming_and_deletes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let s = Session::new("t", SessionSource::Glassbox);
+    let mut n = Node::new(s.id, NodeType::Thinking, "alpha beta");
+    n.status = NodeStatus::Streaming;
+    store
+        .write(|w| {
+            w.put_session(&s)?;
+            w.put_node(&n)
+        })
+        .unwrap();
+    assert!(
+        store.search("alpha", None, 10).unwrap().is_empty(),
+        "streaming nodes wait"
+    );
+    n.status = NodeStatus::Complete;
+    store.write(|w| w.put_node(&n)).unwrap();
+    assert_eq!(store.search("alpha", None, 10).unwrap()[0].node, n.id);
+    n.text = "gamma".into();
+    store.write(|w| w.put_node(&n)).unwrap();
+    assert!(store.search("alpha", None, 10).unwrap().is_empty());
+    assert_eq!(store.search("GAMMA", Some(s.id), 10).unwrap().len(), 1);
+    assert!(
+        store
+            .search("gamma", Some(crate::store::SessionId::new()), 10)
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(store.search_doc_count().unwrap(), 1);
+    store.write(|w| w.delete_session(s.id)).unwrap();
+    assert!(store.search("gamma", None, 10).unwrap().is_empty());
+    assert_eq!(store.search_doc_count().unwrap(), 0);
+}
+
+#[test]
+fn segments_split_merge_and_shrink() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let a = Session::new("a", SessionSource::Glassbox);
+    let b = Session::new("b", SessionSource::Glassbox);
+    let nodes: Vec<Node> = (0..700)
+        .map(|i| {
+            let s = if i % 3 == 0 { b.id } else { a.id };
+            Node::new(s, NodeType::Response, format!("common word{i} common"))
+        })
+        .collect();
+    store
+        .write(|w| {
+            w.put_session(&a)?;
+            w.put_session(&b)
+        })
+        .unwrap();
+    // Later ids first, then earlier ones: the second batch lands inside and before
+    // the stored segments.
+    for chunk in [&nodes[350..], &nodes[..350]] {
+        store
+            .write(|w| {
+                for n in chunk.iter().rev() {
+                    w.put_node(n)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+    assert_eq!(store.search("common", None, 1000).unwrap().len(), 700);
+    assert_eq!(
+        store.search("word123", None, 10).unwrap()[0].node,
+        nodes[123].id
+    );
+    // Re-indexing in the same transaction: the last text wins.
+    let mut changed = nodes[5].clone();
+    changed.text = "other".into();
+    store
+        .write(|w| {
+            w.put_node(&changed)?;
+            w.put_node(&nodes[5])?;
+            w.put_node(&changed)
+        })
+        .unwrap();
+    assert_eq!(store.search("common", None, 1000).unwrap().len(), 699);
+    assert_eq!(store.search("other", None, 10).unwrap().len(), 1);
+    store.write(|w| w.delete_session(b.id)).unwrap();
+    let left = store.search("common", None, 1000).unwrap();
+    assert_eq!(left.len(), 465);
+    assert!(left.iter().all(|h| h.session == a.id));
+    assert_eq!(store.search_doc_count().unwrap(), 466);
+    store.write(|w| w.delete_session(a.id)).unwrap();
+    assert!(store.search("common", None, 10).unwrap().is_empty());
+    let r = store.read().unwrap();
+    assert_eq!(r.open_table(SEARCH_POSTINGS).unwrap().len().unwrap(), 0);
+}
+
+#[test]
+fn ranking_prefers_more_and_rarer_hits() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let s = Session::new("t", SessionSource::Glassbox);
+    let a = Node::new(
+        s.id,
+        NodeType::Response,
+        "common words and the rare zebra zebra",
+    );
+    let b = Node::new(s.id, NodeType::Response, "common words only here");
+    let c = Node::new(
+        s.id,
+        NodeType::Response,
+        "common words and one zebra among many other words here",
+    );
+    store
+        .write(|w| {
+            w.put_session(&s)?;
+            for n in [&a, &b, &c] {
+                w.put_node(n)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let hits = store.search("zebra common", None, 10).unwrap();
+    assert_eq!(hits.len(), 3);
+    assert_eq!(hits[0].node, a.id);
+    assert_eq!(hits[1].node, c.id);
+    assert_eq!(store.search("zebra", None, 1).unwrap().len(), 1);
+    assert!(store.search("a", None, 10).unwrap().is_empty());
+}

@@ -1,0 +1,400 @@
+//! Writing the store: one [`Writer`] per transaction, with a put for every kind of record,
+//! batch puts for importers, and the cascade that deletes a session.
+
+use std::collections::BTreeMap;
+
+use chrono::Utc;
+use redb::{ReadableTable, WriteTransaction};
+
+use super::tables::*;
+use super::*;
+
+/// A node with the work of writing it done ahead, off the writing thread: its encoded record
+/// and its full-text index form (see [`Writer::put_prepared_nodes`]). The node itself is not
+/// kept, so the writing thread has nothing of it to free either.
+#[derive(Clone, Debug)]
+pub struct PreparedNode {
+    pub id: NodeId,
+    pub session: SessionId,
+    pub kind: NodeType,
+    bytes: Vec<u8>,
+    text: Option<search::PreparedText>,
+}
+
+impl PreparedNode {
+    pub fn new(node: &Node) -> Result<Self> {
+        Ok(Self {
+            id: node.id,
+            session: node.session,
+            kind: node.kind,
+            bytes: codec::encode(node)?,
+            text: search::prepare(node),
+        })
+    }
+
+    /// Size of the encoded record.
+    pub fn encoded_len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Whether `stored` (a `nodes` record) already holds this node. Equal bytes are the
+    /// common case; otherwise both are decoded, since a record written by an older version
+    /// may encode the same node differently.
+    fn same_as(&self, stored: &[u8]) -> bool {
+        if stored == self.bytes.as_slice() {
+            return true;
+        }
+        match (
+            codec::decode::<Node>("nodes", stored),
+            codec::decode::<Node>("nodes", &self.bytes),
+        ) {
+            (Ok(old), Ok(new)) => old == new,
+            _ => false,
+        }
+    }
+}
+
+/// What [`Writer::put_prepared_nodes`] did with one node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PutOutcome {
+    Created,
+    Updated,
+    /// The store held the same node already: nothing was written.
+    Unchanged,
+}
+
+/// One write transaction. Every put appends a journal entry.
+pub struct Writer<'t> {
+    pub(super) txn: &'t WriteTransaction,
+    /// The journal sequence number the next change gets.
+    pub(super) next_seq: u64,
+    /// Full-text index changes of this transaction, merged just before it commits.
+    pub(super) index: search::PendingIndex,
+}
+
+impl Writer<'_> {
+    /// Inserts or replaces a session.
+    pub fn put_session(&mut self, s: &Session) -> Result<()> {
+        self.txn
+            .open_table(SESSIONS)?
+            .insert(s.id.to_bytes(), codec::encode(s)?.as_slice())?;
+        self.journal(ChangeKind::SessionPut, Some(s.id), Some(s.id.0))
+    }
+
+    /// Inserts or replaces a node, indexes it under its session and, unless it is still
+    /// streaming, brings its full-text index entries up to date.
+    pub fn put_node(&mut self, n: &Node) -> Result<()> {
+        self.txn
+            .open_table(NODES)?
+            .insert(n.id.to_bytes(), codec::encode(n)?.as_slice())?;
+        self.txn
+            .open_table(SESSION_NODES)?
+            .insert(key32(n.session.to_bytes(), n.id.to_bytes()), ())?;
+        search::index_node(self.txn, &mut self.index, n)?;
+        self.journal(ChangeKind::NodePut, Some(n.session), Some(n.id.0))
+    }
+
+    /// Puts many nodes, skipping those the store already holds unchanged: the same records
+    /// and index entries as [`Writer::put_node`] on each, with every table opened once for
+    /// the lot. The journal gets one entry per session changed (its newest node), which is
+    /// what followers act on, rather than one per node.
+    pub fn put_prepared_nodes(&mut self, nodes: &[PreparedNode]) -> Result<Vec<PutOutcome>> {
+        let mut table = self.txn.open_table(NODES)?;
+        let mut by_session = self.txn.open_table(SESSION_NODES)?;
+        let mut docs = self.txn.open_table(SEARCH_DOCS)?;
+        let mut outcomes = Vec::with_capacity(nodes.len());
+        // The newest changed node of each session, for the journal.
+        let mut changed: BTreeMap<SessionId, NodeId> = BTreeMap::new();
+        for p in nodes {
+            let outcome = match table.get(p.id.to_bytes())? {
+                None => PutOutcome::Created,
+                Some(old) if p.same_as(old.value()) => PutOutcome::Unchanged,
+                Some(_) => PutOutcome::Updated,
+            };
+            outcomes.push(outcome);
+            if outcome == PutOutcome::Unchanged {
+                continue;
+            }
+            table.insert(p.id.to_bytes(), p.bytes.as_slice())?;
+            by_session.insert(key32(p.session.to_bytes(), p.id.to_bytes()), ())?;
+            if let Some(text) = &p.text {
+                search::index_prepared(&mut docs, &mut self.index, p.id, p.session, text)?;
+            }
+            changed.insert(p.session, p.id);
+        }
+        drop((table, by_session, docs));
+        for (session, id) in changed {
+            self.journal(ChangeKind::NodePut, Some(session), Some(id.0))?;
+        }
+        Ok(outcomes)
+    }
+
+    /// Puts many edges, as [`Writer::put_edge`] on each with every table opened once, and
+    /// one journal entry for the lot.
+    pub fn put_edges(&mut self, edges: &[Edge]) -> Result<()> {
+        let mut out = self.txn.open_table(EDGES_OUT)?;
+        let mut inn = self.txn.open_table(EDGES_IN)?;
+        for e in edges {
+            let (s, d, c) = (e.src.to_bytes(), e.dst.to_bytes(), e.kind.code());
+            out.insert(key33(s, c, d), codec::encode(e)?.as_slice())?;
+            inn.insert(key33(d, c, s), ())?;
+        }
+        drop((out, inn));
+        if let Some(last) = edges.last() {
+            self.journal(ChangeKind::EdgePut, None, Some(last.src.0))?;
+        }
+        Ok(())
+    }
+
+    /// The stored versions of `ids` (in order), reading the table once.
+    pub fn nodes(&self, ids: impl IntoIterator<Item = NodeId>) -> Result<Vec<Option<Node>>> {
+        let t = self.txn.open_table(NODES)?;
+        ids.into_iter()
+            .map(|id| {
+                t.get(id.to_bytes())?
+                    .map(|v| codec::decode("nodes", v.value()))
+                    .transpose()
+            })
+            .collect()
+    }
+
+    pub fn node(&self, id: NodeId) -> Result<Option<Node>> {
+        let t = self.txn.open_table(NODES)?;
+        t.get(id.to_bytes())?
+            .map(|v| codec::decode("nodes", v.value()))
+            .transpose()
+    }
+
+    pub fn session(&self, id: SessionId) -> Result<Option<Session>> {
+        let t = self.txn.open_table(SESSIONS)?;
+        t.get(id.to_bytes())?
+            .map(|v| codec::decode("sessions", v.value()))
+            .transpose()
+    }
+
+    /// Inserts or replaces an edge in both directions' indexes.
+    pub fn put_edge(&mut self, e: &Edge) -> Result<()> {
+        let (s, d, c) = (e.src.to_bytes(), e.dst.to_bytes(), e.kind.code());
+        self.txn
+            .open_table(EDGES_OUT)?
+            .insert(key33(s, c, d), codec::encode(e)?.as_slice())?;
+        self.txn.open_table(EDGES_IN)?.insert(key33(d, c, s), ())?;
+        self.journal(ChangeKind::EdgePut, None, Some(e.src.0))
+    }
+
+    pub fn put_decision_point(&mut self, d: &DecisionPoint) -> Result<()> {
+        self.txn.open_table(DECISION_POINTS)?.insert(
+            key32(d.node.to_bytes(), d.id.to_bytes()),
+            codec::encode(d)?.as_slice(),
+        )?;
+        self.journal(ChangeKind::DecisionPut, None, Some(d.id.0))
+    }
+
+    pub fn put_insight(&mut self, i: &Insight) -> Result<()> {
+        self.txn.open_table(INSIGHTS)?.insert(
+            key32(i.session.to_bytes(), i.id.to_bytes()),
+            codec::encode(i)?.as_slice(),
+        )?;
+        self.journal(ChangeKind::InsightPut, Some(i.session), Some(i.id.0))
+    }
+
+    pub fn put_run(&mut self, run: &Run) -> Result<()> {
+        self.txn
+            .open_table(RUNS)?
+            .insert(run.id.to_bytes(), codec::encode(run)?.as_slice())?;
+        self.txn
+            .open_table(SESSION_RUNS)?
+            .insert(key32(run.session.to_bytes(), run.id.to_bytes()), ())?;
+        self.journal(ChangeKind::RunPut, Some(run.session), Some(run.id.0))
+    }
+
+    /// Inserts or replaces a raw stream header.
+    pub fn put_raw_stream(&mut self, s: &RawStream) -> Result<()> {
+        self.txn
+            .open_table(RAW_STREAMS)?
+            .insert(s.id.to_bytes(), codec::encode(s)?.as_slice())?;
+        self.txn
+            .open_table(SESSION_STREAMS)?
+            .insert(key32(s.session.to_bytes(), s.id.to_bytes()), ())?;
+        self.journal(ChangeKind::StreamPut, Some(s.session), Some(s.id.0))
+    }
+
+    /// Stores chunk `index` of a raw stream.
+    pub fn put_raw_chunk(
+        &mut self,
+        stream: StreamId,
+        index: u32,
+        chunk: &StoredChunk,
+    ) -> Result<()> {
+        let mut v = Vec::with_capacity(8 + chunk.bytes.len());
+        v.extend_from_slice(&chunk.offset_us.to_be_bytes());
+        v.extend_from_slice(&chunk.bytes);
+        self.txn
+            .open_table(RAW_CHUNKS)?
+            .insert(chunk_key(stream.to_bytes(), index), v.as_slice())?;
+        Ok(())
+    }
+
+    pub fn put_memory(&mut self, m: &MemoryEntry) -> Result<()> {
+        let bytes = codec::encode(m)?;
+        match m.tier {
+            MemoryTier::Core => {
+                let label = m
+                    .label
+                    .as_deref()
+                    .ok_or_else(|| StoreError::Encode("core memory entries need a label".into()))?;
+                self.txn
+                    .open_table(MEMORY_CORE)?
+                    .insert(label, bytes.as_slice())?;
+            }
+            MemoryTier::Working => {
+                self.txn
+                    .open_table(MEMORY_WORKING)?
+                    .insert(m.id.to_bytes(), bytes.as_slice())?;
+            }
+            MemoryTier::Recall => {
+                self.txn
+                    .open_table(MEMORY_RECALL)?
+                    .insert(m.id.to_bytes(), bytes.as_slice())?;
+            }
+            MemoryTier::Archival => {
+                self.txn
+                    .open_table(MEMORY_ARCHIVAL)?
+                    .insert(m.id.to_bytes(), bytes.as_slice())?;
+            }
+        }
+        self.journal(ChangeKind::MemoryPut, m.session, Some(m.id.0))
+    }
+
+    /// Appends a learning event unless its idempotency key was seen before. Returns the
+    /// event's sequence number and whether it was new.
+    pub fn append_learning_event(
+        &mut self,
+        idempotency_key: &str,
+        kind: &str,
+        payload: serde_json::Value,
+        occurred_at: chrono::DateTime<Utc>,
+    ) -> Result<(u64, bool)> {
+        let mut keys = self.txn.open_table(LEARNING_EVENT_KEYS)?;
+        if let Some(seq) = keys.get(idempotency_key)? {
+            return Ok((seq.value(), false));
+        }
+        let mut events = self.txn.open_table(LEARNING_EVENTS)?;
+        let seq = events.last()?.map(|(k, _)| k.value() + 1).unwrap_or(1);
+        let ev = LearningEvent {
+            seq,
+            idempotency_key: idempotency_key.to_string(),
+            kind: kind.to_string(),
+            payload,
+            occurred_at,
+            recorded_at: Utc::now(),
+        };
+        events.insert(seq, codec::encode(&ev)?.as_slice())?;
+        keys.insert(idempotency_key, seq)?;
+        drop((events, keys));
+        self.journal(ChangeKind::LearningEvent, None, None)?;
+        Ok((seq, true))
+    }
+
+    /// Saves a projection's state together with the event sequence it is current to.
+    pub fn put_projection(&mut self, name: &str, state: &[u8], checkpoint: u64) -> Result<()> {
+        self.txn.open_table(PROJECTIONS)?.insert(name, state)?;
+        self.txn
+            .open_table(PROJECTION_CHECKPOINTS)?
+            .insert(name, checkpoint)?;
+        Ok(())
+    }
+
+    pub fn put_transcript_cursor(&mut self, c: &TranscriptCursor) -> Result<()> {
+        self.txn
+            .open_table(TRANSCRIPT_CURSORS)?
+            .insert(c.path.as_str(), codec::encode(c)?.as_slice())?;
+        self.journal(ChangeKind::CursorPut, None, None)
+    }
+
+    /// Deletes a session and everything it owns: nodes, their edges (both indexes), decision
+    /// points and search index entries, runs, insights and raw streams with their chunks.
+    pub fn delete_session(&mut self, id: SessionId) -> Result<bool> {
+        let sid = id.to_bytes();
+        if self.txn.open_table(SESSIONS)?.remove(sid)?.is_none() {
+            return Ok(false);
+        }
+        let mut node_ids = Vec::new();
+        self.txn
+            .open_table(SESSION_NODES)?
+            .extract_from_if(prefix32(sid), |k, _| {
+                node_ids.push(split32(k).1);
+                true
+            })?
+            .for_each(drop);
+        {
+            let mut nodes = self.txn.open_table(NODES)?;
+            let mut out = self.txn.open_table(EDGES_OUT)?;
+            let mut inn = self.txn.open_table(EDGES_IN)?;
+            let mut dps = self.txn.open_table(DECISION_POINTS)?;
+            for n in &node_ids {
+                nodes.remove(*n)?;
+                search::unindex_node(self.txn, &mut self.index, *n)?;
+                // Outgoing edges and their reverse entries.
+                let mut gone = Vec::new();
+                for row in out.extract_from_if(prefix33(*n), |_, _| true)? {
+                    let (k, _) = row?;
+                    gone.push(k.value());
+                }
+                for k in gone {
+                    let (src, code, dst) = split33(k);
+                    inn.remove(key33(dst, code, src))?;
+                }
+                // Incoming edges (from nodes of other sessions too) and their forward entries.
+                let mut gone = Vec::new();
+                for row in inn.extract_from_if(prefix33(*n), |_, _| true)? {
+                    let (k, _) = row?;
+                    gone.push(k.value());
+                }
+                for k in gone {
+                    let (dst, code, src) = split33(k);
+                    out.remove(key33(src, code, dst))?;
+                }
+                for row in dps.extract_from_if(prefix32(*n), |_, _| true)? {
+                    row?;
+                }
+            }
+        }
+        {
+            let mut idx = self.txn.open_table(SESSION_RUNS)?;
+            let mut runs = self.txn.open_table(RUNS)?;
+            let mut gone = Vec::new();
+            for row in idx.extract_from_if(prefix32(sid), |_, _| true)? {
+                gone.push(split32(row?.0.value()).1);
+            }
+            for r in gone {
+                runs.remove(r)?;
+            }
+        }
+        {
+            let mut insights = self.txn.open_table(INSIGHTS)?;
+            for row in insights.extract_from_if(prefix32(sid), |_, _| true)? {
+                row?;
+            }
+        }
+        {
+            let mut idx = self.txn.open_table(SESSION_STREAMS)?;
+            let mut streams = self.txn.open_table(RAW_STREAMS)?;
+            let mut chunks = self.txn.open_table(RAW_CHUNKS)?;
+            let mut gone = Vec::new();
+            for row in idx.extract_from_if(prefix32(sid), |_, _| true)? {
+                gone.push(split32(row?.0.value()).1);
+            }
+            for s in gone {
+                streams.remove(s)?;
+                for row in
+                    chunks.extract_from_if(chunk_key(s, 0)..=chunk_key(s, u32::MAX), |_, _| true)?
+                {
+                    row?;
+                }
+            }
+        }
+        self.journal(ChangeKind::SessionDeleted, Some(id), Some(id.0))?;
+        Ok(true)
+    }
+}
