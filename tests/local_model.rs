@@ -137,6 +137,7 @@ async fn cancellation_stops_generation_early_and_keeps_the_partial_node() {
         thinking_pass: true,
         thinking_prompt: "Think step by step.".into(),
         answer_prompt: "Reasoning:".into(),
+        decoding: Default::default(),
     });
     let orch = Orchestrator::new(store.clone(), Arc::new(provider), "smollm2");
     let cancel = tokio_util::sync::CancellationToken::new();
@@ -219,6 +220,35 @@ fn unit(v: &serde_json::Value, what: &str) -> f64 {
 }
 
 #[test]
+fn a_fork_gets_two_readable_branches_and_a_comparison() {
+    if model_path().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let v = local_json(
+        dir.path(),
+        &[
+            "fork",
+            "Should a team of three rewrite a legacy billing app?",
+            "--styles",
+            "conservative,contrarian",
+            "--json",
+        ],
+    );
+    let branches = v["branches"].as_array().unwrap();
+    assert_eq!(branches.len(), 2);
+    for b in branches {
+        // Every branch's answer was sampled under the conclusion's grammar: it parses.
+        assert!(b["error"].is_null(), "{b}");
+        assert!(!b["conclusion"].as_str().unwrap().trim().is_empty(), "{b}");
+        unit(&b["confidence"], "branch confidence");
+    }
+    assert!(v["comparisonError"].is_null(), "{v}");
+    assert!(v["convergencePoints"].is_array() && v["divergencePoints"].is_array());
+    assert!(v["metaInsight"].is_string());
+}
+
+#[test]
 fn a_small_graph_of_thoughts_search_completes_with_a_well_formed_result() {
     if model_path().is_none() {
         return;
@@ -271,6 +301,8 @@ fn a_small_graph_of_thoughts_search_completes_with_a_well_formed_result() {
             .unwrap_or_else(|| panic!("thought {id} is not stored"));
         assert_eq!(n.kind, NodeType::GotThought);
         assert_eq!(n.session, sid);
+        // Each generation answer was a readable list of thoughts.
+        assert!(!n.text.trim().is_empty(), "thought {id} is empty");
         nodes.push(n);
     }
     // The answer is the best thought's text and the confidence its score, or nothing at
@@ -331,6 +363,8 @@ fn verifying_three_steps_gives_three_well_formed_verdicts() {
             s["explanation"].is_string() && s["issues"].is_array(),
             "{s}"
         );
+        // Sampled under the verdict's grammar, every answer is a readable judgement.
+        assert!(s["unreadable"].is_null(), "step {i}: {s}");
         verdicts.push(verdict.to_string());
     }
     let score = unit(&v["overallScore"], "chain score");

@@ -99,6 +99,7 @@ async fn local_model_recording_replays_identically() {
         thinking_pass: true,
         thinking_prompt: "Think step by step.".into(),
         answer_prompt: "Reasoning:".into(),
+        decoding: Default::default(),
     });
     assert_replay_matches(&store, Arc::new(provider)).await;
 }

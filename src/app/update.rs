@@ -104,7 +104,7 @@ pub fn update(
             }
         }
         Msg::Resize(w, h) => state.size = (w, h),
-        Msg::Turn { run, event } => turn::event(state, run, event),
+        Msg::Turn { run, event } => turn::event(state, run, event, settings.keymap),
         Msg::TurnFinished { run, outcome } => turn::finished(state, run, outcome, &mut fx),
         Msg::SessionsLoaded(rows) => {
             let keep = state.selected_session().map(|r| r.id);

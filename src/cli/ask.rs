@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::Ctx;
 use crate::config::providers;
+use crate::engines::llm::loops::{LoopAction, LoopReport, is_loop_stop};
 use crate::engines::llm::{Effort, StopReason};
 use crate::engines::orchestrator::{TurnEvent, TurnRequest, classify};
 
@@ -43,7 +44,7 @@ pub struct AskArgs {
     /// Print only the answer, not the thinking.
     #[arg(long)]
     pub answer_only: bool,
-    /// Print one JSON event per line (thinking, text, usage, done, error).
+    /// Print one JSON event per line (thinking, text, usage, loop, done, error).
     #[arg(long)]
     pub json: bool,
 }
@@ -216,6 +217,48 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
             TurnEvent::Compacted { node, superseded } if args.json => {
                 p.line(json!({"type": "compacted", "node": node, "superseded": superseded}))
             }
+            TurnEvent::Loop {
+                node,
+                period,
+                repeats,
+                unit,
+                in_thinking,
+                action,
+            } => {
+                if args.json {
+                    p.line(json!({
+                        "type": "loop",
+                        "node": node,
+                        "period": period,
+                        "repeats": repeats,
+                        "unit": unit,
+                        "in": if in_thinking { "thinking" } else { "text" },
+                        "action": action,
+                    }));
+                } else {
+                    let report = LoopReport {
+                        unit,
+                        period,
+                        repeats,
+                    };
+                    let place = if in_thinking { "thinking" } else { "answer" };
+                    // Off the line the stream is on, when both go to the terminal.
+                    let nl = if std::io::stdout().is_terminal() {
+                        "\n"
+                    } else {
+                        ""
+                    };
+                    if action == LoopAction::Stop {
+                        eprintln!(
+                            "{nl}glassbox: stopped: the model was looping in its {place} ({report}); what arrived is kept"
+                        );
+                    } else {
+                        eprintln!(
+                            "{nl}glassbox: warning: the model is looping in its {place} ({report}); Ctrl-C stops it"
+                        );
+                    }
+                }
+            }
             _ => {}
         }
     }
@@ -248,6 +291,8 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
             u.output_tokens,
             if outcome.stop == StopReason::Cancelled {
                 "  ·  interrupted"
+            } else if is_loop_stop(&outcome.stop) {
+                "  ·  stopped: looping"
             } else {
                 ""
             },

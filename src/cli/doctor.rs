@@ -79,6 +79,11 @@ fn gather(ctx: &Ctx) -> Value {
         })
     })
     .collect();
+    let local_model = cfg
+        .providers
+        .local
+        .resolved_model_path(&ctx.paths.models_dir);
+    // An opt-in model (Gemma 3) that is absent is only a problem when it is the one selected.
     let models: Vec<Value> = crate::models::check(&ctx.paths.models_dir, true)
         .into_iter()
         .map(|m| {
@@ -89,13 +94,12 @@ fn gather(ctx: &Ctx) -> Value {
                 "size_bytes": m.size,
                 "sha256_ok": m.sha256_ok,
                 "error": m.error,
+                "optional": m.file.optional,
+                "selected": m.path == local_model,
+                "setup": crate::models::setup_command(&m.file),
             })
         })
         .collect();
-    let local_model = cfg
-        .providers
-        .local
-        .resolved_model_path(&ctx.paths.models_dir);
     let (cols, rows) = crossterm::terminal::size().unwrap_or((0, 0));
     json!({
         "version": env!("CARGO_PKG_VERSION"),
@@ -192,13 +196,18 @@ pub fn run(ctx: &Ctx, json_out: bool) -> Result<ExitCode> {
     }
     println!("models dir   {}", s(&v["models_dir"]));
     for m in v["models"].as_array().into_iter().flatten() {
+        let setup = s(&m["setup"]);
         let state = if m["present"] != true {
-            "missing — run scripts/setup.sh".to_string()
+            if m["optional"] == true && m["selected"] != true {
+                format!("not installed (optional: {setup})")
+            } else {
+                format!("missing — run {setup}")
+            }
         } else {
             let size = human_size(m["size_bytes"].as_u64().unwrap_or(0));
             match &m["sha256_ok"] {
                 Value::Bool(true) => format!("{size}  sha256 ok"),
-                Value::Bool(false) => format!("{size}  SHA256 MISMATCH — rerun scripts/setup.sh"),
+                Value::Bool(false) => format!("{size}  SHA256 MISMATCH — rerun {setup}"),
                 _ => size,
             }
         };

@@ -54,6 +54,22 @@ pub(super) fn check_values(config: &Config) -> Vec<(String, String)> {
         "mcp.sampling_timeout_secs",
         "must be at least 1".into(),
     );
+    let lp = &config.r#loop;
+    check(
+        (2..=100).contains(&lp.min_repeats),
+        "loop.min_repeats",
+        format!("must be 2 to 100, got {}", lp.min_repeats),
+    );
+    check(
+        (1..=100).contains(&lp.max_period_lines),
+        "loop.max_period_lines",
+        format!("must be 1 to 100, got {}", lp.max_period_lines),
+    );
+    check(
+        (1..=1000).contains(&lp.max_period_words),
+        "loop.max_period_words",
+        format!("must be 1 to 1000, got {}", lp.max_period_words),
+    );
     let local = &config.providers.local;
     check(
         local.context_size > 0,

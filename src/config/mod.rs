@@ -26,6 +26,8 @@ use serde::{Deserialize, Serialize};
 use crate::engines::fork::ForkParams;
 use crate::engines::got::GotTuning;
 use crate::engines::llm::Effort;
+use crate::engines::llm::decoding::LocalDecoding;
+use crate::engines::llm::loops::LoopParams;
 use crate::engines::mcp::McpParams;
 use crate::engines::metacog::MetacogParams;
 use crate::engines::orchestrator::{BudgetParams, RoutingParams};
@@ -156,6 +158,9 @@ pub struct Config {
     pub verify: VerifyParams,
     pub metacog: MetacogParams,
     pub mcp: McpParams,
+    /// `[loop]`: spotting a model that repeats itself, and what to do then.
+    #[serde(rename = "loop")]
+    pub r#loop: LoopParams,
     #[serde(default)]
     pub profiles: BTreeMap<String, Profile>,
 }
@@ -214,7 +219,7 @@ pub struct OllamaConfig {
 }
 
 /// `[providers.local]`: the in-process GGUF model.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LocalConfig {
     /// GGUF file; empty for the SmolLM2 file in the models dir.
@@ -224,14 +229,21 @@ pub struct LocalConfig {
     pub threads: u32,
     /// Give models without native thinking an explicit reasoning pass first.
     pub thinking_pass: bool,
+    /// `[providers.local.decoding]`: sampling and per-role token caps.
+    pub decoding: LocalDecoding,
 }
 
 impl LocalConfig {
-    /// The GGUF file to load: `model_path` (with a leading `~/` expanded), or the default
-    /// SmolLM2 file in `models_dir` when it is empty.
+    /// The GGUF file to load: the default SmolLM2 file in `models_dir` when `model_path` is
+    /// empty; that model's file in `models_dir` when it is a bare known model name
+    /// (`smollm2`, `gemma3`; see `models::CHAT_MODELS`; write `./gemma3` for a file of that
+    /// name); else `model_path` itself, with a leading `~/` expanded.
     pub fn resolved_model_path(&self, models_dir: &Path) -> PathBuf {
         if self.model_path.as_os_str().is_empty() {
             return crate::models::smollm2_path(models_dir);
+        }
+        if let Some(file) = self.model_path.to_str().and_then(crate::models::chat_model) {
+            return models_dir.join(file.relative_path);
         }
         if let Ok(rest) = self.model_path.strip_prefix("~")
             && let Some(home) = directories::BaseDirs::new().map(|b| b.home_dir().to_path_buf())

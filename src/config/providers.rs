@@ -179,6 +179,7 @@ fn build_local(ctx: &Ctx) -> Result<Arc<dyn Provider>, LlmError> {
             thinking_pass: cfg.thinking_pass,
             thinking_prompt: prompts.get("local/thinking").to_string(),
             answer_prompt: prompts.get("local/answer").to_string(),
+            decoding: cfg.decoding.clone(),
         },
     )))
 }
@@ -238,13 +239,17 @@ pub fn context_tokens(cfg: &Config, kind: ProviderKind) -> u32 {
     }
 }
 
-/// An orchestrator for the built provider with the config's budget and prompts.
+/// An orchestrator for the built provider with the config's budget, prompts and loop
+/// detection (`[loop] action_local` for the embedded model, `action_remote` for the others).
 pub fn orchestrator(ctx: &Ctx, built: &Built, store: Store) -> Orchestrator {
     let cfg = &ctx.loaded.config;
     let mut o = Orchestrator::new(store, built.provider.clone(), built.model.clone());
     o.budget = cfg.budget.clone();
     o.context_tokens = context_tokens(cfg, built.kind);
     o.compaction_prompt = ctx.prompts().get("orchestrator/compaction").to_string();
+    o.loops = cfg.r#loop.clone();
+    let local = matches!(built.kind, ProviderKind::Local | ProviderKind::Auto);
+    o.loop_action = cfg.r#loop.action(local);
     o
 }
 

@@ -50,6 +50,7 @@ fn engine_sections_are_the_engines_defaults() {
     assert_eq!(c.verify, VerifyParams::default());
     assert_eq!(c.metacog, MetacogParams::default());
     assert_eq!(c.mcp, McpParams::default());
+    assert_eq!(c.r#loop, LoopParams::default());
 }
 
 #[test]
@@ -344,6 +345,54 @@ fn model_pseudo_key_follows_the_selected_provider() {
 }
 
 #[test]
+fn a_known_model_name_resolves_to_its_file_in_the_models_dir() {
+    let models = Path::new("/models");
+    let dir = tempfile::tempdir().unwrap();
+    let defaults = load(&sources(dir.path())).unwrap().config.providers.local;
+    let local = |p: &str| LocalConfig {
+        model_path: PathBuf::from(p),
+        ..defaults.clone()
+    };
+    assert_eq!(
+        local("").resolved_model_path(models),
+        crate::models::smollm2_path(models)
+    );
+    assert_eq!(
+        local("smollm2").resolved_model_path(models),
+        crate::models::smollm2_path(models)
+    );
+    assert_eq!(
+        local("gemma3").resolved_model_path(models),
+        PathBuf::from("/models/gemma-3-270m-q4_k_m.gguf")
+    );
+    assert_eq!(
+        local("Gemma3").resolved_model_path(models),
+        crate::models::gemma3_path(models)
+    );
+    // Anything else is a path, taken as given.
+    for p in ["./gemma3", "gemma", "/m/gemma3", "gemma-3-270m-q4_k_m.gguf"] {
+        assert_eq!(
+            local(p).resolved_model_path(models),
+            PathBuf::from(p),
+            "{p}"
+        );
+    }
+
+    // --model gemma3 with the local provider sets model_path to the name.
+    let mut src = sources(dir.path());
+    src.flags = vec![
+        FlagOverride::new("general.provider", "local", "--provider"),
+        FlagOverride::new(MODEL_KEY, "gemma3", "--model"),
+    ];
+    let loaded = load(&src).unwrap();
+    assert_eq!(loaded.provider, ProviderKind::Local);
+    assert_eq!(
+        loaded.config.providers.local.resolved_model_path(models),
+        crate::models::gemma3_path(models)
+    );
+}
+
+#[test]
 fn render_and_json_show_values_with_origins() {
     let dir = tempfile::tempdir().unwrap();
     let mut src = sources(dir.path());
@@ -370,4 +419,27 @@ fn render_and_json_show_values_with_origins() {
     );
     assert_eq!(json["keys"]["generation.top_p"]["value"], 0.95);
     assert_eq!(json["provider"], "local");
+}
+
+#[test]
+fn the_loop_section_loads_from_file_and_env_and_is_checked() {
+    use crate::engines::llm::loops::LoopAction;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(CONFIG_FILE_NAME);
+    std::fs::write(&path, "[loop]\naction_local = \"warn\"\nmin_repeats = 6\n").unwrap();
+    let mut src = sources(dir.path());
+    src.env = env(&[("GLASSBOX_LOOP__ACTION_REMOTE", "stop")]);
+    let c = load(&src).unwrap().config;
+    assert_eq!(c.r#loop.action_local, LoopAction::Warn);
+    assert_eq!(c.r#loop.action_remote, LoopAction::Stop);
+    assert_eq!(c.r#loop.min_repeats, 6);
+    assert_eq!(c.r#loop.action(true), LoopAction::Warn);
+    std::fs::write(&path, "[loop]\naction_local = \"halt\"\n").unwrap();
+    assert!(load(&sources(dir.path())).is_err());
+    std::fs::write(&path, "[loop]\nmin_repeats = 1\n").unwrap();
+    let err = load(&sources(dir.path())).unwrap_err().to_string();
+    assert!(
+        err.contains("invalid value for 'loop.min_repeats': must be 2 to 100"),
+        "{err}"
+    );
 }

@@ -5,12 +5,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::engines::got::{CallSettings, call_model, json_object, number};
-use crate::engines::llm::{Effort, LlmError, Provider};
+use crate::engines::llm::{Effort, LlmError, Provider, ToolSpec};
 use crate::store::{
     Insight, InsightId, Node, NodeId, NodeType, Run, RunId, RunKind, RunStatus, SessionId, Store,
     StoreError,
@@ -70,7 +71,7 @@ impl FocusArea {
 }
 
 /// The three kinds of insight.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum InsightType {
     BiasDetection,
@@ -100,6 +101,54 @@ impl InsightType {
             _ => None,
         }
     }
+}
+
+/// The model's structured answer (`record_insights`): the schema sent to the provider and the
+/// local model's grammar. [`insights_schema`] narrows `nodeId` to the nodes analysed.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InsightsAnswer {
+    #[schemars(length(max = 300))]
+    pub summary: String,
+    #[schemars(length(min = 1, max = 3))]
+    pub insights: Vec<InsightAnswer>,
+}
+
+/// One insight of an [`InsightsAnswer`].
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InsightAnswer {
+    pub insight_type: InsightType,
+    #[schemars(length(min = 1, max = 300))]
+    pub insight: String,
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub confidence: f64,
+    #[schemars(length(min = 1, max = 3))]
+    pub evidence: Vec<EvidenceAnswer>,
+}
+
+/// The evidence of an [`InsightAnswer`]: a node shown to the model.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EvidenceAnswer {
+    pub node_id: String,
+    #[schemars(length(max = 200))]
+    pub excerpt: String,
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub relevance: f64,
+}
+
+/// The insights answer's schema, its evidence limited to the `known` nodes: a model that
+/// honours the schema (the local one always does) cannot cite a node it was not shown.
+pub fn insights_schema(known: &[NodeId]) -> ToolSpec {
+    let mut tool = ToolSpec::of::<InsightsAnswer>("record_insights", "Record your insights.");
+    if let Some(id) = tool
+        .input_schema
+        .pointer_mut("/properties/insights/items/properties/evidence/items/properties/nodeId")
+    {
+        id["enum"] = known.iter().map(|n| Value::from(n.to_string())).collect();
+    }
+    tool
 }
 
 /// A node an insight points at, with the quoted excerpt.
@@ -388,10 +437,18 @@ impl Metacog {
             system.push_str(f.instruction());
         }
         let user = format!("Nodes of the session:\n\n{context}\nRecord your insights.");
-        let reply = call_model(&*self.provider, &self.call, &system, user, cancel).await?;
+        let analysed: Vec<NodeId> = picked.iter().map(|n| n.id).collect();
+        let reply = call_model(
+            &*self.provider,
+            &self.call,
+            &system,
+            user,
+            insights_schema(&analysed),
+            cancel,
+        )
+        .await?;
         let known: HashSet<NodeId> = picked.iter().map(|n| n.id).collect();
         let parsed = parse_insights(&reply.text, &known);
-        let analysed: Vec<NodeId> = picked.iter().map(|n| n.id).collect();
         let run = RunId::new();
         let insights: Vec<Insight> = parsed
             .insights

@@ -44,6 +44,19 @@ pub struct StepView {
     pub human: Option<HumanMark>,
     /// The newest corrected branch reasoned from this step, if any.
     pub branch: Option<String>,
+    /// Why the verifier's answer on this step could not be read: then the step has no
+    /// verdict and is drawn as an error.
+    pub unreadable: Option<String>,
+}
+
+impl StepView {
+    /// The verdict's glyph and style, or `!` in the error colour when the answer was not read.
+    fn mark(&self, theme: &Theme) -> (&'static str, Style) {
+        match self.unreadable {
+            Some(_) => ("!", theme.style(Role::Error)),
+            None => (glyph(self.verdict), verdict_style(self.verdict, theme)),
+        }
+    }
 }
 
 /// A stored verification run as shown.
@@ -310,7 +323,7 @@ fn header(f: &mut Frame, area: Rect, ws: &VerifyView<'_>, r: &Verification, v: &
             c if c >= 0.25 => '▒',
             _ => '░',
         };
-        let mut st = verdict_style(s.verdict, theme);
+        let mut st = s.mark(theme).1;
         if i == ws.selected {
             st = st.add_modifier(Modifier::REVERSED);
         }
@@ -381,8 +394,8 @@ fn step_lines(
         let mut spans = Vec::new();
         if i == 0 {
             spans.push(Span::styled(
-                glyph(s.verdict),
-                verdict_style(s.verdict, theme).add_modifier(Modifier::BOLD),
+                s.mark(theme).0,
+                s.mark(theme).1.add_modifier(Modifier::BOLD),
             ));
             spans.push(Span::raw(" "));
             spans.push(human_glyph(s.human, theme));
@@ -581,8 +594,11 @@ fn detail(f: &mut Frame, area: Rect, s: &StepView, theme: &Theme) {
     let dim = theme.style(Role::Dim);
     let mut lines = vec![
         Line::from(vec![
-            Span::styled(glyph(s.verdict), verdict_style(s.verdict, theme)),
-            Span::raw(format!(" {} ", s.verdict.as_str())),
+            Span::styled(s.mark(theme).0, s.mark(theme).1),
+            Span::raw(match &s.unreadable {
+                Some(why) => format!(" no verdict: {why} "),
+                None => format!(" {} ", s.verdict.as_str()),
+            }),
             Span::styled(
                 format!("confidence {:.2}", s.confidence),
                 theme.confidence_style(s.confidence),
@@ -658,6 +674,7 @@ mod tests {
             correction: None,
             human: None,
             branch: None,
+            unreadable: None,
         }
     }
 
@@ -691,6 +708,25 @@ mod tests {
                     .to_string()
             })
             .collect()
+    }
+
+    #[test]
+    fn an_unread_step_is_marked_as_an_error_not_a_verdict() {
+        let mut unread = step(2, 2);
+        unread.unreadable = Some("the verifier's answer was not readable".into());
+        let rows = draw(vec![step(1, 2), unread], 0);
+        let row = |n: &str| {
+            rows.iter()
+                .find(|r| r.contains(&format!(" {n} ")))
+                .cloned()
+                .unwrap_or_else(|| panic!("no row for step {n}: {rows:#?}"))
+        };
+        assert!(row("1").contains('✓'), "{}", row("1"));
+        assert!(
+            row("2").contains('!') && !row("2").contains('✓'),
+            "{}",
+            row("2")
+        );
     }
 
     #[test]

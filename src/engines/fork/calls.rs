@@ -35,10 +35,13 @@ impl ForkEngine {
         req.effort = plan.effort;
         req.temperature = self.settings.temperature;
         req.seed = self.settings.seed;
-        if let (Some(shape), true) = (shape, self.settings.use_tools) {
+        if let Some(shape) = shape {
             let tool = shape.tool();
-            req.tool_choice = Some(tool.name.clone());
-            req.tools = vec![tool];
+            if self.settings.use_tools {
+                req.tool_choice = Some(tool.name.clone());
+                req.tools = vec![tool.clone()];
+            }
+            req.schema = Some(tool);
         }
         let mut stream = self.provider.stream(
             req,

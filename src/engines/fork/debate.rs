@@ -7,7 +7,8 @@ use futures::future::join_all;
 use serde_json::{Map, Value, json};
 
 use super::json::{
-    Shape, UNSTATED_CONFIDENCE, bool_of, confidence_of, field, list_of, parse_conclusion, text_of,
+    DebateAnswer, Shape, UNSTATED_CONFIDENCE, bool_of, confidence_of, field, list_of,
+    parse_conclusion, text_of,
 };
 use super::{
     Conclusion, DebateEntry, DebateResult, DebateRound, Events, ForkEngine, ForkError, ForkEvent,
@@ -327,13 +328,28 @@ pub(super) fn parse_debate(
     style: ForkStyle,
     round: u32,
 ) -> Result<DebateEntry, String> {
+    let a = read_debate(m)?;
+    Ok(DebateEntry {
+        style,
+        round,
+        response: a.response,
+        confidence: a.confidence,
+        position_changed: a.position_changed,
+        counterpoints: a.counterpoints,
+        concessions: a.concessions,
+        error: None,
+        node_id: None,
+    })
+}
+
+/// A [`DebateAnswer`] from the object a model sent, tolerant of the names and forms models
+/// use instead of the schema's.
+fn read_debate(m: &Map<String, Value>) -> Result<DebateAnswer, String> {
     let response = text_of(field(m, &["response", "position", "conclusion"]));
     if response.is_empty() {
         return Err("the model's debate answer has no response".into());
     }
-    Ok(DebateEntry {
-        style,
-        round,
+    Ok(DebateAnswer {
         response,
         confidence: confidence_of(field(m, &["confidence"])).unwrap_or(UNSTATED_CONFIDENCE),
         position_changed: bool_of(field(m, &["positionChanged", "position_changed"])),
@@ -342,7 +358,5 @@ pub(super) fn parse_debate(
             &["counterpoints", "keyCounterpoints", "key_counterpoints"],
         )),
         concessions: list_of(field(m, &["concessions"])),
-        error: None,
-        node_id: None,
     })
 }

@@ -1,10 +1,12 @@
 //! The structured answers of fork calls: the tool schema or answer template of each shape,
 //! and tolerant readers of what a model sends back.
 
-use serde_json::{Map, Value, json};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 
-use super::Conclusion;
 use super::calls::CallOutput;
+use super::{Comparison, Conclusion};
 use crate::engines::json_extract::extract_object;
 use crate::engines::llm::ToolSpec;
 
@@ -12,63 +14,47 @@ use crate::engines::llm::ToolSpec;
 /// value, neither trusted nor dismissed.
 pub(super) const UNSTATED_CONFIDENCE: f64 = 0.5;
 
+/// A branch's answer in a debate round (`record_debate_response`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DebateAnswer {
+    #[schemars(length(min = 1, max = 600))]
+    pub response: String,
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub confidence: f64,
+    pub position_changed: bool,
+    #[serde(default)]
+    #[schemars(length(max = 4), inner(length(min = 1, max = 200)))]
+    pub counterpoints: Vec<String>,
+    #[serde(default)]
+    #[schemars(length(max = 4), inner(length(min = 1, max = 200)))]
+    pub concessions: Vec<String>,
+}
+
 /// Which structured answer a call asks for.
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Shape {
+pub(crate) enum Shape {
     Conclusion,
     Comparison,
     Debate,
 }
 
 impl Shape {
-    pub(super) fn tool(self) -> ToolSpec {
-        let list = json!({"type": "array", "items": {"type": "string"}});
-        let (name, description, schema) = match self {
-            Shape::Conclusion => (
-                "record_conclusion",
-                "Record the branch's conclusion.",
-                json!({"type": "object", "properties": {
-                    "conclusion": {"type": "string"},
-                    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-                    "keyInsights": list, "risks": list, "opportunities": list, "assumptions": list},
-                    "required": ["conclusion", "confidence", "keyInsights"]}),
-            ),
-            Shape::Comparison => (
+    /// The answer's structure, derived from the type it is read into: the tool a provider
+    /// with tools must call, and the grammar the local model samples under.
+    pub(crate) fn tool(self) -> ToolSpec {
+        match self {
+            Shape::Conclusion => {
+                ToolSpec::of::<Conclusion>("record_conclusion", "Record the branch's conclusion.")
+            }
+            Shape::Comparison => ToolSpec::of::<Comparison>(
                 "record_comparison",
                 "Record the convergence and divergence analysis.",
-                json!({"type": "object", "properties": {
-                    "convergencePoints": {"type": "array", "items": {"type": "object", "properties": {
-                        "topic": {"type": "string"},
-                        "agreementLevel": {"type": "string", "enum": ["full", "partial", "none"]},
-                        "styles": list, "summary": {"type": "string"}}}},
-                    "divergencePoints": {"type": "array", "items": {"type": "object", "properties": {
-                        "topic": {"type": "string"},
-                        "positions": {"type": "array", "items": {"type": "object", "properties": {
-                            "style": {"type": "string"}, "position": {"type": "string"},
-                            "confidence": {"type": "number"}}}},
-                        "significance": {"type": "string", "enum": ["high", "medium", "low"]},
-                        "recommendation": {"type": "string"}}}},
-                    "metaInsight": {"type": "string"},
-                    "recommendedApproach": {"type": "object", "properties": {
-                        "style": {"type": "string"}, "rationale": {"type": "string"},
-                        "confidence": {"type": "number"}}}},
-                    "required": ["convergencePoints", "divergencePoints", "metaInsight"]}),
             ),
-            Shape::Debate => (
+            Shape::Debate => ToolSpec::of::<DebateAnswer>(
                 "record_debate_response",
                 "Record this branch's debate response.",
-                json!({"type": "object", "properties": {
-                    "response": {"type": "string"},
-                    "confidence": {"type": "number", "minimum": 0, "maximum": 1},
-                    "positionChanged": {"type": "boolean"},
-                    "counterpoints": list, "concessions": list},
-                    "required": ["response", "confidence", "positionChanged"]}),
             ),
-        };
-        ToolSpec {
-            name: name.into(),
-            description: description.into(),
-            input_schema: schema,
         }
     }
 

@@ -22,6 +22,7 @@ use std::str::FromStr;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -31,6 +32,9 @@ use crate::engines::prompts::Prompts;
 use crate::store::{EdgeType, NodeId, RunId, SessionId, Store, StoreError};
 
 pub use checkpoint::{downstream_of, record_verdict};
+pub use json::DebateAnswer;
+#[cfg(all(test, feature = "local"))]
+pub(crate) use json::Shape;
 pub use steer::{ForkRecord, load_fork_record};
 
 /// Seed 000 ThinkFork (Flow 3, `POST /api/fork { debate: true, rounds: 3 }`): a debate runs
@@ -74,7 +78,9 @@ pub enum ForkError {
 }
 
 /// A reasoning style of a branch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ForkStyle {
     Conservative,
@@ -170,19 +176,27 @@ pub struct Guidance {
     pub guidance: String,
 }
 
-/// What a branch concluded (also the shape of a merge or consensus synthesis).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// What a branch concluded (also the shape of a merge or consensus synthesis). Its schema
+/// is the branch's structured answer (`record_conclusion`); the limits keep a small model's
+/// answer short enough to end within the structured-answer token cap.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Conclusion {
+    #[schemars(length(min = 1, max = 600))]
     pub conclusion: String,
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub confidence: f64,
     #[serde(default)]
+    #[schemars(length(max = 4), inner(length(min = 1, max = 200)))]
     pub key_insights: Vec<String>,
     #[serde(default)]
+    #[schemars(length(max = 4), inner(length(min = 1, max = 200)))]
     pub risks: Vec<String>,
     #[serde(default)]
+    #[schemars(length(max = 4), inner(length(min = 1, max = 200)))]
     pub opportunities: Vec<String>,
     #[serde(default)]
+    #[schemars(length(max = 4), inner(length(min = 1, max = 200)))]
     pub assumptions: Vec<String>,
 }
 
@@ -209,7 +223,7 @@ impl BranchResult {
 }
 
 /// How much branches agree on a topic.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Agreement {
     Full,
@@ -218,7 +232,7 @@ pub enum Agreement {
 }
 
 /// How much a divergence matters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Significance {
     High,
@@ -227,53 +241,68 @@ pub enum Significance {
 }
 
 /// A topic the branches agree on.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConvergencePoint {
+    #[schemars(length(min = 1, max = 100))]
     pub topic: String,
     pub agreement_level: Agreement,
+    #[schemars(length(max = 4))]
     pub styles: Vec<ForkStyle>,
+    #[schemars(length(max = 300))]
     pub summary: String,
 }
 
 /// One style's position on a divergent topic.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Position {
     pub style: ForkStyle,
+    #[schemars(length(max = 300))]
     pub position: String,
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub confidence: f64,
 }
 
 /// A topic the branches disagree on.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DivergencePoint {
+    #[schemars(length(min = 1, max = 100))]
     pub topic: String,
+    #[schemars(length(max = 4))]
     pub positions: Vec<Position>,
     pub significance: Significance,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 300))]
     pub recommendation: Option<String>,
 }
 
 /// The approach the comparison recommends.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RecommendedApproach {
     pub style: ForkStyle,
+    #[schemars(length(max = 300))]
     pub rationale: String,
+    #[schemars(range(min = 0.0, max = 1.0))]
     pub confidence: f64,
 }
 
-/// Convergence / divergence analysis over the successful branches.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+/// Convergence / divergence analysis over the successful branches. Its schema (without
+/// `comparisonError`) is the comparison call's structured answer (`record_comparison`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Comparison {
+    #[schemars(length(max = 4))]
     pub convergence_points: Vec<ConvergencePoint>,
+    #[schemars(length(max = 4))]
     pub divergence_points: Vec<DivergencePoint>,
+    #[schemars(length(max = 400))]
     pub meta_insight: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recommended_approach: Option<RecommendedApproach>,
     /// Why there is no comparison (fewer than two branches, or unreadable model output).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub comparison_error: Option<String>,
 }
 

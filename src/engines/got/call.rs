@@ -5,7 +5,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::engines::llm::{
-    CallCtx, ChatRequest, Effort, LlmError, Message, Provider, StreamEvent, ThinkingMode,
+    CallCtx, ChatRequest, Effort, LlmError, Message, Provider, StreamEvent, ThinkingMode, ToolSpec,
 };
 
 /// Settings of every model call an engine makes.
@@ -44,11 +44,13 @@ pub(crate) struct Reply {
 }
 
 /// Runs one model call to completion; a tool call's input counts as the answer text.
+/// `schema` is the structure the answer must have ([`ChatRequest::schema`]).
 pub(crate) async fn call_model(
     provider: &dyn Provider,
     settings: &CallSettings,
     system: &str,
     user: String,
+    schema: ToolSpec,
     cancel: &CancellationToken,
 ) -> Result<Reply, LlmError> {
     use futures::StreamExt;
@@ -60,6 +62,7 @@ pub(crate) async fn call_model(
     req.temperature = settings.temperature;
     req.seed = settings.seed;
     req.json_mode = true;
+    req.schema = Some(schema);
     let ctx = CallCtx {
         cancel: cancel.clone(),
         raw: None,

@@ -30,6 +30,9 @@ use crate::store::{
 
 pub use call::CallSettings;
 pub(crate) use call::{call_model, json_object, number};
+pub use parse::{MergedThought, ProposedThoughts, ThoughtScore};
+#[cfg(all(test, feature = "local"))]
+pub(crate) use parse::{merged_schema, proposed_schema, score_schema};
 use search::Search;
 
 /// Seed 000 GoT, Flow 4 step 1: the root thought is the problem itself, verified with score

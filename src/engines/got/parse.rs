@@ -1,8 +1,56 @@
-//! Readers of the search's model answers: generated thoughts, scores and merged thoughts.
+//! The search's model answers — generated thoughts, scores and merged thoughts: the types
+//! whose schemas the calls send (the tool schema, the local model's grammar), and tolerant
+//! readers of what a model sends back.
 
+use schemars::JsonSchema;
+use serde::Serialize;
 use serde_json::Value;
 
 use super::call::{json_object, number};
+use crate::engines::llm::ToolSpec;
+
+// The length limits keep a small model's answer inside its structured-answer token cap.
+
+/// The next thoughts proposed from a node (`propose_thoughts`).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ProposedThoughts {
+    #[schemars(length(min = 1, max = 8), inner(length(min = 1, max = 400)))]
+    pub thoughts: Vec<String>,
+}
+
+/// A thought's score and the reason for it (`score_thought`).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ThoughtScore {
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub score: f64,
+    #[schemars(length(max = 300))]
+    pub reasoning: String,
+}
+
+/// Several thoughts merged into one (`merge_thoughts`).
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct MergedThought {
+    #[schemars(length(min = 1, max = 400))]
+    pub thought: String,
+}
+
+/// The schema of a generation answer asking for `k` thoughts.
+pub(crate) fn proposed_schema(k: usize) -> ToolSpec {
+    let mut tool =
+        ToolSpec::of::<ProposedThoughts>("propose_thoughts", "Propose the next thoughts.");
+    if let Some(list) = tool.input_schema.pointer_mut("/properties/thoughts") {
+        list["maxItems"] = k.max(1).into();
+    }
+    tool
+}
+
+pub(crate) fn score_schema() -> ToolSpec {
+    ToolSpec::of::<ThoughtScore>("score_thought", "Score the thought.")
+}
+
+pub(crate) fn merged_schema() -> ToolSpec {
+    ToolSpec::of::<MergedThought>("merge_thoughts", "Write one combined thought.")
+}
 
 /// Thoughts from a generation answer: `{"thoughts": [...]}` (strings or objects with a
 /// `content`/`thought`/`text`), else the answer's non-empty lines without list markers.

@@ -8,12 +8,14 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::call::call_model;
-use super::parse::{parse_aggregate, parse_score, parse_thoughts};
+use super::parse::{
+    merged_schema, parse_aggregate, parse_score, parse_thoughts, proposed_schema, score_schema,
+};
 use super::{
     BEST_THOUGHTS, GotControl, GotEngine, GotError, GotEvent, GotParams, GotResult, GotStats,
     GraphState, MIN_MERGE, Thought, ThoughtState,
 };
-use crate::engines::llm::LlmError;
+use crate::engines::llm::{LlmError, ToolSpec};
 use crate::store::{Edge, EdgeType, Node, NodeId, NodeType, RunId, SessionId};
 
 /// The state of one running search.
@@ -255,9 +257,10 @@ impl Search<'_> {
         &mut self,
         system: &str,
         user: String,
+        schema: ToolSpec,
     ) -> Result<Option<String>, GotError> {
         let e = self.engine;
-        match call_model(&*e.provider, &e.call, system, user, &self.cancel).await {
+        match call_model(&*e.provider, &e.call, system, user, schema, &self.cancel).await {
             Ok(r) => {
                 self.tokens += r.tokens;
                 self.emit(GotEvent::Tokens(self.tokens));
@@ -284,7 +287,7 @@ impl Search<'_> {
             t.content
         );
         let system = self.engine.prompts.evaluate.clone();
-        let Some(text) = self.call(&system, user).await? else {
+        let Some(text) = self.call(&system, user, score_schema()).await? else {
             return Ok(());
         };
         let (score, reasoning) = parse_score(&text);
@@ -331,7 +334,7 @@ impl Search<'_> {
             }
         );
         let system = self.engine.prompts.generate.replace("{k}", &k.to_string());
-        let Some(text) = self.call(&system, user).await? else {
+        let Some(text) = self.call(&system, user, proposed_schema(k)).await? else {
             return Ok(Vec::new());
         };
         let mut children = Vec::new();
@@ -393,7 +396,7 @@ impl Search<'_> {
             self.problem
         );
         let system = self.engine.prompts.aggregate.clone();
-        let Some(text) = self.call(&system, user).await? else {
+        let Some(text) = self.call(&system, user, merged_schema()).await? else {
             return Ok(None);
         };
         let Some(content) = parse_aggregate(&text) else {

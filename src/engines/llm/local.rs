@@ -3,6 +3,12 @@
 //! Generation runs on its own thread and streams pieces through a channel. Models without
 //! native thinking get an explicit first pass that reasons about the question (streamed as
 //! thinking), then the answer is generated conditioned on that reasoning.
+//!
+//! Tokens are picked by the sampler chain of [`LocalDecoding`] ([`Picker`]): repetition
+//! penalty and DRY, then greedy or seeded sampling. A request with a [`ChatRequest::schema`] has its answer
+//! pass sampled under the GBNF grammar llama.cpp compiles from that JSON Schema: the model
+//! can only write text the schema accepts, so the answer always parses, and the pass has
+//! its own token cap (`structured_tokens`).
 
 use std::collections::HashMap;
 use std::num::NonZeroU32;
@@ -10,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
+use super::decoding::{DRY_BREAKERS, LocalDecoding};
 use super::replay::TokenRecord;
 use super::{
     CallCtx, ChatRequest, EventStream, LlmError, Provider, RawChunk, Role, StopReason, StreamEvent,
@@ -17,12 +24,16 @@ use super::{
 };
 use bytes::Bytes;
 use futures::StreamExt;
+use llama_cpp_2::context::LlamaContext;
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::params::LlamaModelParams;
 use llama_cpp_2::model::{LlamaChatMessage, LlamaModel};
 use llama_cpp_2::sampling::LlamaSampler;
+use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::token::data::LlamaTokenData;
+use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 
 /// Settings of the local provider.
 #[derive(Clone, Debug)]
@@ -37,6 +48,8 @@ pub struct LocalSettings {
     pub thinking_prompt: String,
     /// Instruction that introduces the reasoning in the answer pass.
     pub answer_prompt: String,
+    /// Sampling and per-role token caps.
+    pub decoding: LocalDecoding,
 }
 
 fn backend() -> Result<&'static LlamaBackend, LlmError> {
@@ -66,8 +79,9 @@ fn load_model(path: &Path) -> Result<Arc<LlamaModel>, LlmError> {
     if !path.is_file() {
         return Err(LlmError::Local {
             message: format!(
-                "model file {} not found; run scripts/setup.sh to fetch it, or pass --model PATH",
-                path.display()
+                "model file {} not found; run {} to fetch it, or pass --model PATH",
+                path.display(),
+                crate::models::setup_command_for_path(path)
             ),
         });
     }
@@ -217,9 +231,7 @@ fn generate(
     out: &mut Emitter,
 ) -> Result<(), LlmError> {
     let model = load_model(&settings.model_path)?;
-    let template = model
-        .chat_template(None)
-        .map_err(|e| local_err("the model has no chat template", e))?;
+    let template = chat_template(&model)?;
     let native_thinking = template
         .to_str()
         .map(|t| t.contains("<think>"))
@@ -244,11 +256,12 @@ fn generate(
         let budget = match req.thinking {
             ThinkingMode::Budget { tokens } => tokens.min(req.max_tokens),
             _ => req.max_tokens,
-        };
+        }
+        .min(settings.decoding.thinking_tokens);
         let mut msgs = history.clone();
         msgs.insert(0, ("system".into(), settings.thinking_prompt.clone()));
         let prompt = render(&model, &template, &msgs)?;
-        let pass = run_pass(&model, settings, req, ctx, &prompt, budget, "t", out)?;
+        let pass = run_pass(&model, settings, req, ctx, &prompt, budget, None, "t", out)?;
         usage.input_tokens += pass.prompt_tokens;
         usage.output_tokens += pass.output_tokens;
         usage.thinking_tokens = Some(pass.output_tokens);
@@ -271,36 +284,200 @@ fn generate(
         );
     }
     let prompt = render(&model, &template, &msgs)?;
+    let grammar = req.schema.as_ref().map(grammar_of).transpose()?;
+    let cap = if grammar.is_some() {
+        settings.decoding.structured_tokens
+    } else {
+        req.max_tokens
+    };
     let pass = run_pass(
         &model,
         settings,
         req,
         ctx,
         &prompt,
-        req.max_tokens,
+        cap,
+        grammar.as_deref(),
         "a",
         out,
     )?;
     usage.input_tokens += pass.prompt_tokens;
     usage.output_tokens += pass.output_tokens;
+    if let (Some(schema), StopReason::MaxTokens) = (&req.schema, &pass.stop) {
+        // The grammar was not finished: what was written is kept by whoever read the deltas.
+        finish_usage(out, usage);
+        return Err(LlmError::Local {
+            message: format!(
+                "the structured answer ({}) was cut at {} tokens before it was complete; raise providers.local.decoding.structured_tokens",
+                schema.name, pass.output_tokens
+            ),
+        });
+    }
     finish(out, usage, pass.stop);
     Ok(())
 }
 
+/// The GBNF grammar of an answer schema.
+fn grammar_of(schema: &super::ToolSpec) -> Result<String, LlmError> {
+    llama_cpp_2::json_schema_to_grammar(&schema.input_schema.to_string()).map_err(|e| {
+        LlmError::Local {
+            message: format!(
+                "cannot compile the grammar of the structured answer {}: {e}",
+                schema.name
+            ),
+        }
+    })
+}
+
+/// Picks each token: the sampler chain of [`LocalDecoding`] (repetition penalty and DRY,
+/// then greedy at temperature 0, else top-p, min-p, temperature and a seeded draw), under the
+/// answer's grammar when there is one.
+///
+/// Checking the grammar against the whole vocabulary at every step is what makes
+/// constrained decoding slow, so (as llama.cpp's own sampler does) the token is picked
+/// without it first and only checked; the grammar is applied to every candidate only when
+/// that token breaks it.
+/// How many of the likeliest tokens are checked against the grammar before the whole
+/// vocabulary is.
+const GRAMMAR_SHORTLIST: usize = 64;
+
+struct Picker {
+    chain: LlamaSampler,
+    grammar: Option<LlamaSampler>,
+}
+
+impl Picker {
+    fn new(
+        model: &LlamaModel,
+        decoding: &LocalDecoding,
+        req: &ChatRequest,
+        grammar: Option<&str>,
+    ) -> Result<Self, LlmError> {
+        let grammar = grammar
+            .map(|g| {
+                LlamaSampler::grammar(model, g, "root")
+                    .map_err(|e| local_err("the structured answer's grammar does not load", e))
+            })
+            .transpose()?;
+        let mut chain = vec![LlamaSampler::penalties(
+            model.n_vocab(),
+            decoding.repeat_last_n,
+            decoding.repeat_penalty,
+            0.0,
+            0.0,
+        )];
+        if decoding.dry_multiplier > 0.0 {
+            chain.push(LlamaSampler::dry(
+                model,
+                decoding.dry_multiplier,
+                decoding.dry_base,
+                decoding.dry_allowed_length,
+                decoding.dry_last_n,
+                DRY_BREAKERS,
+            ));
+        }
+        let temperature = req.temperature.unwrap_or(decoding.temperature);
+        if temperature > 0.0 {
+            let seed = req.seed.map_or(decoding.seed, |s| s as u32);
+            chain.extend([
+                LlamaSampler::top_p(req.top_p.unwrap_or(decoding.top_p), 1),
+                LlamaSampler::min_p(decoding.min_p, 1),
+                LlamaSampler::temp(temperature),
+                LlamaSampler::dist(seed),
+            ]);
+        } else {
+            chain.push(LlamaSampler::greedy());
+        }
+        Ok(Self {
+            chain: LlamaSampler::chain_simple(chain),
+            grammar,
+        })
+    }
+
+    /// The next token from the `idx`-th logits of the last decode; the samplers' state
+    /// (recent tokens, grammar position) moves past it.
+    fn pick(&mut self, lctx: &LlamaContext<'_>, idx: i32) -> LlamaToken {
+        let Some(grammar) = &mut self.grammar else {
+            return self.chain.sample(lctx, idx);
+        };
+        let mut all = lctx.token_data_array_ith(idx);
+        all.apply_sampler(&mut self.chain);
+        let first = all.selected_token();
+        let allowed = first.is_some_and(|t| {
+            let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(t, 1.0, 0.0)], false);
+            one.apply_sampler(grammar);
+            one.data.first().is_some_and(|d| d.logit().is_finite())
+        });
+        let token = match first {
+            Some(t) if allowed => t,
+            _ => {
+                // Most often a token the grammar allows is among the likeliest few: try
+                // those before checking the whole vocabulary.
+                let mut all = lctx.token_data_array_ith(idx);
+                let n = GRAMMAR_SHORTLIST.min(all.data.len());
+                if n < all.data.len() {
+                    all.data
+                        .select_nth_unstable_by(n, |a, b| b.logit().total_cmp(&a.logit()));
+                }
+                let mut few = LlamaTokenDataArray::new(all.data[..n].to_vec(), false);
+                few.apply_sampler(grammar);
+                if few.data.iter().any(|d| d.logit().is_finite()) {
+                    few.apply_sampler(&mut self.chain);
+                    few.selected_token().unwrap_or(LlamaToken(-1))
+                } else {
+                    all.apply_sampler(grammar);
+                    all.apply_sampler(&mut self.chain);
+                    // A grammar that allows nothing leaves no choice: end the pass.
+                    all.selected_token().unwrap_or(LlamaToken(-1))
+                }
+            }
+        };
+        if token.0 >= 0 {
+            grammar.accept(token);
+            self.chain.accept(token);
+        }
+        token
+    }
+}
+
+/// The model's own chat template, else (a pretrained model ships none) the one llama.cpp
+/// knows for the model's architecture, such as `gemma`.
+fn chat_template(model: &LlamaModel) -> Result<llama_cpp_2::model::LlamaChatTemplate, LlmError> {
+    match model.chat_template(None) {
+        Ok(t) => Ok(t),
+        Err(e) => {
+            let arch = model
+                .meta_val_str("general.architecture")
+                .unwrap_or_default();
+            // llama.cpp's built-in templates by name; Gemma's pretrained files need it.
+            let known = ["gemma"]
+                .into_iter()
+                .find(|name| arch.starts_with(name))
+                .ok_or_else(|| local_err("the model has no chat template", e))?;
+            llama_cpp_2::model::LlamaChatTemplate::new(known)
+                .map_err(|e| local_err("chat template", e))
+        }
+    }
+}
+
 fn finish(out: &mut Emitter, usage: Usage, stop: StopReason) {
-    out.emit(TokenRecord {
-        p: "u".into(),
-        id: None,
-        s: String::new(),
-        usage: Some(usage),
-        stop: None,
-    });
+    finish_usage(out, usage);
     out.emit(TokenRecord {
         p: "s".into(),
         id: None,
         s: String::new(),
         usage: None,
         stop: Some(stop),
+    });
+}
+
+fn finish_usage(out: &mut Emitter, usage: Usage) {
+    out.emit(TokenRecord {
+        p: "u".into(),
+        id: None,
+        s: String::new(),
+        usage: Some(usage),
+        stop: None,
     });
 }
 
@@ -327,6 +504,7 @@ fn run_pass(
     ctx: &CallCtx,
     prompt: &str,
     max_tokens: u32,
+    grammar: Option<&str>,
     pass: &str,
     out: &mut Emitter,
 ) -> Result<Pass, LlmError> {
@@ -373,14 +551,7 @@ fn run_pass(
             .map_err(|e| local_err("decode failed", e))?;
     }
 
-    let mut sampler = match req.temperature {
-        Some(t) if t > 0.0 => LlamaSampler::chain_simple([
-            LlamaSampler::top_p(req.top_p.unwrap_or(0.95), 1),
-            LlamaSampler::temp(t),
-            LlamaSampler::dist(req.seed.unwrap_or(0) as u32),
-        ]),
-        _ => LlamaSampler::greedy(),
-    };
+    let mut picker = Picker::new(model, &settings.decoding, req, grammar)?;
 
     let mut text = String::new();
     let mut joiner = Utf8Joiner::default();
@@ -392,8 +563,8 @@ fn run_pass(
             stop = StopReason::Cancelled;
             break;
         }
-        let token = sampler.sample(&lctx, batch.n_tokens() - 1);
-        if vocab.is_eog(token) {
+        let token = picker.pick(&lctx, batch.n_tokens() - 1);
+        if token.0 < 0 || vocab.is_eog(token) {
             stop = StopReason::EndTurn;
             break;
         }
@@ -428,6 +599,31 @@ fn run_pass(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every structured answer an engine asks for compiles to a grammar llama.cpp loads.
+    #[test]
+    fn every_engine_answer_schema_compiles_to_a_grammar() {
+        use crate::engines::{fork, got, metacog, verify};
+        use crate::store::NodeId;
+        let schemas = [
+            fork::Shape::Conclusion.tool(),
+            fork::Shape::Comparison.tool(),
+            fork::Shape::Debate.tool(),
+            got::proposed_schema(3),
+            got::score_schema(),
+            got::merged_schema(),
+            verify::StepJudgement::schema(),
+            metacog::insights_schema(&[NodeId::new(), NodeId::new()]),
+        ];
+        for schema in &schemas {
+            let grammar = grammar_of(schema).unwrap_or_else(|e| panic!("{}: {e}", schema.name));
+            assert!(grammar.contains("root ::="), "{}: {grammar}", schema.name);
+        }
+        // The insights grammar only lets the model cite the nodes it was shown.
+        let id = NodeId::new();
+        let grammar = grammar_of(&metacog::insights_schema(&[id])).unwrap();
+        assert!(grammar.contains(&id.to_string()));
+    }
 
     #[test]
     fn utf8_joiner_holds_split_sequences() {

@@ -109,6 +109,27 @@ pub struct ToolSpec {
     pub input_schema: serde_json::Value,
 }
 
+impl ToolSpec {
+    /// The tool (or answer structure) whose input is a `T`: its JSON Schema derived from the
+    /// type, with every sub-schema inlined (no `$ref`), so that a provider's tool schema and
+    /// the local grammar come from the one type the engine reads the answer into.
+    pub fn of<T: schemars::JsonSchema>(name: &str, description: &str) -> Self {
+        let generator = schemars::generate::SchemaSettings::draft2020_12()
+            .with(|s| s.inline_subschemas = true)
+            .into_generator();
+        let mut schema = generator.into_root_schema_for::<T>().to_value();
+        if let serde_json::Value::Object(m) = &mut schema {
+            m.remove("$schema");
+            m.remove("title");
+        }
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input_schema: schema,
+        }
+    }
+}
+
 /// How the provider should think before answering.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case", tag = "type")]
@@ -148,6 +169,12 @@ pub struct ChatRequest {
     pub tool_choice: Option<String>,
     /// Ask for a JSON object answer where the provider supports it.
     pub json_mode: bool,
+    /// The structure the answer must have, from the Rust type the engine reads it into
+    /// ([`ToolSpec::of`]). The local model samples under the grammar compiled from its schema,
+    /// so the answer always parses; remote providers get it through `tools`/`tool_choice`
+    /// where the engine uses them, else through the answer template in the prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<ToolSpec>,
 }
 
 impl ChatRequest {
@@ -165,6 +192,7 @@ impl ChatRequest {
             tools: Vec::new(),
             tool_choice: None,
             json_mode: false,
+            schema: None,
         }
     }
 }
@@ -324,7 +352,9 @@ pub trait Provider: Send + Sync {
 
 // Wire formats and remote providers.
 pub mod anthropic;
+pub mod decoding;
 pub mod http;
+pub mod loops;
 pub mod ollama;
 pub mod openai;
 pub mod sse;

@@ -101,7 +101,10 @@ pub fn request_body(req: &ChatRequest, stream: bool) -> Value {
     if req.thinking != ThinkingMode::Off {
         body["think"] = json!(true);
     }
-    if req.json_mode {
+    // Ollama constrains the answer to a JSON Schema given as `format`.
+    if let Some(schema) = &req.schema {
+        body["format"] = schema.input_schema.clone();
+    } else if req.json_mode {
         body["format"] = json!("json");
     }
     if !req.tools.is_empty() {

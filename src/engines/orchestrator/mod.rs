@@ -15,6 +15,7 @@ mod turn;
 
 use std::sync::Arc;
 
+use super::llm::loops::{LoopAction, LoopParams, LoopUnit};
 use super::llm::{Effort, LlmError, Provider, StopReason, ThinkingMode, Usage};
 use crate::store::{NodeId, NodeType, SessionId, Store, StreamId};
 
@@ -28,6 +29,9 @@ pub use routing::{Route, Router, RoutingParams, classify};
 pub const DEFAULT_CONTEXT_TOKENS: u32 = 200_000;
 /// Session titles are the question's first line, cut to this many chars.
 const TITLE_CHARS: usize = 80;
+/// Meta key of a thinking or response node the model looped in: `{"period", "repeats",
+/// "unit", "in": "thinking" | "text", "action"}`.
+pub const LOOPING: &str = "looping";
 
 /// What a turn reports while it runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -70,6 +74,19 @@ pub enum TurnEvent {
     Compacted {
         node: NodeId,
         superseded: usize,
+    },
+    /// The model is looping in `node` (its thinking or its answer): the last `repeats`
+    /// cycles of `period` lines or words are the same. Sent once per turn; with
+    /// [`LoopAction::Stop`] the call is stopped and the turn ends with the loop stop reason
+    /// ([`crate::engines::llm::loops::loop_stop`]).
+    Loop {
+        node: NodeId,
+        period: usize,
+        repeats: usize,
+        unit: LoopUnit,
+        /// Found in the thinking (else in the answer).
+        in_thinking: bool,
+        action: LoopAction,
     },
 }
 
@@ -124,6 +141,11 @@ pub struct Orchestrator {
     /// Prompt used to summarise older turns.
     pub compaction_prompt: String,
     pub knowledge: Option<Arc<dyn KnowledgeContext>>,
+    /// When a stream counts as looping.
+    pub loops: LoopParams,
+    /// What a loop does to the turn (the config picks `[loop] action_local` or
+    /// `action_remote` by provider).
+    pub loop_action: LoopAction,
 }
 
 impl Orchestrator {
@@ -137,6 +159,8 @@ impl Orchestrator {
             context_tokens: DEFAULT_CONTEXT_TOKENS,
             compaction_prompt: "Summarise this conversation so far in a few sentences, keeping every fact, decision and open question needed to continue it.".into(),
             knowledge: None,
+            loops: LoopParams::default(),
+            loop_action: LoopParams::default().action_remote,
         }
     }
 }

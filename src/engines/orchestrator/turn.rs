@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::compaction::count_compaction;
 use super::history::{history_until, session_output_tokens, superseded_nodes};
-use super::{Orchestrator, TurnEvent, TurnOutcome, TurnRequest, title_from};
+use super::{LOOPING, Orchestrator, TurnEvent, TurnOutcome, TurnRequest, title_from};
+use crate::engines::llm::loops::{LoopAction, LoopDetector, LoopParams, LoopReport, loop_stop};
 use crate::engines::llm::{
     CallCtx, ChatRequest, LlmError, Message, RawChunk, StopReason, StreamEvent, Usage,
 };
@@ -153,6 +154,66 @@ impl Live {
     }
 }
 
+/// The loop detectors over a turn's thinking and answer. A loop is reported once per turn;
+/// after that only the stream it was found in is read, to count its repeats.
+struct LoopWatch {
+    action: LoopAction,
+    thinking: LoopDetector,
+    text: LoopDetector,
+    /// The node kind the loop was found in.
+    found: Option<NodeType>,
+}
+
+impl LoopWatch {
+    fn new(params: &LoopParams, action: LoopAction) -> Self {
+        Self {
+            action,
+            thinking: LoopDetector::new(params),
+            text: LoopDetector::new(params),
+            found: None,
+        }
+    }
+
+    /// Reads a delta of the thinking or the answer; returns the loop when it is first found.
+    fn push(&mut self, kind: NodeType, delta: &str) -> Option<LoopReport> {
+        if self.action == LoopAction::Off || self.found.is_some_and(|k| k != kind) {
+            return None;
+        }
+        let detector = if kind == NodeType::Thinking {
+            &mut self.thinking
+        } else {
+            &mut self.text
+        };
+        let report = detector.push(delta);
+        if report.is_some() {
+            self.found = Some(kind);
+        }
+        report
+    }
+
+    /// The loop found this turn, with its repeats counted to the end of what arrived.
+    fn found(&self) -> Option<(NodeType, LoopReport)> {
+        let kind = self.found?;
+        let detector = if kind == NodeType::Thinking {
+            &self.thinking
+        } else {
+            &self.text
+        };
+        detector.found().map(|r| (kind, r))
+    }
+}
+
+/// The `looping` meta of a node the model looped in.
+fn looping_meta(kind: NodeType, report: LoopReport, action: LoopAction) -> serde_json::Value {
+    json!({
+        "period": report.period,
+        "repeats": report.repeats,
+        "unit": report.unit,
+        "in": if kind == NodeType::Thinking { "thinking" } else { "text" },
+        "action": action,
+    })
+}
+
 impl Orchestrator {
     /// Runs one turn to its end (done, cancelled or failed), reporting progress on `events`.
     /// Store failures are returned as errors; provider failures end up in the outcome.
@@ -249,6 +310,7 @@ impl Orchestrator {
             tools: Vec::new(),
             tool_choice: None,
             json_mode: false,
+            schema: None,
         };
         let mut header = RawStream {
             id: StreamId::new(),
@@ -286,10 +348,13 @@ impl Orchestrator {
         });
 
         let (raw_tx, mut raw_rx) = mpsc::unbounded_channel();
+        // Its own token, so that a loop can stop the call without it counting as the
+        // caller's cancellation.
+        let call_cancel = cancel.child_token();
         let mut stream = self.provider.stream(
             chat,
             CallCtx {
-                cancel: cancel.clone(),
+                cancel: call_cancel.clone(),
                 raw: Some(raw_tx),
             },
         );
@@ -311,16 +376,22 @@ impl Orchestrator {
         let mut usage = Usage::default();
         let mut stop = None;
         let mut error = None;
+        let mut loops = LoopWatch::new(&self.loops, self.loop_action);
+        let mut stopped_looping = false;
         let mut tick = tokio::time::interval(FLUSH_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 ev = stream.next() => {
                     let Some(ev) = ev else { break };
+                    let mut looped = None;
                     match ev {
                         StreamEvent::ThinkingDelta { text } => {
                             live.node(NodeType::Thinking).text.push_str(&text);
                             live.dirty = true;
+                            looped = loops
+                                .push(NodeType::Thinking, &text)
+                                .map(|r| (NodeType::Thinking, r));
                             let updates = live.graph.push(&text);
                             let _ = events.send(TurnEvent::Thinking(text));
                             for (id, kind) in live.created.drain(..) {
@@ -358,6 +429,9 @@ impl Orchestrator {
                         StreamEvent::TextDelta { text } => {
                             live.node(NodeType::Response).text.push_str(&text);
                             live.dirty = true;
+                            looped = loops
+                                .push(NodeType::Response, &text)
+                                .map(|r| (NodeType::Response, r));
                             let _ = events.send(TurnEvent::Text(text));
                         }
                         StreamEvent::ToolUse { id, name, input } => {
@@ -383,16 +457,45 @@ impl Orchestrator {
                     for (id, kind) in live.created.drain(..) {
                         let _ = events.send(TurnEvent::NodeCreated { id, kind });
                     }
+                    if let Some((kind, report)) = looped {
+                        let action = self.loop_action;
+                        let node = live.node(kind);
+                        node.meta.insert(LOOPING.into(), looping_meta(kind, report, action));
+                        let node = node.id;
+                        live.dirty = true;
+                        let _ = events.send(TurnEvent::Loop {
+                            node,
+                            period: report.period,
+                            repeats: report.repeats,
+                            unit: report.unit,
+                            in_thinking: kind == NodeType::Thinking,
+                            action,
+                        });
+                        if action == LoopAction::Stop {
+                            call_cancel.cancel();
+                            stopped_looping = true;
+                            break;
+                        }
+                    }
                 }
                 Some(chunk) = raw_rx.recv() => live.push_raw(chunk),
                 _ = tick.tick() => live.flush(store, &mut header).await?,
             }
         }
+        // A call stopped for looping is dropped unread (its token already told it to stop).
+        drop(stream);
         // Chunks sent just before the stream ended.
         while let Ok(chunk) = raw_rx.try_recv() {
             live.push_raw(chunk);
         }
+        // The repeats counted to the end of what arrived.
+        if let Some((kind, report)) = loops.found() {
+            live.node(kind)
+                .meta
+                .insert(LOOPING.into(), looping_meta(kind, report, self.loop_action));
+        }
         let stop = match (&error, stop) {
+            _ if stopped_looping => loop_stop(),
             (Some(LlmError::Cancelled), _) => StopReason::Cancelled,
             (_, Some(s)) => s,
             (Some(_), None) => StopReason::Other("error".into()),

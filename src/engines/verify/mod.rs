@@ -13,10 +13,11 @@ mod verifier;
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::engines::got::CallSettings;
-use crate::engines::llm::{Effort, LlmError, Provider};
+use crate::engines::llm::{Effort, LlmError, Provider, ToolSpec};
 use crate::store::{NodeId, RunId, SessionId, Store, StoreError};
 
 pub use labels::{prm800k, processbench};
@@ -24,7 +25,7 @@ pub use scoring::{chain_score, detect_patterns, first_error, parse_step};
 pub use verifier::node_steps;
 
 /// The judgement on one step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Correct,
@@ -64,7 +65,9 @@ impl Verdict {
 }
 
 /// What is wrong with a step.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum IssueKind {
     LogicalError,
@@ -109,7 +112,7 @@ impl IssueKind {
 }
 
 /// How bad an issue is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Severity {
     Critical,
@@ -118,10 +121,11 @@ pub enum Severity {
 }
 
 /// One problem found in a step.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Issue {
     #[serde(rename = "type")]
     pub kind: IssueKind,
+    #[schemars(length(max = 200))]
     pub description: String,
     pub severity: Severity,
 }
@@ -146,6 +150,34 @@ pub struct StepVerification {
     pub issues: Vec<Issue>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub suggested_correction: Option<String>,
+    /// Why the verifier's answer on this step could not be read. Such a step carries no
+    /// verdict (it is `uncertain` with confidence 0 only as a placeholder) and the chain it
+    /// belongs to is not valid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+}
+
+/// The verifier's structured answer on one step (`record_step_verdict`): the schema sent to
+/// the provider and the local model's grammar.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StepJudgement {
+    pub verdict: Verdict,
+    #[schemars(range(min = 0.0, max = 1.0))]
+    pub confidence: f64,
+    #[schemars(length(max = 300))]
+    pub explanation: String,
+    #[schemars(length(max = 3))]
+    pub issues: Vec<Issue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 300))]
+    pub suggested_correction: Option<String>,
+}
+
+impl StepJudgement {
+    pub fn schema() -> ToolSpec {
+        ToolSpec::of::<Self>("record_step_verdict", "Record the verdict on the step.")
+    }
 }
 
 /// A pattern across steps.

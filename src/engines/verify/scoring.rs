@@ -115,13 +115,30 @@ pub fn parse_step(index: usize, text: &str) -> StepVerification {
             ),
             issues: Vec::new(),
             suggested_correction: None,
+            unreadable: Some(format!(
+                "the verifier's answer was not readable: {}",
+                text.trim()
+                    .chars()
+                    .take(UNREADABLE_EXCERPT_CHARS)
+                    .collect::<String>()
+            )),
         };
     };
     let verdict = obj
         .get("verdict")
         .and_then(Value::as_str)
-        .and_then(Verdict::parse)
-        .unwrap_or(Verdict::Uncertain);
+        .and_then(Verdict::parse);
+    let unreadable = verdict.is_none().then(|| {
+        format!(
+            "the verifier's answer names no verdict: {}",
+            Value::Object(obj.clone())
+                .to_string()
+                .chars()
+                .take(UNREADABLE_EXCERPT_CHARS)
+                .collect::<String>()
+        )
+    });
+    let verdict = verdict.unwrap_or(Verdict::Uncertain);
     let confidence = number(obj.get("confidence"))
         .filter(|c| c.is_finite())
         .map_or(0.0, |c| if c > 1.0 { c / 100.0 } else { c }.clamp(0.0, 1.0));
@@ -167,5 +184,6 @@ pub fn parse_step(index: usize, text: &str) -> StepVerification {
             .to_string(),
         issues,
         suggested_correction: correction,
+        unreadable,
     }
 }

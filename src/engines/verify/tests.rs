@@ -36,6 +36,7 @@ fn step(i: usize, verdict: Verdict, confidence: f64, issues: &[IssueKind]) -> St
             })
             .collect(),
         suggested_correction: None,
+        unreadable: None,
     }
 }
 
@@ -220,8 +221,63 @@ fn step_answers_are_read_tolerantly() {
     assert_eq!(s.issues[0].kind, IssueKind::FactualError);
     assert_eq!(s.issues[0].severity, Severity::Major);
     assert_eq!(s.suggested_correction.as_deref(), Some("fix"));
+    assert_eq!(s.unreadable, None);
     let s = parse_step(0, "I think it is fine");
     assert_eq!((s.verdict, s.confidence), (Verdict::Uncertain, 0.0));
+    assert!(s.unreadable.is_some());
+    // An object without a verdict is no judgement either.
+    let s = parse_step(1, r#"{"confidence": 0.9, "explanation": "looks fine"}"#);
+    assert!(
+        s.unreadable
+            .as_deref()
+            .is_some_and(|r| r.contains("no verdict"))
+    );
+}
+
+/// A verifier whose model answers every step with `reply`.
+fn scripted_verifier(store: &Store, reply: &str) -> Verifier {
+    Verifier {
+        store: store.clone(),
+        provider: crate::engines::testing::ScriptedProvider::always(reply),
+        call: crate::engines::got::CallSettings::new("scripted", 256),
+        prompt: String::new(),
+        config: cfg(),
+    }
+}
+
+fn steps_of(texts: &[&str]) -> Vec<StepInput> {
+    texts
+        .iter()
+        .map(|s| StepInput {
+            content: (*s).into(),
+            kind: None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn an_unreadable_step_makes_the_chain_invalid_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let verifier = scripted_verifier(&store, "the step seems fine to me");
+    let steps = steps_of(&["2 + 2 = 4", "so the answer is 4"]);
+    let request = VerifyRequest {
+        steps,
+        source: None,
+        original_query: None,
+        threshold: Some(0.0),
+        session: None,
+    };
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let outcome = verifier.verify(request, &cancel).await.unwrap();
+    // Even a threshold of 0 does not make unread steps a valid chain.
+    assert!(!outcome.chain.is_valid);
+    assert!(
+        outcome.chain.summary.contains("could not be read"),
+        "{}",
+        outcome.chain.summary
+    );
+    assert!(outcome.chain.steps.iter().all(|s| s.unreadable.is_some()));
 }
 
 /// A session with one stored verification of three steps (model verdicts correct,
@@ -384,8 +440,7 @@ fn a_session_without_verifications_has_no_labels() {
 
 #[test]
 fn a_verification_commits_off_the_runtime_thread() {
-    use crate::engines::got::CallSettings;
-    use crate::engines::testing::{PATIENCE, ScriptedProvider, commits_during_polls};
+    use crate::engines::testing::{PATIENCE, commits_during_polls};
 
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("s.redb")).unwrap();
@@ -397,22 +452,11 @@ fn a_verification_commits_off_the_runtime_thread() {
             w.put_node(&source)
         })
         .unwrap();
-    let verifier = Verifier {
-        store: store.clone(),
-        provider: ScriptedProvider::always(
-            r#"{"verdict": "correct", "confidence": 0.9, "explanation": "fine"}"#,
-        ),
-        call: CallSettings::new("scripted", 256),
-        prompt: String::new(),
-        config: cfg(),
-    };
-    let steps = ["91 = 7 × 13", "so 91 is not prime"]
-        .into_iter()
-        .map(|s| StepInput {
-            content: s.into(),
-            kind: None,
-        })
-        .collect();
+    let verifier = scripted_verifier(
+        &store,
+        r#"{"verdict": "correct", "confidence": 0.9, "explanation": "fine"}"#,
+    );
+    let steps = steps_of(&["91 = 7 × 13", "so 91 is not prime"]);
     let request = VerifyRequest {
         steps,
         source: Some(source.id),

@@ -9,8 +9,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::scoring::{chain_score, detect_patterns, first_error, parse_step};
 use super::{
-    ChainVerification, StepInput, Verdict, Verifier, VerifyError, VerifyMetadata, VerifyOutcome,
-    VerifyRequest,
+    ChainVerification, StepInput, StepJudgement, Verdict, Verifier, VerifyError, VerifyMetadata,
+    VerifyOutcome, VerifyRequest,
 };
 use crate::engines::got::call_model;
 use crate::store::{
@@ -81,16 +81,47 @@ impl Verifier {
                     .unwrap_or_default(),
                 step.content
             ));
-            let reply = call_model(&*self.provider, &self.call, &self.prompt, user, cancel).await?;
+            let reply = call_model(
+                &*self.provider,
+                &self.call,
+                &self.prompt,
+                user,
+                StepJudgement::schema(),
+                cancel,
+            )
+            .await?;
             judged.push(parse_step(i, &reply.text));
         }
         let overall = chain_score(&judged, &self.config);
         let first = first_error(&judged);
         let patterns = detect_patterns(&judged, &self.config);
-        let is_valid = overall >= threshold;
-        let counts = |v: Verdict| judged.iter().filter(|s| s.verdict == v).count();
+        let unreadable: Vec<usize> = judged
+            .iter()
+            .filter(|s| s.unreadable.is_some())
+            .map(|s| s.step_index + 1)
+            .collect();
+        // A step whose answer could not be read is no judgement: the chain is not valid.
+        let is_valid = overall >= threshold && unreadable.is_empty();
+        let counts = |v: Verdict| {
+            judged
+                .iter()
+                .filter(|s| s.verdict == v && s.unreadable.is_none())
+                .count()
+        };
+        let unread = if unreadable.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "not valid: the verifier's answer on step(s) {} could not be read; ",
+                unreadable
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
         let summary = format!(
-            "{} of {} steps correct, {} incorrect, {} neutral, {} uncertain; score {:.3} {} threshold {:.2}{}{}",
+            "{unread}{} of {} steps correct, {} incorrect, {} neutral, {} uncertain; score {:.3} {} threshold {:.2}{}{}",
             counts(Verdict::Correct),
             judged.len(),
             counts(Verdict::Incorrect),
@@ -181,6 +212,7 @@ impl Verifier {
                         ("explanation", json!(v.explanation)),
                         ("issues", json!(v.issues)),
                         ("suggestedCorrection", json!(v.suggested_correction)),
+                        ("unreadable", json!(v.unreadable)),
                         ("source", json!(req.source)),
                     ];
                     node.meta = meta.into_iter().map(|(k, v)| (k.to_string(), v)).collect();

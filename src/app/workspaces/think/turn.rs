@@ -1,11 +1,14 @@
 //! The Think workspace's run: a question sent from the question box, its turn's events as
 //! they stream (thinking, answer, steps, decision points, usage) and its end.
 
+use crate::app::action::Action;
 use crate::app::graph::{DecisionEntry, NodeEntry, StepEntry};
+use crate::app::keymap::Keymap;
 use crate::app::state::{Level, LoadedSession, RunPhase, RunView, State};
 use crate::app::tree::TreeCursor;
 use crate::app::update::{Effect, Settings};
 use crate::engines::llm::StopReason;
+use crate::engines::llm::loops::{LoopAction, LoopReport};
 use crate::engines::orchestrator::{TurnEvent, TurnOutcome};
 use crate::store::{Node, NodeId, NodeStatus, NodeType, SessionId};
 
@@ -56,8 +59,9 @@ fn live_entry(id: NodeId, kind: NodeType, text: &str) -> NodeEntry {
     NodeEntry::from_node(&n, &[])
 }
 
-/// Applies one event of the turn `run` to the live run and the graph.
-pub fn event(state: &mut State, run: u64, event: TurnEvent) {
+/// Applies one event of the turn `run` to the live run and the graph. `keymap` names the
+/// keys in notices.
+pub fn event(state: &mut State, run: u64, event: TurnEvent, keymap: &Keymap) {
     let Some(r) = state.run.as_mut().filter(|r| r.id == run) else {
         return;
     };
@@ -127,7 +131,50 @@ pub fn event(state: &mut State, run: u64, event: TurnEvent) {
                 Level::Info,
             ));
         }
+        TurnEvent::Loop {
+            period,
+            repeats,
+            unit,
+            in_thinking,
+            action,
+            ..
+        } => {
+            state.notice = Some((
+                loop_notice(
+                    LoopReport {
+                        unit,
+                        period,
+                        repeats,
+                    },
+                    in_thinking,
+                    action,
+                    keymap,
+                ),
+                Level::Warn,
+            ));
+        }
         TurnEvent::Signature(_) | TurnEvent::Redacted | TurnEvent::ToolUse { .. } => {}
+    }
+}
+
+/// The status line when the model loops: stopped, or still going and how to stop it.
+fn loop_notice(
+    report: LoopReport,
+    in_thinking: bool,
+    action: LoopAction,
+    keymap: &Keymap,
+) -> String {
+    let place = if in_thinking { "thinking" } else { "answer" };
+    match action {
+        LoopAction::Stop => format!("stopped: the model was looping in its {place} ({report})"),
+        LoopAction::Warn | LoopAction::Off => {
+            let hint = keymap
+                .keys_for(&Action::CancelRun)
+                .first()
+                .map(|k| format!(" — {k} stops it"))
+                .unwrap_or_default();
+            format!("model is looping in its {place} ({report}){hint}")
+        }
     }
 }
 
@@ -198,3 +245,78 @@ fn continuation(state: &State, node: NodeId) -> Option<String> {
 
 /// The question an empty continuation sends after anything but a question.
 pub const CONTINUE_PROMPT: &str = "Continue from here.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engines::llm::loops::LoopUnit;
+
+    fn three_lines() -> LoopReport {
+        LoopReport {
+            unit: LoopUnit::Lines,
+            period: 3,
+            repeats: 5,
+        }
+    }
+
+    #[test]
+    fn a_loop_notice_names_the_bound_interrupt_key() {
+        let mut keymap = Keymap::builtin();
+        let key = keymap.keys_for(&Action::CancelRun)[0].clone();
+        assert_eq!(
+            loop_notice(three_lines(), false, LoopAction::Warn, &keymap),
+            format!("model is looping in its answer (3-line cycle ×5) — {key} stops it")
+        );
+        keymap
+            .merge(
+                std::path::Path::new("keymap.toml"),
+                "[global]\n\"esc\" = \"none\"\n\"ctrl-x\" = \"cancel_run\"\n",
+            )
+            .unwrap();
+        assert!(
+            loop_notice(three_lines(), true, LoopAction::Warn, &keymap)
+                .ends_with("in its thinking (3-line cycle ×5) — ctrl-x stops it")
+        );
+        assert_eq!(
+            loop_notice(three_lines(), true, LoopAction::Stop, &keymap),
+            "stopped: the model was looping in its thinking (3-line cycle ×5)"
+        );
+    }
+
+    #[test]
+    fn a_loop_event_sets_the_notice_of_its_run() {
+        let mut state = State::new("p".into(), "m".into(), 0);
+        let mut fx = Vec::new();
+        state.input.set_text("tea?");
+        submit(
+            &mut state,
+            &Settings {
+                keymap: &Keymap::builtin(),
+                router: &crate::engines::orchestrator::Router::new(&Default::default()),
+                default_effort: crate::engines::llm::Effort::Low,
+                provider_ready: Ok(()),
+            },
+            &mut fx,
+        );
+        let run = state.run.as_ref().unwrap().id;
+        event(
+            &mut state,
+            run,
+            TurnEvent::Loop {
+                node: NodeId::new(),
+                period: 4,
+                repeats: 4,
+                unit: LoopUnit::Words,
+                in_thinking: false,
+                action: LoopAction::Stop,
+            },
+            &Keymap::builtin(),
+        );
+        let (text, level) = state.notice.clone().unwrap();
+        assert_eq!(
+            text,
+            "stopped: the model was looping in its answer (4-word cycle ×4)"
+        );
+        assert_eq!(level, Level::Warn);
+    }
+}

@@ -243,6 +243,7 @@ pub fn load_run(
                 .map(str::to_string),
             human: human.map(|(_, m)| m),
             branch: branch.map(|b| b.text.clone()),
+            unreadable: meta("unreadable").as_str().map(str::to_string),
         });
     }
     let s = &run.summary;

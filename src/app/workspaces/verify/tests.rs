@@ -41,6 +41,7 @@ fn step(verdict: Verdict, correction: Option<&str>) -> StepView {
         correction: correction.map(str::to_string),
         human: None,
         branch: None,
+        unreadable: None,
     }
 }
 
