@@ -198,7 +198,27 @@ impl ForkEngine {
     }
 
     /// Stores a run as done (or interrupted, when cancelled) with its summary.
-    pub(super) async fn finish_run(&self, mut run: Run, summary: Value) -> Result<(), ForkError> {
+    /// Records the run as done (or interrupted) with `result` as its summary, and hands the
+    /// result back as the call's outcome.
+    pub(super) async fn finish<T: serde::Serialize>(
+        &self,
+        run: Run,
+        session: SessionId,
+        nodes: Vec<NodeId>,
+        result: T,
+    ) -> Result<Outcome<T>, ForkError> {
+        let id = run.id;
+        self.finish_run(run, serde_json::to_value(&result).unwrap_or_default())
+            .await?;
+        Ok(Outcome {
+            session,
+            run: id,
+            nodes,
+            data: result,
+        })
+    }
+
+    async fn finish_run(&self, mut run: Run, summary: Value) -> Result<(), ForkError> {
         run.summary = summary;
         run.status = if self.cancel.is_cancelled() {
             RunStatus::Interrupted
@@ -222,19 +242,9 @@ impl ForkEngine {
             anchor: spec.anchor,
         });
         let result = self.branches_and_compare(&spec, run.id, events).await?;
-        self.finish_run(
-            run.clone(),
-            serde_json::to_value(&result).unwrap_or_default(),
-        )
-        .await?;
         let mut nodes = vec![spec.anchor];
         nodes.extend(result.branches.iter().filter_map(|b| b.node_id));
-        Ok(Outcome {
-            session: spec.session,
-            run: run.id,
-            nodes,
-            data: result,
-        })
+        self.finish(run, spec.session, nodes, result).await
     }
 
     /// Runs one branch per style concurrently, then compares them.

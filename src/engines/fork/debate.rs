@@ -155,17 +155,7 @@ impl ForkEngine {
             consensus_reached,
             consensus: result.consensus.clone(),
         });
-        self.finish_run(
-            run.clone(),
-            serde_json::to_value(&result).unwrap_or_default(),
-        )
-        .await?;
-        Ok(Outcome {
-            session: spec.session,
-            run: run.id,
-            nodes,
-            data: result,
-        })
+        self.finish(run, spec.session, nodes, result).await
     }
 
     #[allow(clippy::too_many_arguments)]

@@ -201,17 +201,7 @@ impl ForkEngine {
                 )
             }
         };
-        self.finish_run(
-            run.clone(),
-            serde_json::to_value(&result).unwrap_or_default(),
-        )
-        .await?;
-        Ok(Outcome {
-            session: spec.session,
-            run: run.id,
-            nodes,
-            data: result,
-        })
+        self.finish(run, spec.session, nodes, result).await
     }
 
     #[allow(clippy::too_many_arguments)]
