@@ -14,7 +14,7 @@ use glassbox::engines::llm::openai::OpenAiProvider;
 use glassbox::engines::llm::replay::ReplayProvider;
 use glassbox::engines::llm::{CallCtx, ChatRequest, Provider, StreamEvent, ThinkingMode};
 use glassbox::engines::orchestrator::{
-    KnowledgeContext, Orchestrator, TurnEvent, TurnOutcome, TurnRequest,
+    Knowledge, KnowledgeContext, Orchestrator, TurnEvent, TurnOutcome, TurnRequest,
 };
 use glassbox::store::{EdgeType, NodeId, NodeType, SessionId, Store};
 use support::{Script, ScriptedServer, Step};
@@ -155,10 +155,11 @@ async fn the_session_budget_warns_then_stops() {
 struct Notes;
 
 impl KnowledgeContext for Notes {
-    fn context_for(&self, question: &str) -> Option<String> {
-        question
-            .contains("tides")
-            .then(|| "The moon causes tides.".to_string())
+    fn context_for(&self, question: &str) -> Option<Knowledge> {
+        question.contains("tides").then(|| Knowledge {
+            text: "The moon causes tides.".to_string(),
+            used: vec!["note-1".into()],
+        })
     }
 }
 
@@ -169,11 +170,16 @@ async fn knowledge_context_goes_into_the_system_prompt() {
     let store = Store::open(&dir.path().join("s.redb")).unwrap();
     let mut orch = orchestrator(&store, &server.url());
     orch.knowledge = Some(Arc::new(Notes));
-    ask(&orch, None, "what about tides?").await.unwrap();
-    ask(&orch, None, "what about bread?").await.unwrap();
+    let tides = ask(&orch, None, "what about tides?").await.unwrap();
+    let bread = ask(&orch, None, "what about bread?").await.unwrap();
     let r = server.requests();
     assert!(r[0].json.to_string().contains("The moon causes tides."));
     assert!(!r[1].json.to_string().contains("The moon causes tides."));
+    // The query node records which entries were shown.
+    let q = store.node(tides.0.query).unwrap().unwrap();
+    assert_eq!(q.meta["memory_used"], serde_json::json!(["note-1"]));
+    let q = store.node(bread.0.query).unwrap().unwrap();
+    assert!(!q.meta.contains_key("memory_used"));
 }
 
 /// An Anthropic stream answering `text`, opened by a compaction block holding `summary`

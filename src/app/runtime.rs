@@ -21,6 +21,7 @@ use super::state::{Focus, Level, LoadedSession, SessionRow, State};
 use super::update::{Effect, Msg, Settings, update};
 use super::workspaces::{Workspaces, think};
 use crate::config::providers as factory;
+use crate::engines::memory::Memory;
 use crate::engines::orchestrator::{Orchestrator, Router, TurnRequest, session_output_tokens};
 use crate::store::SessionId;
 use crate::store::{NodeType, Store};
@@ -43,7 +44,15 @@ pub struct Services {
     pub tx: mpsc::UnboundedSender<Msg>,
     /// Search as you type: one search at a time, the newest query wins.
     pub search: LatestJob<(u64, String)>,
+    /// Memory of the working directory (writes to the default scope, reads it and global),
+    /// or why there is none. Every call blocks: use it on the blocking pool only.
+    pub memory: Result<Memory, String>,
+    /// The Memory workspace's search as you type: one search at a time, the newest wins.
+    pub memory_search: LatestJob<BlockingJob>,
 }
+
+/// A job for a latest-wins queue whose requests carry their own work.
+pub type BlockingJob = Box<dyn FnOnce() + Send>;
 
 impl Services {
     /// Call settings for an engine's structured calls, as the headless commands make them:
@@ -98,6 +107,8 @@ pub struct App {
     /// Session loads: one at a time, the newest request wins.
     loads: LatestJob<SessionId>,
     search: LatestJob<(u64, String)>,
+    memory: Result<Memory, String>,
+    memory_search: LatestJob<BlockingJob>,
     highlighted: mpsc::UnboundedReceiver<Highlighted>,
     pub highlights: HighlightCache,
     /// Rendered answers, kept between frames.
@@ -151,6 +162,7 @@ impl App {
                 let _ = tx.send(super::search_ui::run_search(&store, seq, query));
             })
         };
+        let memory = keyword_memory(&store, &cfg);
         Self {
             state,
             workspaces: Workspaces::default(),
@@ -169,6 +181,8 @@ impl App {
             highlighted,
             loads,
             search,
+            memory,
+            memory_search: LatestJob::new(|job: BlockingJob| job()),
             highlights: HighlightCache::new(256),
             markdown: Default::default(),
             highlighted_source: 0,
@@ -180,6 +194,13 @@ impl App {
     /// Uses these prompts (the config dir's overrides) instead of the built-in ones.
     pub fn with_prompts(mut self, prompts: Prompts) -> Self {
         self.prompts = prompts;
+        self
+    }
+
+    /// Uses this memory (the one the config builds, with its embedder) instead of the
+    /// keyword-only one made from the config alone.
+    pub fn with_memory(mut self, memory: Result<Memory, String>) -> Self {
+        self.memory = memory;
         self
     }
 
@@ -199,6 +220,8 @@ impl App {
             },
             tx: self.tx.clone(),
             search: self.search.clone(),
+            memory: self.memory.clone(),
+            memory_search: self.memory_search.clone(),
         }
     }
 
@@ -245,8 +268,11 @@ impl App {
                 if k.code == KeyCode::Char('c') && k.modifiers.contains(KeyModifiers::CONTROL) {
                     return self.dispatch(Msg::Action(Action::Quit));
                 }
-                // Popups and the session filter take keys as text.
-                if self.state.overlay.is_some() || self.state.filtering {
+                // Popups, the session filter and a workspace's text line take keys as text.
+                if self.state.overlay.is_some()
+                    || self.state.filtering
+                    || self.workspaces.typing(self.state.workspace)
+                {
                     self.resolver.reset();
                     return self.dispatch(Msg::Key(k));
                 }
@@ -340,6 +366,9 @@ impl App {
             && let Some(id) = current
         {
             self.run_effect(Effect::LoadSession(id));
+        }
+        if let Some(text) = super::workspaces::memory::eviction_notice(&changes) {
+            self.state.notice = Some((text, Level::Info));
         }
     }
 
@@ -520,6 +549,21 @@ impl App {
             let _ = tokio::time::timeout(Duration::from_secs(5), h).await;
         }
     }
+}
+
+/// Memory of the working directory's default scope without an embedder (keyword search
+/// only), from the config alone; the TUI replaces it with the config's full one.
+fn keyword_memory(store: &Store, cfg: &Config) -> Result<Memory, String> {
+    let cwd = std::env::current_dir().map_err(|e| format!("no working directory: {e}"))?;
+    let scope = crate::engines::memory::scope_for(cfg.memory.default_scope, &cwd, None)
+        .map_err(|e| e.to_string())?;
+    Ok(Memory::new(
+        store.clone(),
+        cfg.memory.clone(),
+        None,
+        scope,
+        Vec::new(),
+    ))
 }
 
 /// The session list, read again.

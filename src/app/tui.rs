@@ -44,7 +44,12 @@ pub fn build_app(ctx: &Ctx) -> Result<App> {
         }
         Err(e) => (Err(format!("no model available: {e}")), String::from("-")),
     };
-    Ok(App::new(store, cfg, keymap, theme, engine, model).with_prompts(ctx.prompts()))
+    let memory = ctx
+        .memory(store.clone(), None, None)
+        .map_err(|e| format!("memory is off: {e:#}"));
+    Ok(App::new(store, cfg, keymap, theme, engine, model)
+        .with_prompts(ctx.prompts())
+        .with_memory(memory))
 }
 
 /// Opens the TUI; returns when the user quits. The terminal is restored on every exit path,

@@ -573,6 +573,10 @@ fn key(
         }
         return;
     }
+    // A workspace's own text line (the Memory search) takes the key when it has focus.
+    if ws.key(k, state, fx) {
+        return;
+    }
     if state.focus == Focus::Input {
         match k.code {
             KeyCode::Up if !state.input.up() => state.input.history_prev(),

@@ -159,6 +159,9 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
         args.max_tokens,
     );
     let orch = providers::orchestrator(ctx, &built, store);
+    if let Err(why) = ctx.embedder() {
+        eprintln!("warning: {why}");
+    }
     let req = TurnRequest {
         session,
         question,

@@ -166,7 +166,7 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
         let mut errors = Vec::new();
         let files = transcript::discover(&paths, &mut errors)?;
         let mut importer = Importer::new(store)?;
-        let bar = show_progress.then(|| progress_bar(files.len() as u64));
+        let bar = show_progress.then(|| super::progress_bar("files", files.len() as u64));
         if let Some(bar) = bar.clone() {
             let started = Instant::now();
             importer.on_progress(move |p| {
@@ -198,17 +198,6 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
         print_summary(&summary);
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn progress_bar(files: u64) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(files);
-    if let Ok(style) =
-        indicatif::ProgressStyle::with_template("{spinner} {pos}/{len} files [{bar:30}] {msg}")
-    {
-        bar.set_style(style.progress_chars("=> "));
-    }
-    bar.enable_steady_tick(Duration::from_millis(120));
-    bar
 }
 
 fn print_json_line(s: &ImportSummary) -> Result<()> {

@@ -10,6 +10,7 @@ mod got;
 mod import;
 mod insights;
 mod mcp;
+mod memory;
 pub mod replay;
 mod search;
 mod sessions;
@@ -95,6 +96,9 @@ pub enum Command {
     Import(import::ImportCmd),
     /// Export a session (Markdown, JSON, DOT, Mermaid) or its step labels (PRM800K, ProcessBench).
     Export(export::ExportArgs),
+    /// Memory: core facts, working memory, recall and archival (insert, search, evict, promote…).
+    #[command(subcommand)]
+    Memory(memory::MemoryCmd),
     /// Full-text search over every session's thinking, answers and tool calls.
     Search(search::SearchArgs),
     /// Replay a session (--print: to stdout, at recorded pace).
@@ -170,6 +174,7 @@ pub fn load_ctx(g: &GlobalArgs) -> Result<Ctx> {
         paths,
         loaded,
         env: sources.env,
+        embedder: Default::default(),
     })
 }
 
@@ -231,6 +236,7 @@ pub fn run(ctx: &Ctx, runtime: &tokio::runtime::Runtime, command: Command) -> Re
         Command::Import(cmd) => runtime.block_on(import::run(ctx, cmd)),
         Command::Export(args) => export::run(ctx, args),
         Command::Search(args) => search::run(ctx, args),
+        Command::Memory(cmd) => memory::run(ctx, cmd),
         Command::Replay(args) => runtime.block_on(replay::print(ctx, args)),
         Command::Got(args) => runtime.block_on(got::run(ctx, args)),
         Command::Verify(args) => runtime.block_on(verify::run(ctx, args)),
@@ -246,6 +252,17 @@ pub fn run(ctx: &Ctx, runtime: &tokio::runtime::Runtime, command: Command) -> Re
         Command::Doctor { json } => doctor::run(ctx, json),
         Command::Completions { shell } => Ok(print_completions(shell)),
     }
+}
+
+/// A progress bar of `len` `unit` on stderr.
+pub(crate) fn progress_bar(unit: &str, len: u64) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(len);
+    let template = format!("{{spinner}} {{pos}}/{{len}} {unit} [{{bar:30}}] {{msg}}");
+    if let Ok(style) = indicatif::ProgressStyle::with_template(&template) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.enable_steady_tick(std::time::Duration::from_millis(120));
+    bar
 }
 
 /// A spinner with the elapsed time on stderr while `what` runs, for work that prints nothing

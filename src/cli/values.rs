@@ -133,3 +133,61 @@ mod tests {
         assert!(Strategy::from_str("best first", false).is_err());
     }
 }
+
+impl ValueEnum for crate::engines::memory::ScopeKind {
+    fn value_variants<'a>() -> &'a [Self] {
+        use crate::engines::memory::ScopeKind;
+        &[ScopeKind::Global, ScopeKind::Project, ScopeKind::Session]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        use crate::engines::memory::ScopeKind;
+        Some(match self {
+            ScopeKind::Global => {
+                PossibleValue::new("global").help("Everyone's: every project sees it")
+            }
+            ScopeKind::Project => PossibleValue::new("project")
+                .help("The git root of the working directory (else the directory)"),
+            ScopeKind::Session => {
+                PossibleValue::new("session").help("One session (give --session)")
+            }
+        })
+    }
+}
+
+impl ValueEnum for crate::engines::memory::SearchMode {
+    fn value_variants<'a>() -> &'a [Self] {
+        use crate::engines::memory::SearchMode;
+        &[SearchMode::Hybrid, SearchMode::Keyword, SearchMode::Vector]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        use crate::engines::memory::SearchMode;
+        Some(match self {
+            SearchMode::Hybrid => PossibleValue::new("hybrid")
+                .help("Keywords, embedding similarity, importance, recency and dates"),
+            SearchMode::Keyword => PossibleValue::new("keyword").help("BM25 over the words only"),
+            SearchMode::Vector => PossibleValue::new("vector").help("Embedding similarity only"),
+        })
+    }
+}
+
+impl ValueEnum for crate::store::CoreSection {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[
+            crate::store::CoreSection::Human,
+            crate::store::CoreSection::Agent,
+        ]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            crate::store::CoreSection::Human => {
+                PossibleValue::new("human").help("Facts about the person")
+            }
+            crate::store::CoreSection::Agent => {
+                PossibleValue::new("agent").help("Facts about the assistant itself")
+            }
+        })
+    }
+}

@@ -1,8 +1,11 @@
 //! What every command and the TUI run with: the resolved paths and the merged config.
 
+use std::sync::{Arc, OnceLock};
+
 use anyhow::Result;
 
 use super::LoadedConfig;
+use crate::engines::memory::{self, Embedder, Memory, ScopeKind};
 use crate::engines::prompts::Prompts;
 use crate::paths::Paths;
 use crate::store::Store;
@@ -13,6 +16,8 @@ pub struct Ctx {
     pub loaded: LoadedConfig,
     /// The environment snapshot the config was loaded from (key variables only as "set").
     pub env: Vec<(String, String)>,
+    /// The configured embedder, loaded on first use (or why it could not be).
+    pub embedder: OnceLock<Result<Option<Arc<dyn Embedder>>, String>>,
 }
 
 impl Ctx {
@@ -20,6 +25,45 @@ impl Ctx {
     pub fn open_store(&self) -> Result<Store> {
         self.paths.ensure_data_dir()?;
         Ok(Store::open(&self.paths.store_file())?)
+    }
+
+    /// The `[embeddings]` embedder, loaded once. `Err` says why there is none (missing or
+    /// corrupt model files): memory then searches by keywords only.
+    pub fn embedder(&self) -> Result<Option<Arc<dyn Embedder>>, String> {
+        self.embedder
+            .get_or_init(|| {
+                memory::embed::build(
+                    &self.loaded.config.embeddings,
+                    crate::models::minilm_dir(&self.paths.models_dir),
+                )
+                .map_err(|e| {
+                    format!("{e}; memory search uses keywords only (run scripts/setup.sh, then `glassbox memory reembed`)")
+                })
+            })
+            .clone()
+    }
+
+    /// Memory for this working directory: writes go to the scope of `kind` (the config's
+    /// `default_scope` when `None`), reads see it and global. A missing embedder becomes a
+    /// warning in the memory's [`Memory::take_warnings`].
+    pub fn memory(
+        &self,
+        store: Store,
+        kind: Option<ScopeKind>,
+        session: Option<crate::store::SessionId>,
+    ) -> Result<Memory> {
+        let cfg = &self.loaded.config;
+        let cwd = std::env::current_dir()?;
+        let scope = memory::scope_for(kind.unwrap_or(cfg.memory.default_scope), &cwd, session)?;
+        let (embedder, warning) = match self.embedder() {
+            Ok(e) => (e, None),
+            Err(w) => (None, Some(w)),
+        };
+        let m = Memory::new(store, cfg.memory.clone(), embedder, scope, Vec::new());
+        if let Some(w) = warning {
+            m.warn_once(w);
+        }
+        Ok(m)
     }
 
     /// The prompts: embedded defaults overridden by files in `<config dir>/prompts/`.

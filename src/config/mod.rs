@@ -29,6 +29,7 @@ use crate::engines::llm::Effort;
 use crate::engines::llm::decoding::LocalDecoding;
 use crate::engines::llm::loops::LoopParams;
 use crate::engines::mcp::McpParams;
+use crate::engines::memory::{EmbeddingParams, MemoryParams};
 use crate::engines::metacog::MetacogParams;
 use crate::engines::orchestrator::{BudgetParams, RoutingParams};
 use crate::engines::verify::VerifyParams;
@@ -158,6 +159,10 @@ pub struct Config {
     pub verify: VerifyParams,
     pub metacog: MetacogParams,
     pub mcp: McpParams,
+    /// `[memory]`: tiers, scopes, retrieval weights (seed 000).
+    pub memory: MemoryParams,
+    /// `[embeddings]`: the embedder memory search uses.
+    pub embeddings: EmbeddingParams,
     /// `[loop]`: spotting a model that repeats itself, and what to do then.
     #[serde(rename = "loop")]
     pub r#loop: LoopParams,

@@ -239,8 +239,9 @@ pub fn context_tokens(cfg: &Config, kind: ProviderKind) -> u32 {
     }
 }
 
-/// An orchestrator for the built provider with the config's budget, prompts and loop
-/// detection (`[loop] action_local` for the embedded model, `action_remote` for the others).
+/// An orchestrator for the built provider with the config's budget, prompts, loop
+/// detection (`[loop] action_local` for the embedded model, `action_remote` for the others)
+/// and memory of the working directory's default scope as its knowledge.
 pub fn orchestrator(ctx: &Ctx, built: &Built, store: Store) -> Orchestrator {
     let cfg = &ctx.loaded.config;
     let mut o = Orchestrator::new(store, built.provider.clone(), built.model.clone());
@@ -250,6 +251,10 @@ pub fn orchestrator(ctx: &Ctx, built: &Built, store: Store) -> Orchestrator {
     o.loops = cfg.r#loop.clone();
     let local = matches!(built.kind, ProviderKind::Local | ProviderKind::Auto);
     o.loop_action = cfg.r#loop.action(local);
+    match ctx.memory(o.store.clone(), None, None) {
+        Ok(m) => o.knowledge = Some(std::sync::Arc::new(m)),
+        Err(e) => tracing::warn!("memory is off for this run: {e}"),
+    }
     o
 }
 

@@ -51,6 +51,11 @@ fn engine_sections_are_the_engines_defaults() {
     assert_eq!(c.metacog, MetacogParams::default());
     assert_eq!(c.mcp, McpParams::default());
     assert_eq!(c.r#loop, LoopParams::default());
+    assert_eq!(c.memory, crate::engines::memory::MemoryParams::default());
+    assert_eq!(
+        c.embeddings,
+        crate::engines::memory::EmbeddingParams::default()
+    );
 }
 
 #[test]

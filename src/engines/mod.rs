@@ -6,6 +6,7 @@ pub mod got;
 pub mod json_extract;
 pub mod llm;
 pub mod mcp;
+pub mod memory;
 pub mod metacog;
 pub mod orchestrator;
 pub mod prompts;

@@ -8,6 +8,9 @@
 //!   existing node is indexed.
 //! - v4: postings stored as segments per term (`search_postings`, written once per term and
 //!   transaction) instead of one `search_terms` row per term and node; the index is rebuilt.
+//! - v5: memory in one `memories` table (the tier is a field) with a scope index, vectors and
+//!   counters, replacing the four per-tier tables, which no release ever wrote to; they are
+//!   dropped.
 
 use redb::{ReadTransaction, ReadableDatabase, ReadableTable, TableHandle, WriteTransaction};
 
@@ -15,7 +18,7 @@ use super::tables::*;
 use super::{Store, StoreError, codec, search};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 const VERSION_KEY: &str = "schema_version";
 
@@ -74,6 +77,7 @@ pub(super) fn ensure_schema(store: &Store) -> Result<(), StoreError> {
                 1 => migrate_v1_to_v2(&txn)?,
                 2 => migrate_v2_to_v3(&txn)?,
                 3 => migrate_v3_to_v4(&txn)?,
+                4 => migrate_v4_to_v5(&txn)?,
                 other => {
                     return Err(StoreError::Corrupt(format!(
                         "no migration from schema {other}"
@@ -110,10 +114,10 @@ fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(RAW_STREAMS)?;
     txn.open_table(RAW_CHUNKS)?;
     txn.open_table(SESSION_STREAMS)?;
-    txn.open_table(MEMORY_CORE)?;
-    txn.open_table(MEMORY_WORKING)?;
-    txn.open_table(MEMORY_RECALL)?;
-    txn.open_table(MEMORY_ARCHIVAL)?;
+    txn.open_table(MEMORIES)?;
+    txn.open_table(MEMORY_SCOPES)?;
+    txn.open_table(MEMORY_VECTORS)?;
+    txn.open_table(MEMORY_COUNTERS)?;
     txn.open_table(LEARNING_EVENTS)?;
     txn.open_table(LEARNING_EVENT_KEYS)?;
     txn.open_table(PROJECTIONS)?;
@@ -171,5 +175,23 @@ fn migrate_v3_to_v4(txn: &WriteTransaction) -> Result<(), StoreError> {
         nodes = indexed,
         "migration v3 -> v4: full-text index rebuilt"
     );
+    Ok(())
+}
+
+/// v4 → v5: the per-tier memory tables give way to `memories` (created with the others).
+fn migrate_v4_to_v5(txn: &WriteTransaction) -> Result<(), StoreError> {
+    const GONE: [&str; 4] = [
+        "memory_core",
+        "memory_working",
+        "memory_recall",
+        "memory_archival",
+    ];
+    let old: Vec<_> = txn
+        .list_tables()?
+        .filter(|t| GONE.contains(&t.name()))
+        .collect();
+    for t in old {
+        txn.delete_table(t)?;
+    }
     Ok(())
 }

@@ -12,6 +12,7 @@
 
 mod codec;
 mod journal;
+mod memory;
 mod migrate;
 mod read;
 pub mod search;
@@ -24,6 +25,9 @@ use std::sync::Arc;
 
 use redb::{ConcurrencyMode, Database, ReadTransaction, ReadableDatabase, ReadableTable};
 
+pub use memory::{
+    CoreSection, MemoryCounters, MemoryEntry, MemoryScope, MemoryTier, Provenance, StoredVector,
+};
 pub use migrate::SCHEMA_VERSION;
 pub use search::SearchHit;
 use tables::*;

@@ -202,29 +202,6 @@ impl Store {
         Ok(out)
     }
 
-    pub fn core_memory(&self, label: &str) -> Result<Option<MemoryEntry>> {
-        let r = self.read()?;
-        let t = r.open_table(MEMORY_CORE)?;
-        t.get(label)?
-            .map(|v| codec::decode("memory_core", v.value()))
-            .transpose()
-    }
-
-    pub fn memory(&self, tier: MemoryTier, id: MemoryId) -> Result<Option<MemoryEntry>> {
-        let r = self.read()?;
-        let def = match tier {
-            MemoryTier::Working => MEMORY_WORKING,
-            MemoryTier::Recall => MEMORY_RECALL,
-            MemoryTier::Archival => MEMORY_ARCHIVAL,
-            MemoryTier::Core => {
-                return Err(StoreError::NotFound(
-                    "core memory is addressed by label".into(),
-                ));
-            }
-        };
-        get16(&r, def, "memory", id.to_bytes())
-    }
-
     /// Learning events with sequence > `after`, in order.
     pub fn learning_events(&self, after: u64) -> Result<Vec<LearningEvent>> {
         let r = self.read()?;
@@ -267,10 +244,7 @@ impl Store {
             runs: r.open_table(RUNS)?.len()?,
             raw_streams: r.open_table(RAW_STREAMS)?.len()?,
             raw_chunks: r.open_table(RAW_CHUNKS)?.len()?,
-            memory: r.open_table(MEMORY_CORE)?.len()?
-                + r.open_table(MEMORY_WORKING)?.len()?
-                + r.open_table(MEMORY_RECALL)?.len()?
-                + r.open_table(MEMORY_ARCHIVAL)?.len()?,
+            memory: r.open_table(MEMORIES)?.len()?,
             learning_events: r.open_table(LEARNING_EVENTS)?.len()?,
             transcript_cursors: r.open_table(TRANSCRIPT_CURSORS)?.len()?,
             journal: r.open_table(JOURNAL)?.len()?,
@@ -351,14 +325,14 @@ fn get16<T: serde::de::DeserializeOwned>(
         .transpose()
 }
 
-fn normalise_prefix(text: &str) -> String {
+pub(super) fn normalise_prefix(text: &str) -> String {
     text.chars()
         .filter(|c| *c != '-')
         .collect::<String>()
         .to_ascii_lowercase()
 }
 
-fn resolve_prefix(
+pub(super) fn resolve_prefix(
     keys: impl Iterator<Item = std::result::Result<[u8; 16], redb::StorageError>>,
     want: &str,
     text: &str,

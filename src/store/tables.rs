@@ -31,15 +31,15 @@ pub const RAW_STREAMS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("
 pub const RAW_CHUNKS: TableDefinition<[u8; 20], &[u8]> = TableDefinition::new("raw_chunks");
 /// session id ‖ stream id → ().
 pub const SESSION_STREAMS: TableDefinition<[u8; 32], ()> = TableDefinition::new("session_streams");
-/// label → MemoryEntry (core memory is addressed by label).
-pub const MEMORY_CORE: TableDefinition<&str, &[u8]> = TableDefinition::new("memory_core");
-/// memory id → MemoryEntry.
-pub const MEMORY_WORKING: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("memory_working");
-/// memory id → MemoryEntry.
-pub const MEMORY_RECALL: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("memory_recall");
-/// memory id → MemoryEntry.
-pub const MEMORY_ARCHIVAL: TableDefinition<[u8; 16], &[u8]> =
-    TableDefinition::new("memory_archival");
+/// memory id → MemoryEntry: every entry of every tier and scope (schema v5 on).
+pub const MEMORIES: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("memories");
+/// scope key (UTF-8, `global` / `project:<path>` / `session:<id>`) ‖ 0x00 ‖ memory id → ():
+/// a scope's entries in creation order.
+pub const MEMORY_SCOPES: TableDefinition<&[u8], ()> = TableDefinition::new("memory_scopes");
+/// memory id → embedder id length (u8) ‖ embedder id ‖ vector (i8 per dimension).
+pub const MEMORY_VECTORS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("memory_vectors");
+/// scope key → MemoryCounters (inserts, searches, evictions, promotions).
+pub const MEMORY_COUNTERS: TableDefinition<&str, &[u8]> = TableDefinition::new("memory_counters");
 /// sequence (u64) → LearningEvent. Append-only.
 pub const LEARNING_EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("learning_events");
 /// idempotency key → sequence: makes event keys unique.

@@ -176,20 +176,33 @@ fn raw_streams_keep_bytes_and_offsets() {
 #[test]
 fn memory_learning_events_projections_cursors() {
     let (_d, store) = temp_store();
+    let sess = Session::new("s", SessionSource::Glassbox);
     let core = MemoryEntry {
         id: MemoryId::new(),
         tier: MemoryTier::Core,
-        label: Some("persona".into()),
+        scope: MemoryScope::Project("/p".into()),
+        section: Some(CoreSection::Human),
         content: "terse".into(),
-        session: None,
+        tags: vec!["style".into()],
+        importance: 0.5,
         created_at: Utc::now(),
+        updated_at: Utc::now(),
+        provenance: Provenance {
+            origin: "cli".into(),
+            ..Default::default()
+        },
         meta: Default::default(),
     };
     let archival = MemoryEntry {
         id: MemoryId::new(),
         tier: MemoryTier::Archival,
-        label: None,
+        section: None,
+        scope: MemoryScope::Session(sess.id),
         ..core.clone()
+    };
+    let vector = StoredVector {
+        model: "m/384".into(),
+        values: vec![-127, 0, 5, 127],
     };
     let at = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
     let cursor = TranscriptCursor {
@@ -202,8 +215,17 @@ fn memory_learning_events_projections_cursors() {
     };
     let (a, b, c) = store
         .write(|w| {
+            w.put_session(&sess)?;
             w.put_memory(&core)?;
             w.put_memory(&archival)?;
+            w.put_memory_vector(archival.id, &vector)?;
+            w.bump_memory_counters(
+                &core.scope,
+                MemoryCounters {
+                    inserts: 2,
+                    ..Default::default()
+                },
+            )?;
             let a = w.append_learning_event("k1", "observed", serde_json::json!({"x": 1}), at)?;
             let b = w.append_learning_event("k2", "observed", serde_json::json!({"x": 2}), at)?;
             let c = w.append_learning_event("k1", "observed", serde_json::json!({"x": 3}), at)?;
@@ -213,14 +235,23 @@ fn memory_learning_events_projections_cursors() {
         })
         .unwrap();
     assert_eq!((a, b, c), ((1, true), (2, true), (1, false)));
-    assert_eq!(store.core_memory("persona").unwrap().unwrap(), core);
+    assert_eq!(store.memory(core.id).unwrap().unwrap(), core);
+    assert_eq!(store.memory(archival.id).unwrap().unwrap(), archival);
     assert_eq!(
-        store
-            .memory(MemoryTier::Archival, archival.id)
-            .unwrap()
-            .unwrap(),
-        archival
+        store.scope_memories(&core.scope).unwrap(),
+        vec![core.clone()]
     );
+    assert_eq!(
+        store.memory_vectors(&[archival.id, core.id]).unwrap(),
+        vec![Some(vector), None]
+    );
+    assert_eq!(store.memory_counters(&core.scope).unwrap().inserts, 2);
+    assert_eq!(store.memory_scopes().unwrap().len(), 2);
+    // Deleting the session takes its session-scoped memory (and vector) with it.
+    store.write(|w| w.delete_session(sess.id)).unwrap();
+    assert_eq!(store.memory(archival.id).unwrap(), None);
+    assert_eq!(store.memory_vectors(&[archival.id]).unwrap(), vec![None]);
+    assert_eq!(store.all_memories().unwrap(), vec![core.clone()]);
     let evs = store.learning_events(0).unwrap();
     assert_eq!(evs.len(), 2);
     assert_eq!(evs[1].payload["x"], 2);

@@ -425,32 +425,6 @@ pub struct StoredChunk {
     pub bytes: Vec<u8>,
 }
 
-/// The four memory tiers (MemGPT): core, working, recall, archival.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MemoryTier {
-    Core,
-    Working,
-    Recall,
-    Archival,
-}
-
-/// One memory entry.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MemoryEntry {
-    pub id: MemoryId,
-    pub tier: MemoryTier,
-    /// Core entries are addressed by label; the other tiers by id.
-    #[serde(default)]
-    pub label: Option<String>,
-    pub content: String,
-    #[serde(default)]
-    pub session: Option<SessionId>,
-    pub created_at: DateTime<Utc>,
-    #[serde(default)]
-    pub meta: serde_json::Map<String, serde_json::Value>,
-}
-
 /// An append-only learning event; `idempotency_key` is unique across the table.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LearningEvent {
@@ -486,6 +460,9 @@ pub enum ChangeKind {
     RunPut,
     StreamPut,
     MemoryPut,
+    MemoryDeleted,
+    /// An entry moved from working memory to archival by auto-eviction.
+    MemoryEvicted,
     LearningEvent,
     CursorPut,
 }

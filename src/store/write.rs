@@ -235,37 +235,6 @@ impl Writer<'_> {
         Ok(())
     }
 
-    pub fn put_memory(&mut self, m: &MemoryEntry) -> Result<()> {
-        let bytes = codec::encode(m)?;
-        match m.tier {
-            MemoryTier::Core => {
-                let label = m
-                    .label
-                    .as_deref()
-                    .ok_or_else(|| StoreError::Encode("core memory entries need a label".into()))?;
-                self.txn
-                    .open_table(MEMORY_CORE)?
-                    .insert(label, bytes.as_slice())?;
-            }
-            MemoryTier::Working => {
-                self.txn
-                    .open_table(MEMORY_WORKING)?
-                    .insert(m.id.to_bytes(), bytes.as_slice())?;
-            }
-            MemoryTier::Recall => {
-                self.txn
-                    .open_table(MEMORY_RECALL)?
-                    .insert(m.id.to_bytes(), bytes.as_slice())?;
-            }
-            MemoryTier::Archival => {
-                self.txn
-                    .open_table(MEMORY_ARCHIVAL)?
-                    .insert(m.id.to_bytes(), bytes.as_slice())?;
-            }
-        }
-        self.journal(ChangeKind::MemoryPut, m.session, Some(m.id.0))
-    }
-
     /// Appends a learning event unless its idempotency key was seen before. Returns the
     /// event's sequence number and whether it was new.
     pub fn append_learning_event(
@@ -313,7 +282,8 @@ impl Writer<'_> {
     }
 
     /// Deletes a session and everything it owns: nodes, their edges (both indexes), decision
-    /// points and search index entries, runs, insights and raw streams with their chunks.
+    /// points and search index entries, runs, insights, raw streams with their chunks, and the
+    /// memory entries of its session scope.
     pub fn delete_session(&mut self, id: SessionId) -> Result<bool> {
         let sid = id.to_bytes();
         if self.txn.open_table(SESSIONS)?.remove(sid)?.is_none() {
@@ -394,6 +364,7 @@ impl Writer<'_> {
                 }
             }
         }
+        self.delete_scope_memories(&MemoryScope::Session(id))?;
         self.journal(ChangeKind::SessionDeleted, Some(id), Some(id.0))?;
         Ok(true)
     }

@@ -48,6 +48,17 @@ fn row_line<'a>(row: &'a Row, theme: &Theme, selected: bool, width: usize) -> Li
         };
         spans.push(Span::styled(format!(" [{s}]"), theme.style(role)));
     }
+    if row.memory > 0 {
+        let plural = if row.memory == 1 {
+            "memory"
+        } else {
+            "memories"
+        };
+        spans.push(Span::styled(
+            format!(" +{} {plural}", row.memory),
+            theme.style(Role::Dim),
+        ));
+    }
     let used: usize = spans.iter().map(|s| s.content.chars().count()).sum();
     let room = width.saturating_sub(used + 1);
     if room > 3 && !row.label.is_empty() {

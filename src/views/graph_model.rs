@@ -34,6 +34,8 @@ pub struct Row {
     pub confidence: Option<f64>,
     /// Marked when the node is streaming, interrupted or failed.
     pub status: Option<&'static str>,
+    /// Memory entries shown to the model for this query (`meta.memory_used`).
+    pub memory: usize,
 }
 
 /// A thinking step with its decision points.
@@ -66,6 +68,8 @@ pub struct NodeEntry {
     pub steps: Vec<StepEntry>,
     /// Rests on a step a human checkpoint disputed (`meta.disputed_by`).
     pub disputed: bool,
+    /// Memory entries the model was shown for it (queries: `meta.memory_used`).
+    pub memory: usize,
 }
 
 /// A query and what followed it.
@@ -151,6 +155,11 @@ impl NodeEntry {
             confidence: node.confidence,
             steps,
             disputed: node.meta.contains_key("disputed_by"),
+            memory: node
+                .meta
+                .get(crate::engines::orchestrator::MEMORY_USED)
+                .and_then(|v| v.as_array())
+                .map_or(0, Vec::len),
         }
     }
 
@@ -350,6 +359,7 @@ impl GraphModel {
             label,
             confidence: n.confidence,
             status,
+            memory: n.memory,
         });
         if !open {
             return;
@@ -366,6 +376,7 @@ impl GraphModel {
                 label: s.excerpt.clone(),
                 confidence: s.confidence,
                 status: None,
+                memory: 0,
             });
             if sopen {
                 for d in &s.decisions {
@@ -382,6 +393,7 @@ impl GraphModel {
                         },
                         confidence: Some(d.confidence),
                         status: None,
+                        memory: 0,
                     });
                 }
             }
@@ -406,6 +418,7 @@ impl GraphModel {
                 label: t.query.excerpt.clone(),
                 confidence: None,
                 status: t.query.disputed.then_some("disputed"),
+                memory: t.query.memory,
             });
             if open {
                 for c in &t.children {
@@ -548,6 +561,19 @@ mod tests {
                 (1, "because".to_string()),
             ]
         );
+    }
+
+    #[test]
+    fn a_query_counts_the_memories_it_was_shown() {
+        let (mut nodes, _) = session_nodes();
+        nodes[0]
+            .meta
+            .insert("memory_used".into(), serde_json::json!(["a", "b"]));
+        let mut g = GraphModel::default();
+        g.load(&nodes, |_| vec![]);
+        let memory: Vec<usize> = g.rows().iter().map(|r| r.memory).collect();
+        assert_eq!(memory[0], 2);
+        assert!(memory[1..].iter().all(|m| *m == 0));
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub mod insights;
 pub mod ledger;
 pub mod ledger_model;
 pub mod markdown;
+pub mod memory;
 pub mod overlay;
 pub mod palette;
 pub mod replay;

@@ -14,6 +14,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 use std::time::Instant;
 
+use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use tokio::sync::mpsc;
@@ -30,6 +31,7 @@ pub mod fork;
 pub mod got;
 pub mod insights;
 pub mod ledger;
+pub mod memory;
 pub mod replay;
 pub mod sessions;
 pub mod think;
@@ -46,6 +48,7 @@ pub const REGISTRY: &[Entry] = &[
     entry::<verify::Verify>(),
     entry::<insights::Insights>(),
     entry::<replay::Replay>(),
+    entry::<memory::MemoryWs>(),
 ];
 
 /// A workspace's name: its keymap section (`[fork]`), its `workspace_<id>` action and its
@@ -114,6 +117,15 @@ pub trait Workspace: Default + Send + 'static {
     /// Another process committed to the store (the TUI follows it).
     fn on_store_change(&mut self, _cx: &mut Cx<'_, Self>) {}
 
+    /// Whether it takes typed keys as text now (a search line has focus): keys then skip
+    /// the keymap and go to [`Workspace::on_key`].
+    fn typing(&self) -> bool {
+        false
+    }
+
+    /// A key typed while [`Workspace::typing`] holds.
+    fn on_key(&mut self, _key: KeyEvent, _cx: &mut Cx<'_, Self>) {}
+
     /// A form it opened was submitted.
     fn on_form(&mut self, _form: Self::Form, _answer: Answer, _cx: &mut Cx<'_, Self>) {}
 
@@ -172,6 +184,8 @@ trait Slot: Send {
     fn action(&mut self, a: &Action, state: &mut State, fx: &mut Vec<Effect>) -> bool;
     fn msg(&mut self, m: Boxed, state: &mut State, fx: &mut Vec<Effect>);
     fn store_changed(&mut self, state: &mut State, fx: &mut Vec<Effect>);
+    fn typing(&self) -> bool;
+    fn key(&mut self, k: KeyEvent, state: &mut State, fx: &mut Vec<Effect>);
     fn session_title(&self) -> Option<String>;
     fn form(&mut self, tag: &FormTag, answer: Answer, state: &mut State, fx: &mut Vec<Effect>);
     fn run(&self, e: Boxed, svc: &Services);
@@ -207,6 +221,12 @@ impl<W: Workspace> Slot for W {
     }
     fn store_changed(&mut self, state: &mut State, fx: &mut Vec<Effect>) {
         self.on_store_change(&mut cx::<W>(state, fx));
+    }
+    fn typing(&self) -> bool {
+        Workspace::typing(self)
+    }
+    fn key(&mut self, k: KeyEvent, state: &mut State, fx: &mut Vec<Effect>) {
+        self.on_key(k, &mut cx::<W>(state, fx));
     }
     fn session_title(&self) -> Option<String> {
         Workspace::session_title(self)
@@ -306,6 +326,25 @@ impl Workspaces {
             Action::Ws(wa) if wa.ws != shown => self
                 .slot(wa.ws)
                 .is_some_and(|slot| slot.action(a, state, fx)),
+            _ => false,
+        }
+    }
+
+    /// Whether the workspace on screen takes typed keys as text now.
+    pub fn typing(&self, id: WorkspaceId) -> bool {
+        self.slots
+            .iter()
+            .find(|s| s.spec().id == id)
+            .is_some_and(|s| s.typing())
+    }
+
+    /// Hands a typed key to the workspace on screen when it takes text; true when it did.
+    pub fn key(&mut self, k: KeyEvent, state: &mut State, fx: &mut Vec<Effect>) -> bool {
+        match self.slot(state.workspace) {
+            Some(slot) if slot.typing() => {
+                slot.key(k, state, fx);
+                true
+            }
             _ => false,
         }
     }

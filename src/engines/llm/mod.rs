@@ -53,6 +53,45 @@ pub struct Message {
     /// then ignores everything that came before it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compaction: Option<Compaction>,
+    /// Assistant turns that called tools: the signed reasoning that came before the calls,
+    /// sent back exactly as it arrived (Anthropic checks the signatures and wants it ahead
+    /// of the calls while thinking is on). Providers without such blocks leave it out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub thinking: Vec<ThinkingBlock>,
+    /// Assistant turns: the tools the model called, after `content`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// User turns: what those calls returned, ahead of `content`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_results: Vec<ToolResult>,
+}
+
+/// One reasoning block of an assistant turn, as the provider sent it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "type")]
+pub enum ThinkingBlock {
+    Thinking { thinking: String, signature: String },
+    Redacted { data: String },
+}
+
+/// A tool call the model made.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The provider's id for the call, which its result names.
+    pub id: String,
+    pub name: String,
+    pub input: serde_json::Value,
+}
+
+/// What a tool call returned.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// The id of the call ([`ToolCall::id`]).
+    pub tool_use_id: String,
+    pub content: String,
+    /// The call failed; `content` says why.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub is_error: bool,
 }
 
 /// A provider's server-side compaction of the conversation, as it is sent back.
@@ -71,6 +110,9 @@ impl Message {
             role: Role::User,
             content: text.into(),
             compaction: None,
+            thinking: Vec::new(),
+            tool_calls: Vec::new(),
+            tool_results: Vec::new(),
         }
     }
     pub fn assistant(text: impl Into<String>) -> Self {
@@ -78,7 +120,35 @@ impl Message {
             role: Role::Assistant,
             content: text.into(),
             compaction: None,
+            thinking: Vec::new(),
+            tool_calls: Vec::new(),
+            tool_results: Vec::new(),
         }
+    }
+    /// An assistant turn that said `text` (maybe nothing) after `thinking` and then called
+    /// `calls`.
+    pub fn tool_calls(
+        text: impl Into<String>,
+        thinking: Vec<ThinkingBlock>,
+        calls: Vec<ToolCall>,
+    ) -> Self {
+        Self {
+            thinking,
+            tool_calls: calls,
+            ..Self::assistant(text)
+        }
+    }
+    /// The user turn that hands the model the results of its calls.
+    pub fn tool_results(results: Vec<ToolResult>) -> Self {
+        Self {
+            tool_results: results,
+            ..Self::user("")
+        }
+    }
+    /// Whether the message carries tool calls, tool results or reasoning blocks, which
+    /// need structured content rather than one text.
+    pub fn has_blocks(&self) -> bool {
+        !self.thinking.is_empty() || !self.tool_calls.is_empty() || !self.tool_results.is_empty()
     }
     /// The text to send to a provider that has no compaction blocks of its own: a
     /// compaction summary (from an Anthropic session continued elsewhere) comes first, so
@@ -100,7 +170,7 @@ impl Message {
     }
 }
 
-/// A tool the model may call; used for structured output.
+/// A tool the model may call: structured output, or an operation it may use (memory).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
     pub name: String,
@@ -348,6 +418,11 @@ pub trait Provider: Send + Sync {
     fn name(&self) -> &str;
     /// Starts one streaming call.
     fn stream(&self, req: ChatRequest, ctx: CallCtx) -> EventStream;
+    /// Whether the provider takes `ChatRequest::tools` and sends tool calls and their
+    /// results back and forth ([`Message::tool_calls`], [`Message::tool_results`]).
+    fn supports_tools(&self) -> bool {
+        false
+    }
 }
 
 // Wire formats and remote providers.

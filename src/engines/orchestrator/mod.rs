@@ -16,7 +16,7 @@ mod turn;
 use std::sync::Arc;
 
 use super::llm::loops::{LoopAction, LoopParams, LoopUnit};
-use super::llm::{Effort, LlmError, Provider, StopReason, ThinkingMode, Usage};
+use super::llm::{Effort, LlmError, Provider, StopReason, ThinkingMode, ToolSpec, Usage};
 use crate::store::{NodeId, NodeType, SessionId, Store, StreamId};
 
 pub use compaction::{BudgetParams, COMPACTIONS, SERVER_SIDE, is_server_side_compaction};
@@ -32,6 +32,15 @@ const TITLE_CHARS: usize = 80;
 /// Meta key of a thinking or response node the model looped in: `{"period", "repeats",
 /// "unit", "in": "thinking" | "text", "action"}`.
 pub const LOOPING: &str = "looping";
+/// Query-node meta key: the ids of the memory entries shown to the model for it.
+pub const MEMORY_USED: &str = "memory_used";
+/// Tool rounds of a turn when the knowledge source does not say (the memory engine takes
+/// `[memory] max_tool_rounds`).
+pub const DEFAULT_TOOL_ROUNDS: u32 = 4;
+/// Tool-call node meta keys: what the call returned (text for the model) and whether it
+/// failed.
+pub const TOOL_RESULT: &str = "result";
+pub const TOOL_ERROR: &str = "is_error";
 
 /// What a turn reports while it runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -90,10 +99,57 @@ pub enum TurnEvent {
     },
 }
 
-/// Extra context for a question (the memory engine's retrieval plugs in here).
+/// What a knowledge source shows the model before a question.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Knowledge {
+    /// Text for the system prompt.
+    pub text: String,
+    /// Ids of the entries the text includes, recorded on the query node as `meta.memory_used`.
+    pub used: Vec<String>,
+}
+
+/// A finished turn, for a knowledge source that remembers turns.
+#[derive(Clone, Debug)]
+pub struct FinishedTurn {
+    pub session: SessionId,
+    pub query: NodeId,
+    pub question: String,
+    pub response: Option<(NodeId, String)>,
+}
+
+/// Extra context for a question, and tools for the model (the memory engine plugs in
+/// here). `context_for`, `remember` and `call_tool` block their thread (store reads and
+/// commits, embeddings): the orchestrator makes them on the blocking pool.
 pub trait KnowledgeContext: Send + Sync {
-    /// Text to put before the conversation, or `None` when nothing is relevant.
-    fn context_for(&self, question: &str) -> Option<String>;
+    /// What to put before the conversation, or `None` when nothing is relevant.
+    fn context_for(&self, question: &str) -> Option<Knowledge>;
+
+    /// Called once a turn has ended with an answer.
+    fn remember(&self, _turn: &FinishedTurn) {}
+
+    /// Tools the model may call during a turn, where its provider takes tools. None by
+    /// default.
+    fn tools(&self) -> Vec<ToolSpec> {
+        Vec::new()
+    }
+
+    /// Runs the tool call `name` with `input`, which the model made in `session` and which is
+    /// recorded as `node`: the text to hand back, or what went wrong. `None` when the tool is
+    /// not one of this source's.
+    fn call_tool(
+        &self,
+        _name: &str,
+        _input: &serde_json::Value,
+        _session: SessionId,
+        _node: NodeId,
+    ) -> Option<Result<String, String>> {
+        None
+    }
+
+    /// How many times in one turn the model's tool calls are run and the model asked again.
+    fn max_tool_rounds(&self) -> u32 {
+        DEFAULT_TOOL_ROUNDS
+    }
 }
 
 /// One question to ask.

@@ -11,10 +11,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::compaction::count_compaction;
 use super::history::{history_until, session_output_tokens, superseded_nodes};
-use super::{LOOPING, Orchestrator, TurnEvent, TurnOutcome, TurnRequest, title_from};
+use super::{
+    FinishedTurn, LOOPING, MEMORY_USED, Orchestrator, TOOL_ERROR, TOOL_RESULT, TurnEvent,
+    TurnOutcome, TurnRequest, title_from,
+};
 use crate::engines::llm::loops::{LoopAction, LoopDetector, LoopParams, LoopReport, loop_stop};
 use crate::engines::llm::{
-    CallCtx, ChatRequest, LlmError, Message, RawChunk, StopReason, StreamEvent, Usage,
+    CallCtx, ChatRequest, LlmError, Message, RawChunk, StopReason, StreamEvent, ThinkingBlock,
+    ToolCall, ToolResult, Usage,
 };
 use crate::store::{
     Edge, EdgeType, Node, NodeId, NodeStatus, NodeType, RawStream, Session, SessionId,
@@ -214,6 +218,157 @@ fn looping_meta(kind: NodeType, report: LoopReport, action: LoopAction) -> serde
     })
 }
 
+/// A tool call of the current provider call: its node (which gets the result) and the call
+/// as it goes back to the provider.
+struct PendingCall {
+    node: Node,
+    call: ToolCall,
+}
+
+/// What one provider call said, to send back with the results of its tool calls.
+struct Said {
+    text: String,
+    /// Signed reasoning blocks, in order.
+    thinking: Vec<ThinkingBlock>,
+    /// Reasoning still waiting for its signature.
+    open_thinking: String,
+    calls: Vec<PendingCall>,
+    /// In a call after tool results, the first reasoning and the first text start a new
+    /// paragraph of the nodes they continue.
+    new_thinking: bool,
+    new_text: bool,
+}
+
+impl Said {
+    fn new(continuation: bool) -> Self {
+        Self {
+            text: String::new(),
+            thinking: Vec::new(),
+            open_thinking: String::new(),
+            calls: Vec::new(),
+            new_thinking: continuation,
+            new_text: continuation,
+        }
+    }
+}
+
+/// `text` as it joins `node`: after a blank line when it is the first piece of a call that
+/// continues the node.
+fn paragraph(first: &mut bool, node: Option<&Node>, text: String) -> String {
+    if !std::mem::take(first) {
+        return text;
+    }
+    match node.map(|n| n.text.as_str()) {
+        Some(t) if t.is_empty() || t.ends_with("\n\n") => text,
+        Some(t) if t.ends_with('\n') => format!("\n{text}"),
+        Some(_) => format!("\n\n{text}"),
+        None => text,
+    }
+}
+
+/// Usage of the calls before (`spent`) and of the current one (`now`, cumulative).
+fn add_usage(spent: Usage, now: Usage) -> Usage {
+    let opt = |a: Option<u64>, b: Option<u64>| match (a, b) {
+        (None, None) => None,
+        (a, b) => Some(a.unwrap_or(0) + b.unwrap_or(0)),
+    };
+    Usage {
+        input_tokens: spent.input_tokens + now.input_tokens,
+        output_tokens: spent.output_tokens + now.output_tokens,
+        thinking_tokens: opt(spent.thinking_tokens, now.thinking_tokens),
+        cache_read_tokens: opt(spent.cache_read_tokens, now.cache_read_tokens),
+        cache_creation_tokens: opt(spent.cache_creation_tokens, now.cache_creation_tokens),
+    }
+}
+
+/// Whether a call with tools failed the way servers without tool support refuse one (HTTP
+/// 400 or 422, or an error that names tools) before anything arrived.
+fn refused_tools(chat: &ChatRequest, error: Option<&LlmError>, live: &Live, said: &Said) -> bool {
+    if chat.tools.is_empty()
+        || live.thinking.is_some()
+        || live.response.is_some()
+        || !said.calls.is_empty()
+    {
+        return false;
+    }
+    match error {
+        Some(LlmError::Http {
+            status, message, ..
+        }) => matches!(status, 400 | 422) || message.to_ascii_lowercase().contains("tool"),
+        Some(LlmError::Api { message, .. }) => message.to_ascii_lowercase().contains("tool"),
+        _ => false,
+    }
+}
+
+impl Orchestrator {
+    /// Runs a call's tool calls one after another through the knowledge source (on the
+    /// blocking pool) and records each result on its tool-call node. A tool the knowledge
+    /// source does not have gets an error result.
+    async fn run_tools(
+        &self,
+        session: SessionId,
+        calls: Vec<PendingCall>,
+    ) -> Result<(Vec<ToolCall>, Vec<ToolResult>), StoreError> {
+        let mut done = Vec::with_capacity(calls.len());
+        for c in calls {
+            let unknown = format!("unknown tool '{}'", c.call.name);
+            let outcome = match self.knowledge.clone() {
+                Some(k) => {
+                    let (name, input, node) =
+                        (c.call.name.clone(), c.call.input.clone(), c.node.id);
+                    match tokio::task::spawn_blocking(move || {
+                        k.call_tool(&name, &input, session, node)
+                    })
+                    .await
+                    {
+                        Ok(Some(r)) => r,
+                        Ok(None) => Err(unknown),
+                        Err(e) => Err(format!("{}: the tool failed: {e}", c.call.name)),
+                    }
+                }
+                None => Err(unknown),
+            };
+            done.push((c, outcome));
+        }
+        self.record_results(done).await
+    }
+
+    /// Puts each call's result (or error) in its node's meta (`result`, `is_error`) and
+    /// commits the nodes; returns the calls and their results for the provider.
+    async fn record_results(
+        &self,
+        done: Vec<(PendingCall, Result<String, String>)>,
+    ) -> Result<(Vec<ToolCall>, Vec<ToolResult>), StoreError> {
+        let mut nodes = Vec::with_capacity(done.len());
+        let mut calls = Vec::with_capacity(done.len());
+        let mut results = Vec::with_capacity(done.len());
+        for (mut p, outcome) in done {
+            let (content, is_error) = match outcome {
+                Ok(text) => (text, false),
+                Err(e) => (e, true),
+            };
+            p.node.meta.insert(TOOL_RESULT.into(), json!(content));
+            p.node.meta.insert(TOOL_ERROR.into(), json!(is_error));
+            results.push(ToolResult {
+                tool_use_id: p.call.id.clone(),
+                content,
+                is_error,
+            });
+            nodes.push(p.node);
+            calls.push(p.call);
+        }
+        self.store
+            .write_async(move |w| {
+                for n in &nodes {
+                    w.put_node(n)?;
+                }
+                Ok(())
+            })
+            .await?;
+        Ok((calls, results))
+    }
+}
+
 impl Orchestrator {
     /// Runs one turn to its end (done, cancelled or failed), reporting progress on `events`.
     /// Store failures are returned as errors; provider failures end up in the outcome.
@@ -283,21 +438,36 @@ impl Orchestrator {
             }
         };
         session.updated_at = Utc::now();
-        let query = Node::new(session.id, NodeType::Query, req.question.clone());
+        let mut query = Node::new(session.id, NodeType::Query, req.question.clone());
         let mut messages = history;
         messages.push(Message::user(req.question.clone()));
-        let system = match self
-            .knowledge
-            .as_ref()
-            .and_then(|k| k.context_for(&req.question))
-        {
-            Some(context) => Some(match &req.system {
-                Some(sys) => format!("{sys}\n\nRelevant knowledge:\n{context}"),
-                None => format!("Relevant knowledge:\n{context}"),
-            }),
+        let knowledge = match self.knowledge.clone() {
+            Some(k) => {
+                let question = req.question.clone();
+                tokio::task::spawn_blocking(move || k.context_for(&question))
+                    .await
+                    .ok()
+                    .flatten()
+            }
+            None => None,
+        };
+        let system = match &knowledge {
+            Some(k) => {
+                query.meta.insert(MEMORY_USED.into(), json!(k.used));
+                Some(match &req.system {
+                    Some(sys) => format!("{sys}\n\n{}", k.text),
+                    None => k.text.clone(),
+                })
+            }
             None => req.system.clone(),
         };
-        let chat = ChatRequest {
+        // The knowledge source's tools (memory), where the provider takes tools.
+        let tools = match &self.knowledge {
+            Some(k) if self.provider.supports_tools() => k.tools(),
+            _ => Vec::new(),
+        };
+        let max_rounds = self.knowledge.as_ref().map_or(0, |k| k.max_tool_rounds());
+        let mut chat = ChatRequest {
             model: self.model.clone(),
             system,
             messages,
@@ -307,7 +477,7 @@ impl Orchestrator {
             seed: req.seed,
             thinking: req.thinking,
             effort: req.effort,
-            tools: Vec::new(),
+            tools,
             tool_choice: None,
             json_mode: false,
             schema: None,
@@ -347,17 +517,7 @@ impl Orchestrator {
             query: query.id,
         });
 
-        let (raw_tx, mut raw_rx) = mpsc::unbounded_channel();
-        // Its own token, so that a loop can stop the call without it counting as the
-        // caller's cancellation.
-        let call_cancel = cancel.child_token();
-        let mut stream = self.provider.stream(
-            chat,
-            CallCtx {
-                cancel: call_cancel.clone(),
-                raw: Some(raw_tx),
-            },
-        );
+        let mut first_stream = header.id;
         let mut live = Live {
             session: session.id,
             stream: header.id,
@@ -373,120 +533,225 @@ impl Orchestrator {
             next_chunk: 0,
             total_bytes: 0,
         };
+        // `usage` is the whole turn's; `spent` what the calls before this one used.
         let mut usage = Usage::default();
-        let mut stop = None;
-        let mut error = None;
+        let mut spent = Usage::default();
+        let mut stop;
+        let mut error;
         let mut loops = LoopWatch::new(&self.loops, self.loop_action);
         let mut stopped_looping = false;
         let mut tick = tokio::time::interval(FLUSH_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // One provider call per pass: the question, then (after the model called tools)
+        // the conversation with its calls and their results, streamed into the same nodes.
+        let mut round = 0u32;
         loop {
-            tokio::select! {
-                ev = stream.next() => {
-                    let Some(ev) = ev else { break };
-                    let mut looped = None;
-                    match ev {
-                        StreamEvent::ThinkingDelta { text } => {
-                            live.node(NodeType::Thinking).text.push_str(&text);
-                            live.dirty = true;
-                            looped = loops
-                                .push(NodeType::Thinking, &text)
-                                .map(|r| (NodeType::Thinking, r));
-                            let updates = live.graph.push(&text);
-                            let _ = events.send(TurnEvent::Thinking(text));
-                            for (id, kind) in live.created.drain(..) {
-                                let _ = events.send(TurnEvent::NodeCreated { id, kind });
+            let (raw_tx, mut raw_rx) = mpsc::unbounded_channel();
+            // Its own token, so that a loop can stop the call without it counting as the
+            // caller's cancellation.
+            let call_cancel = cancel.child_token();
+            let mut stream = self.provider.stream(
+                chat.clone(),
+                CallCtx {
+                    cancel: call_cancel.clone(),
+                    raw: Some(raw_tx),
+                },
+            );
+            let mut said = Said::new(round > 0);
+            stop = None;
+            error = None;
+            loop {
+                tokio::select! {
+                    ev = stream.next() => {
+                        let Some(ev) = ev else { break };
+                        let mut looped = None;
+                        match ev {
+                            StreamEvent::ThinkingDelta { text } => {
+                                said.open_thinking.push_str(&text);
+                                let text = paragraph(&mut said.new_thinking, live.thinking.as_ref(), text);
+                                live.node(NodeType::Thinking).text.push_str(&text);
+                                live.dirty = true;
+                                looped = loops
+                                    .push(NodeType::Thinking, &text)
+                                    .map(|r| (NodeType::Thinking, r));
+                                let updates = live.graph.push(&text);
+                                let _ = events.send(TurnEvent::Thinking(text));
+                                for (id, kind) in live.created.drain(..) {
+                                    let _ = events.send(TurnEvent::NodeCreated { id, kind });
+                                }
+                                live.apply_graph(updates, &events);
                             }
-                            live.apply_graph(updates, &events);
-                        }
-                        StreamEvent::ThinkingSignature { signature } => {
-                            live.node(NodeType::Thinking)
-                                .meta
-                                .insert("signature".into(), json!(signature));
-                            live.dirty = true;
-                            let _ = events.send(TurnEvent::Signature(signature));
-                        }
-                        StreamEvent::RedactedThinking { data } => {
-                            let n = live.node(NodeType::Thinking);
-                            let list = n.meta.entry("redacted").or_insert_with(|| json!([]));
-                            if let Some(a) = list.as_array_mut() {
-                                a.push(json!(data));
+                            StreamEvent::ThinkingSignature { signature } => {
+                                said.thinking.push(ThinkingBlock::Thinking {
+                                    thinking: std::mem::take(&mut said.open_thinking),
+                                    signature: signature.clone(),
+                                });
+                                live.node(NodeType::Thinking)
+                                    .meta
+                                    .insert("signature".into(), json!(signature));
+                                live.dirty = true;
+                                let _ = events.send(TurnEvent::Signature(signature));
                             }
-                            live.dirty = true;
-                            let _ = events.send(TurnEvent::Redacted);
-                        }
-                        StreamEvent::Compaction { summary, encrypted_content } => {
-                            self.provider_compaction(
-                                &mut live,
-                                &mut session,
-                                &prior,
-                                summary,
-                                encrypted_content,
-                                &events,
-                            )
-                            .await?;
-                        }
-                        StreamEvent::TextDelta { text } => {
-                            live.node(NodeType::Response).text.push_str(&text);
-                            live.dirty = true;
-                            looped = loops
-                                .push(NodeType::Response, &text)
-                                .map(|r| (NodeType::Response, r));
-                            let _ = events.send(TurnEvent::Text(text));
-                        }
-                        StreamEvent::ToolUse { id, name, input } => {
-                            let mut n = Node::new(session.id, NodeType::ToolCall, input.to_string());
-                            n.meta.insert("tool".into(), json!(name));
-                            n.meta.insert("tool_use_id".into(), json!(id));
-                            let edge = Edge::new(query.id, EdgeType::Influences, n.id);
-                            store
-                                .write_async(move |w| {
-                                    w.put_node(&n)?;
-                                    w.put_edge(&edge)
-                                })
+                            StreamEvent::RedactedThinking { data } => {
+                                said.thinking.push(ThinkingBlock::Redacted { data: data.clone() });
+                                let n = live.node(NodeType::Thinking);
+                                let list = n.meta.entry("redacted").or_insert_with(|| json!([]));
+                                if let Some(a) = list.as_array_mut() {
+                                    a.push(json!(data));
+                                }
+                                live.dirty = true;
+                                let _ = events.send(TurnEvent::Redacted);
+                            }
+                            StreamEvent::Compaction { summary, encrypted_content } => {
+                                self.provider_compaction(
+                                    &mut live,
+                                    &mut session,
+                                    &prior,
+                                    summary,
+                                    encrypted_content,
+                                    &events,
+                                )
                                 .await?;
-                            let _ = events.send(TurnEvent::ToolUse { name, input });
+                            }
+                            StreamEvent::TextDelta { text } => {
+                                said.text.push_str(&text);
+                                let text = paragraph(&mut said.new_text, live.response.as_ref(), text);
+                                live.node(NodeType::Response).text.push_str(&text);
+                                live.dirty = true;
+                                looped = loops
+                                    .push(NodeType::Response, &text)
+                                    .map(|r| (NodeType::Response, r));
+                                let _ = events.send(TurnEvent::Text(text));
+                            }
+                            StreamEvent::ToolUse { id, name, input } => {
+                                let mut n = Node::new(session.id, NodeType::ToolCall, input.to_string());
+                                n.meta.insert("tool".into(), json!(name));
+                                n.meta.insert("tool_use_id".into(), json!(id));
+                                let edge = Edge::new(query.id, EdgeType::Influences, n.id);
+                                said.calls.push(PendingCall {
+                                    node: n.clone(),
+                                    call: ToolCall {
+                                        id,
+                                        name: name.clone(),
+                                        input: input.clone(),
+                                    },
+                                });
+                                store
+                                    .write_async(move |w| {
+                                        w.put_node(&n)?;
+                                        w.put_edge(&edge)
+                                    })
+                                    .await?;
+                                let _ = events.send(TurnEvent::ToolUse { name, input });
+                            }
+                            StreamEvent::Usage { usage: u } => {
+                                usage = add_usage(spent, u);
+                                let _ = events.send(TurnEvent::Usage(usage));
+                            }
+                            StreamEvent::Stop { reason } => { stop = Some(reason); }
+                            StreamEvent::Error { error: e } => { error = Some(e); }
                         }
-                        StreamEvent::Usage { usage: u } => {
-                            usage = u;
-                            let _ = events.send(TurnEvent::Usage(u));
+                        for (id, kind) in live.created.drain(..) {
+                            let _ = events.send(TurnEvent::NodeCreated { id, kind });
                         }
-                        StreamEvent::Stop { reason } => { stop = Some(reason); }
-                        StreamEvent::Error { error: e } => { error = Some(e); }
-                    }
-                    for (id, kind) in live.created.drain(..) {
-                        let _ = events.send(TurnEvent::NodeCreated { id, kind });
-                    }
-                    if let Some((kind, report)) = looped {
-                        let action = self.loop_action;
-                        let node = live.node(kind);
-                        node.meta.insert(LOOPING.into(), looping_meta(kind, report, action));
-                        let node = node.id;
-                        live.dirty = true;
-                        let _ = events.send(TurnEvent::Loop {
-                            node,
-                            period: report.period,
-                            repeats: report.repeats,
-                            unit: report.unit,
-                            in_thinking: kind == NodeType::Thinking,
-                            action,
-                        });
-                        if action == LoopAction::Stop {
-                            call_cancel.cancel();
-                            stopped_looping = true;
-                            break;
+                        if let Some((kind, report)) = looped {
+                            let action = self.loop_action;
+                            let node = live.node(kind);
+                            node.meta.insert(LOOPING.into(), looping_meta(kind, report, action));
+                            let node = node.id;
+                            live.dirty = true;
+                            let _ = events.send(TurnEvent::Loop {
+                                node,
+                                period: report.period,
+                                repeats: report.repeats,
+                                unit: report.unit,
+                                in_thinking: kind == NodeType::Thinking,
+                                action,
+                            });
+                            if action == LoopAction::Stop {
+                                call_cancel.cancel();
+                                stopped_looping = true;
+                                break;
+                            }
                         }
                     }
+                    Some(chunk) = raw_rx.recv() => live.push_raw(chunk),
+                    _ = tick.tick() => live.flush(store, &mut header).await?,
                 }
-                Some(chunk) = raw_rx.recv() => live.push_raw(chunk),
-                _ = tick.tick() => live.flush(store, &mut header).await?,
             }
-        }
-        // A call stopped for looping is dropped unread (its token already told it to stop).
-        drop(stream);
-        // Chunks sent just before the stream ended.
-        while let Ok(chunk) = raw_rx.try_recv() {
-            live.push_raw(chunk);
+            // A call stopped for looping is dropped unread (its token already told it to stop).
+            drop(stream);
+            // Chunks sent just before the stream ended.
+            while let Ok(chunk) = raw_rx.try_recv() {
+                live.push_raw(chunk);
+            }
+            let retry = round == 0 && refused_tools(&chat, error.as_ref(), &live, &said);
+            let next = if retry {
+                // A server that takes no tools refused the request: ask again without them.
+                tracing::warn!(
+                    "{} refused the request with tools ({}); asking again without them",
+                    self.provider.name(),
+                    error.as_ref().map(ToString::to_string).unwrap_or_default()
+                );
+                chat.tools.clear();
+                true
+            } else if stop == Some(StopReason::ToolUse)
+                && error.is_none()
+                && !stopped_looping
+                && !cancel.is_cancelled()
+                && !said.calls.is_empty()
+                && !chat.tools.is_empty()
+            {
+                let Said {
+                    text,
+                    thinking,
+                    calls,
+                    ..
+                } = said;
+                if round >= max_rounds {
+                    // The model asked for more than the turn allows: its last calls are
+                    // recorded as not run, and the turn ends here.
+                    let why = format!(
+                        "not run: this turn reached its limit of {max_rounds} tool rounds ([memory] max_tool_rounds)"
+                    );
+                    self.record_results(calls.into_iter().map(|c| (c, Err(why.clone()))).collect())
+                        .await?;
+                    false
+                } else {
+                    round += 1;
+                    let (calls, results) = self.run_tools(session.id, calls).await?;
+                    chat.messages
+                        .push(Message::tool_calls(text, thinking, calls));
+                    chat.messages.push(Message::tool_results(results));
+                    true
+                }
+            } else {
+                false
+            };
+            if !next {
+                break;
+            }
+            // Each call keeps its own recorded stream, with the request that asked for it.
+            live.flush(store, &mut header).await?;
+            header = RawStream {
+                id: StreamId::new(),
+                request: serde_json::to_value(&chat).unwrap_or(serde_json::Value::Null),
+                created_at: Utc::now(),
+                nodes: Vec::new(),
+                chunk_count: 0,
+                total_bytes: 0,
+                ..header
+            };
+            live.stream = header.id;
+            if retry {
+                // The refused call is kept on record; the turn is the one asked again.
+                first_stream = header.id;
+            }
+            live.next_chunk = 0;
+            live.total_bytes = 0;
+            let h = header.clone();
+            store.write_async(move |w| w.put_raw_stream(&h)).await?;
+            spent = usage;
         }
         // The repeats counted to the end of what arrived.
         if let Some((kind, report)) = loops.found() {
@@ -550,15 +815,270 @@ impl Orchestrator {
                 w.put_session(&s)
             })
             .await?;
+        if let (Some(k), Some(resp)) = (self.knowledge.clone(), live.response.as_ref())
+            && final_status == NodeStatus::Complete
+        {
+            let turn = FinishedTurn {
+                session: session.id,
+                query: query.id,
+                question: req.question.clone(),
+                response: Some((resp.id, resp.text.clone())),
+            };
+            let _ = tokio::task::spawn_blocking(move || k.remember(&turn)).await;
+        }
         Ok(TurnOutcome {
             session: session.id,
             query: query.id,
             thinking: t,
             response: r,
-            stream: header.id,
+            stream: first_stream,
             usage,
             stop,
             error,
         })
+    }
+}
+
+#[cfg(test)]
+mod tool_tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use std::collections::VecDeque;
+    use std::sync::{Arc, Mutex};
+
+    use futures::StreamExt;
+    use serde_json::json;
+    use tokio::sync::mpsc;
+    use tokio_util::sync::CancellationToken;
+
+    use super::super::{KnowledgeContext, Orchestrator, TurnRequest};
+    use crate::engines::llm::{
+        CallCtx, ChatRequest, EventStream, Provider, StopReason, StreamEvent, ThinkingMode,
+        ToolSpec, Usage,
+    };
+    use crate::store::{NodeId, NodeType, SessionId, Store};
+
+    /// Answers each call with the next scripted events (the last ones again when they run
+    /// out) and keeps the requests.
+    struct Script {
+        tools: bool,
+        replies: Mutex<VecDeque<Vec<StreamEvent>>>,
+        last: Vec<StreamEvent>,
+        seen: Mutex<Vec<ChatRequest>>,
+    }
+
+    impl Script {
+        fn new(tools: bool, replies: Vec<Vec<StreamEvent>>) -> Arc<Self> {
+            Arc::new(Self {
+                tools,
+                last: replies.last().cloned().unwrap_or_default(),
+                replies: Mutex::new(replies.into()),
+                seen: Mutex::new(Vec::new()),
+            })
+        }
+
+        fn seen(&self) -> Vec<ChatRequest> {
+            self.seen.lock().unwrap().clone()
+        }
+    }
+
+    impl Provider for Script {
+        fn name(&self) -> &str {
+            "script"
+        }
+
+        fn stream(&self, req: ChatRequest, _ctx: CallCtx) -> EventStream {
+            self.seen.lock().unwrap().push(req);
+            let events = self
+                .replies
+                .lock()
+                .unwrap()
+                .pop_front()
+                .unwrap_or_else(|| self.last.clone());
+            futures::stream::iter(events).boxed()
+        }
+
+        fn supports_tools(&self) -> bool {
+            self.tools
+        }
+    }
+
+    /// A knowledge source with one tool, `note`, and two tool rounds a turn.
+    struct Notebook;
+
+    impl KnowledgeContext for Notebook {
+        fn context_for(&self, _question: &str) -> Option<super::super::Knowledge> {
+            None
+        }
+
+        fn tools(&self) -> Vec<ToolSpec> {
+            vec![ToolSpec {
+                name: "note".into(),
+                description: "Write a note.".into(),
+                input_schema: json!({"type": "object"}),
+            }]
+        }
+
+        fn call_tool(
+            &self,
+            name: &str,
+            input: &serde_json::Value,
+            _session: SessionId,
+            _node: NodeId,
+        ) -> Option<Result<String, String>> {
+            (name == "note").then(|| Ok(format!("noted {input}")))
+        }
+
+        fn max_tool_rounds(&self) -> u32 {
+            2
+        }
+    }
+
+    fn calls(name: &str, text: &str) -> Vec<StreamEvent> {
+        vec![
+            StreamEvent::TextDelta { text: text.into() },
+            StreamEvent::ToolUse {
+                id: format!("id-{name}"),
+                name: name.into(),
+                input: json!({"n": 1}),
+            },
+            StreamEvent::Usage {
+                usage: Usage {
+                    input_tokens: 10,
+                    output_tokens: 2,
+                    ..Usage::default()
+                },
+            },
+            StreamEvent::Stop {
+                reason: StopReason::ToolUse,
+            },
+        ]
+    }
+
+    fn answer(text: &str) -> Vec<StreamEvent> {
+        vec![
+            StreamEvent::TextDelta { text: text.into() },
+            StreamEvent::Stop {
+                reason: StopReason::EndTurn,
+            },
+        ]
+    }
+
+    async fn turn(provider: Arc<Script>) -> (tempfile::TempDir, Store, super::super::TurnOutcome) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        let mut orch = Orchestrator::new(store.clone(), provider, "m");
+        orch.knowledge = Some(Arc::new(Notebook));
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let req = TurnRequest {
+            session: None,
+            question: "take notes".into(),
+            system: None,
+            thinking: ThinkingMode::Off,
+            effort: None,
+            max_tokens: 100,
+            temperature: None,
+            top_p: None,
+            seed: None,
+            branch_from: None,
+        };
+        let out = orch
+            .run_turn(req, tx, CancellationToken::new())
+            .await
+            .unwrap();
+        (dir, store, out)
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_unknown_tool_gets_an_error_result_and_the_model_is_asked_again() {
+        let provider = Script::new(true, vec![calls("nope", "Let me try."), answer("Done.")]);
+        let (_d, store, out) = turn(provider.clone()).await;
+        assert_eq!(out.stop, StopReason::EndTurn);
+        let seen = provider.seen();
+        assert_eq!(seen.len(), 2);
+        assert_eq!(seen[0].tools.len(), 1);
+        let sent = &seen[1].messages;
+        let n = sent.len();
+        assert_eq!(sent[n - 2].tool_calls[0].name, "nope");
+        assert_eq!(sent[n - 2].content, "Let me try.");
+        let result = &sent[n - 1].tool_results[0];
+        assert_eq!(result.tool_use_id, "id-nope");
+        assert_eq!(result.content, "unknown tool 'nope'");
+        assert!(result.is_error);
+        let nodes = store.session_nodes(out.session).unwrap();
+        let tool = nodes.iter().find(|n| n.kind == NodeType::ToolCall).unwrap();
+        assert_eq!(tool.meta["result"], "unknown tool 'nope'");
+        assert_eq!(tool.meta["is_error"], true);
+        let response = nodes.iter().find(|n| n.kind == NodeType::Response).unwrap();
+        assert_eq!(response.text, "Let me try.\n\nDone.");
+        // Each call is recorded with the request that asked for it.
+        let streams = store.session_streams(out.session).unwrap();
+        assert_eq!(streams.len(), 2);
+        assert_eq!(out.stream, streams.iter().map(|s| s.id).min().unwrap());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn tool_rounds_stop_at_the_limit() {
+        let provider = Script::new(true, vec![calls("note", "a")]);
+        let (_d, store, out) = turn(provider.clone()).await;
+        // Two rounds run, then the third call's request for tools is refused.
+        assert_eq!(provider.seen().len(), 3);
+        assert_eq!(out.stop, StopReason::ToolUse);
+        assert_eq!(out.usage.input_tokens, 30);
+        let nodes = store.session_nodes(out.session).unwrap();
+        let results: Vec<String> = nodes
+            .iter()
+            .filter(|n| n.kind == NodeType::ToolCall)
+            .map(|n| n.meta["result"].as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(results.len(), 3);
+        assert_eq!(results[0], "noted {\"n\":1}");
+        assert_eq!(results[1], "noted {\"n\":1}");
+        assert!(
+            results[2].starts_with("not run: this turn reached its limit of 2"),
+            "{}",
+            results[2]
+        );
+        let response = nodes.iter().find(|n| n.kind == NodeType::Response).unwrap();
+        assert_eq!(response.text, "a\n\na\n\na");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_provider_without_tools_is_offered_none() {
+        let provider = Script::new(false, vec![calls("note", "a")]);
+        let (_d, store, out) = turn(provider.clone()).await;
+        let seen = provider.seen();
+        assert_eq!(seen.len(), 1);
+        assert!(seen[0].tools.is_empty());
+        assert_eq!(out.stop, StopReason::ToolUse);
+        // The call is recorded as before, and nothing ran it.
+        let nodes = store.session_nodes(out.session).unwrap();
+        let tool = nodes.iter().find(|n| n.kind == NodeType::ToolCall).unwrap();
+        assert!(!tool.meta.contains_key("result"));
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_server_refusing_tools_is_asked_again_without_them() {
+        let refused = vec![StreamEvent::Error {
+            error: crate::engines::llm::LlmError::Http {
+                provider: "script".into(),
+                status: 400,
+                message: "tools are not supported".into(),
+            },
+        }];
+        let provider = Script::new(true, vec![refused, answer("fine")]);
+        let (_d, store, out) = turn(provider.clone()).await;
+        let seen = provider.seen();
+        assert_eq!(seen.len(), 2);
+        assert!(!seen[0].tools.is_empty() && seen[1].tools.is_empty());
+        assert_eq!(out.stop, StopReason::EndTurn);
+        assert!(out.error.is_none());
+        let nodes = store.session_nodes(out.session).unwrap();
+        let response = nodes.iter().find(|n| n.kind == NodeType::Response).unwrap();
+        assert_eq!(response.text, "fine");
+        assert_eq!(
+            store.raw_stream(out.stream).unwrap().unwrap().request["tools"],
+            json!([])
+        );
     }
 }

@@ -26,7 +26,7 @@ use sha2::{Digest, Sha256};
 use super::tables::{META, NODES, SEARCH_DOCS};
 use super::{Node, NodeId, NodeStatus, NodeType, Result, SessionId, StoreError, codec};
 pub(super) use postings::PendingIndex;
-pub use query::snippet;
+pub use query::{BM25_TF_MAX, bm25_idf, bm25_tf, snippet};
 
 /// Tokens shorter than this many characters are not indexed.
 pub const MIN_TOKEN_CHARS: usize = 2;

@@ -14,6 +14,21 @@ use crate::store::{Node, Result, SessionId, Store, codec};
 /// BM25 parameters.
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
+/// What [`bm25_tf`] tends to as the count grows: a document can score at most this times a
+/// term's idf for it.
+pub const BM25_TF_MAX: f64 = K1 + 1.0;
+/// BM25's inverse document frequency of a term found in `df` of `n_docs` documents.
+pub fn bm25_idf(n_docs: f64, df: f64) -> f64 {
+    (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln().max(0.01)
+}
+
+/// BM25's saturated term frequency of a term found `tf` times in a document of `len` tokens,
+/// where documents average `avg_len`.
+pub fn bm25_tf(tf: f64, len: f64, avg_len: f64) -> f64 {
+    let norm = K1 * (1.0 - B + B * len / avg_len);
+    tf * (K1 + 1.0) / (tf + norm)
+}
+
 /// Snippet window: characters kept before and after the first hit.
 const SNIPPET_BEFORE: usize = 60;
 const SNIPPET_AFTER: usize = 120;
@@ -102,8 +117,7 @@ impl Store {
                 let (_, v) = row?;
                 decode_segment(v.value(), &mut list)?;
             }
-            let df = list.len() as f64;
-            let idf = (1.0 + (n_docs - df + 0.5) / (df + 0.5)).ln().max(0.01);
+            let idf = bm25_idf(n_docs, list.len() as f64);
             for (node, tf) in list {
                 let info = match doc_cache.get(&node) {
                     Some(i) => *i,
@@ -120,9 +134,8 @@ impl Store {
                 if want.is_some_and(|w| w != sess) {
                     continue;
                 }
-                let tf = f64::from(tf);
-                let norm = K1 * (1.0 - B + B * f64::from(len) / avg_len);
-                *scores.entry(node).or_insert(0.0) += idf * tf * (K1 + 1.0) / (tf + norm);
+                *scores.entry(node).or_insert(0.0) +=
+                    idf * bm25_tf(f64::from(tf), f64::from(len), avg_len);
             }
         }
         let mut ranked: Vec<([u8; 16], f64)> = scores.into_iter().collect();

@@ -76,6 +76,10 @@ impl Provider for AnthropicProvider {
     fn stream(&self, req: ChatRequest, ctx: CallCtx) -> EventStream {
         self.remote.stream(req, ctx)
     }
+
+    fn supports_tools(&self) -> bool {
+        true
+    }
 }
 
 struct AnthropicWire {
@@ -137,38 +141,7 @@ pub fn request_body_with(req: &ChatRequest, stream: bool, compaction: bool) -> V
     let messages: Vec<Value> = req
         .messages
         .iter()
-        .map(|m| {
-            let role = match m.role {
-                super::Role::User => "user",
-                super::Role::Assistant => "assistant",
-            };
-            match &m.compaction {
-                None => json!({"role": role, "content": m.content}),
-                Some(c) if compaction => {
-                    // An empty summary is refused; null stands for a failed compaction.
-                    let mut block = json!({"type": "compaction", "content": null});
-                    if !c.summary.is_empty() {
-                        block["content"] = json!(c.summary);
-                    }
-                    if let Some(e) = &c.encrypted_content {
-                        block["encrypted_content"] = json!(e);
-                    }
-                    let mut blocks = vec![block];
-                    if !m.content.is_empty() {
-                        blocks.push(json!({"type": "text", "text": m.content}));
-                    }
-                    json!({"role": role, "content": blocks})
-                }
-                Some(c) => {
-                    let mut text = format!("Summary of our conversation so far:\n{}", c.summary);
-                    if !m.content.is_empty() {
-                        text.push_str("\n\n");
-                        text.push_str(&m.content);
-                    }
-                    json!({"role": role, "content": text})
-                }
-            }
-        })
+        .map(|m| message_json(m, compaction))
         .collect();
     let mut max_tokens = req.max_tokens;
     let mut body = json!({"model": req.model, "messages": messages, "stream": stream});
@@ -212,6 +185,77 @@ pub fn request_body_with(req: &ChatRequest, stream: bool, compaction: bool) -> V
         body["tool_choice"] = json!({"type": "tool", "name": name});
     }
     body
+}
+
+/// One message of the `messages` array. Plain turns are one text; a compaction summary
+/// goes first (as a block with the beta, else restated as text); a turn with tool calls,
+/// tool results or signed reasoning is a list of blocks: tool results first (the API wants
+/// them ahead of any text), then the summary, the reasoning, the text and the calls.
+fn message_json(m: &super::Message, compaction: bool) -> Value {
+    let role = match m.role {
+        super::Role::User => "user",
+        super::Role::Assistant => "assistant",
+    };
+    let mut blocks = Vec::new();
+    for r in &m.tool_results {
+        let mut b =
+            json!({"type": "tool_result", "tool_use_id": r.tool_use_id, "content": r.content});
+        if r.is_error {
+            b["is_error"] = json!(true);
+        }
+        blocks.push(b);
+    }
+    let mut text = std::borrow::Cow::Borrowed(m.content.as_str());
+    match &m.compaction {
+        None => {}
+        Some(c) if compaction => {
+            // An empty summary is refused; null stands for a failed compaction.
+            let mut block = json!({"type": "compaction", "content": null});
+            if !c.summary.is_empty() {
+                block["content"] = json!(c.summary);
+            }
+            if let Some(e) = &c.encrypted_content {
+                block["encrypted_content"] = json!(e);
+            }
+            blocks.push(block);
+        }
+        Some(c) => {
+            let mut t = format!("Summary of our conversation so far:\n{}", c.summary);
+            if !m.content.is_empty() {
+                t.push_str("\n\n");
+                t.push_str(&m.content);
+            }
+            text = std::borrow::Cow::Owned(t);
+        }
+    }
+    if blocks.is_empty() && !m.has_blocks() {
+        return json!({"role": role, "content": text});
+    }
+    for t in &m.thinking {
+        blocks.push(match t {
+            super::ThinkingBlock::Thinking {
+                thinking,
+                signature,
+            } => json!({"type": "thinking", "thinking": thinking, "signature": signature}),
+            super::ThinkingBlock::Redacted { data } => {
+                json!({"type": "redacted_thinking", "data": data})
+            }
+        });
+    }
+    if !text.is_empty() {
+        blocks.push(json!({"type": "text", "text": text}));
+    }
+    for c in &m.tool_calls {
+        // The API takes only an object; input that did not parse goes back empty (its
+        // result already told the model it was unreadable).
+        let input = if c.input.is_object() {
+            c.input.clone()
+        } else {
+            json!({})
+        };
+        blocks.push(json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input}));
+    }
+    json!({"role": role, "content": blocks})
 }
 
 #[derive(Debug)]

@@ -293,6 +293,94 @@ fn the_compaction_beta_joins_configured_beta_flags() {
     assert_eq!(h, vec![("anthropic-beta".into(), COMPACTION_BETA.into())]);
 }
 
+#[test]
+fn tool_calls_and_results_go_back_as_content_blocks() {
+    use crate::engines::llm::{ThinkingBlock, ToolCall, ToolResult};
+    let req = ChatRequest::new(
+        "m",
+        vec![
+            Message::user("remember the ferry time"),
+            Message::tool_calls(
+                "Saving it.",
+                vec![
+                    ThinkingBlock::Thinking {
+                        thinking: "store it".into(),
+                        signature: "sig-1".into(),
+                    },
+                    ThinkingBlock::Redacted {
+                        data: "opaque".into(),
+                    },
+                ],
+                vec![
+                    ToolCall {
+                        id: "toolu_1".into(),
+                        name: "archival_insert".into(),
+                        input: json!({"content": "ferry at 7:40"}),
+                    },
+                    ToolCall {
+                        id: "toolu_2".into(),
+                        name: "archival_search".into(),
+                        input: json!("{\"query\": "),
+                    },
+                ],
+            ),
+            Message::tool_results(vec![
+                ToolResult {
+                    tool_use_id: "toolu_1".into(),
+                    content: "{\"inserted\":[\"ab12cd34\"]}".into(),
+                    is_error: false,
+                },
+                ToolResult {
+                    tool_use_id: "toolu_2".into(),
+                    content: "archival_search: bad input".into(),
+                    is_error: true,
+                },
+            ]),
+        ],
+    );
+    let b = request_body(&req, true);
+    let m = b["messages"].as_array().unwrap();
+    assert_eq!(m.len(), 3, "{b}");
+    assert_eq!(
+        m[0],
+        json!({"role": "user", "content": "remember the ferry time"})
+    );
+    // Signed reasoning first, as it arrived, then the text, then the calls (input that did
+    // not parse goes back as an empty object).
+    assert_eq!(
+        m[1],
+        json!({"role": "assistant", "content": [
+            {"type": "thinking", "thinking": "store it", "signature": "sig-1"},
+            {"type": "redacted_thinking", "data": "opaque"},
+            {"type": "text", "text": "Saving it."},
+            {"type": "tool_use", "id": "toolu_1", "name": "archival_insert",
+             "input": {"content": "ferry at 7:40"}},
+            {"type": "tool_use", "id": "toolu_2", "name": "archival_search", "input": {}},
+        ]})
+    );
+    assert_eq!(
+        m[2],
+        json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "{\"inserted\":[\"ab12cd34\"]}"},
+            {"type": "tool_result", "tool_use_id": "toolu_2", "content": "archival_search: bad input",
+             "is_error": true},
+        ]})
+    );
+    // Results come ahead of any text of the same turn.
+    let mut with_text = Message::tool_results(vec![ToolResult {
+        tool_use_id: "toolu_3".into(),
+        content: "ok".into(),
+        is_error: false,
+    }]);
+    with_text.content = "thanks".into();
+    let b = request_body(&ChatRequest::new("m", vec![with_text]), false);
+    assert_eq!(b["messages"][0]["content"][0]["type"], "tool_result");
+    assert_eq!(
+        b["messages"][0]["content"][1],
+        json!({"type": "text", "text": "thanks"})
+    );
+}
+
 proptest! {
     #[test]
     fn chunking_does_not_change_events(cuts in proptest::collection::vec(any::<usize>(), 0..20)) {

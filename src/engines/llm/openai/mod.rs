@@ -48,6 +48,10 @@ impl Provider for OpenAiProvider {
     fn stream(&self, req: ChatRequest, ctx: CallCtx) -> EventStream {
         self.remote.stream(req, ctx)
     }
+
+    fn supports_tools(&self) -> bool {
+        true
+    }
 }
 
 struct OpenAiWire {
@@ -103,11 +107,7 @@ pub fn request_body(req: &ChatRequest, stream: bool) -> Value {
         messages.push(json!({"role": "system", "content": system}));
     }
     for m in &req.messages {
-        let role = match m.role {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        };
-        messages.push(json!({"role": role, "content": m.plain_text()}));
+        push_message(&mut messages, m);
     }
     let mut body = json!({
         "model": req.model,
@@ -152,6 +152,53 @@ pub fn request_body(req: &ChatRequest, stream: bool) -> Value {
         body["response_format"] = json!({"type": "json_object"});
     }
     body
+}
+
+/// Appends one conversation message: results of tool calls become `role: "tool"` messages
+/// (one per call, naming it by `tool_call_id`) ahead of any text; an assistant turn's calls
+/// go in its `tool_calls`, with `content` null when it said nothing. Reasoning blocks are
+/// not sent back (chat completions has no place for them).
+fn push_message(messages: &mut Vec<Value>, m: &super::Message) {
+    for r in &m.tool_results {
+        let content = if r.is_error && !r.content.starts_with("error") {
+            format!("error: {}", r.content)
+        } else {
+            r.content.clone()
+        };
+        messages.push(json!({"role": "tool", "tool_call_id": r.tool_use_id, "content": content}));
+    }
+    let text = m.plain_text();
+    match m.role {
+        Role::User if m.tool_results.is_empty() || !text.is_empty() => {
+            messages.push(json!({"role": "user", "content": text}));
+        }
+        Role::User => {}
+        Role::Assistant if m.tool_calls.is_empty() => {
+            messages.push(json!({"role": "assistant", "content": text}));
+        }
+        Role::Assistant => {
+            let calls: Vec<Value> = m
+                .tool_calls
+                .iter()
+                .map(|c| {
+                    // `arguments` is the JSON text of the input; input that did not parse
+                    // was kept as the text the model sent.
+                    let arguments = match &c.input {
+                        Value::String(raw) => raw.clone(),
+                        other => other.to_string(),
+                    };
+                    json!({"id": c.id, "type": "function",
+                        "function": {"name": c.name, "arguments": arguments}})
+                })
+                .collect();
+            let content = if text.is_empty() {
+                Value::Null
+            } else {
+                json!(text)
+            };
+            messages.push(json!({"role": "assistant", "content": content, "tool_calls": calls}));
+        }
+    }
 }
 
 #[derive(Debug, Default)]

@@ -231,6 +231,87 @@ fn request_body_shapes() {
     assert!(request_body(&req, false).get("stream_options").is_none());
 }
 
+/// A conversation where the model called two tools (one with input that did not parse)
+/// and got their results, the second an error.
+fn tool_round() -> Vec<Message> {
+    use crate::engines::llm::{ThinkingBlock, ToolCall, ToolResult};
+    vec![
+        Message::user("remember the ferry time"),
+        Message::tool_calls(
+            "",
+            vec![ThinkingBlock::Thinking {
+                thinking: "store it".into(),
+                signature: "sig".into(),
+            }],
+            vec![
+                ToolCall {
+                    id: "call_1".into(),
+                    name: "archival_insert".into(),
+                    input: json!({"content": "ferry at 7:40"}),
+                },
+                ToolCall {
+                    id: "call_2".into(),
+                    name: "archival_search".into(),
+                    input: json!("{\"query\": "),
+                },
+            ],
+        ),
+        Message::tool_results(vec![
+            ToolResult {
+                tool_use_id: "call_1".into(),
+                content: "{\"inserted\":[\"ab12cd34\"]}".into(),
+                is_error: false,
+            },
+            ToolResult {
+                tool_use_id: "call_2".into(),
+                content: "archival_search: bad input".into(),
+                is_error: true,
+            },
+        ]),
+    ]
+}
+
+#[test]
+fn tool_calls_and_results_go_back_as_chat_completions_messages() {
+    let mut messages = tool_round();
+    messages[1].content = "Saving it.".into();
+    let req = ChatRequest::new("m", messages);
+    let b = request_body(&req, true);
+    let m = b["messages"].as_array().unwrap();
+    assert_eq!(m.len(), 4, "{b}");
+    assert_eq!(
+        m[0],
+        json!({"role": "user", "content": "remember the ferry time"})
+    );
+    // The reasoning is not sent; the calls are, with their arguments as JSON text (the
+    // unparsed one as the model wrote it).
+    assert_eq!(
+        m[1],
+        json!({"role": "assistant", "content": "Saving it.", "tool_calls": [
+            {"id": "call_1", "type": "function",
+             "function": {"name": "archival_insert", "arguments": "{\"content\":\"ferry at 7:40\"}"}},
+            {"id": "call_2", "type": "function",
+             "function": {"name": "archival_search", "arguments": "{\"query\": "}},
+        ]})
+    );
+    assert_eq!(
+        m[2],
+        json!({"role": "tool", "tool_call_id": "call_1", "content": "{\"inserted\":[\"ab12cd34\"]}"})
+    );
+    assert_eq!(
+        m[3],
+        json!({"role": "tool", "tool_call_id": "call_2", "content": "error: archival_search: bad input"})
+    );
+    // An assistant turn that only called tools has null content.
+    let b = request_body(&ChatRequest::new("m", tool_round()), true);
+    assert_eq!(b["messages"][1]["content"], Value::Null);
+    // Plain messages are as before, and serialise without the new fields.
+    let plain = serde_json::to_value(Message::user("hi")).unwrap();
+    assert_eq!(plain, json!({"role": "user", "content": "hi"}));
+    let back: Message = serde_json::from_value(plain).unwrap();
+    assert_eq!(back, Message::user("hi"));
+}
+
 #[test]
 fn official_openai_gets_max_completion_tokens() {
     let req = ChatRequest::new("o4-mini", vec![Message::user("hi")]);

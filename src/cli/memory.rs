@@ -1,0 +1,668 @@
+//! `glassbox memory …`: the MemGPT tiers from the command line.
+
+use std::io::{BufRead, IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand};
+use serde_json::json;
+
+use super::sessions::excerpt;
+use super::{Ctx, print_json};
+use crate::engines::memory::{Hit, Inserted, Memory, NewMemory, ScopeKind, SearchMode};
+use crate::store::{CoreSection, MemoryEntry, MemoryId, MemoryTier, Provenance, Store};
+
+#[derive(Debug, Subcommand)]
+pub enum MemoryCmd {
+    /// Store a memory (archival unless --working). TEXT "-" reads standard input.
+    Insert {
+        text: String,
+        /// Comma-separated tags.
+        #[arg(long, value_delimiter = ',')]
+        tags: Vec<String>,
+        /// 0–1 (default from [memory] default_importance); eviction takes the least important first.
+        #[arg(long, value_parser = importance)]
+        importance: Option<f32>,
+        /// Into working memory (the main context) instead of archival.
+        #[arg(long)]
+        working: bool,
+        /// Record this node (id or prefix) as what produced it; its session comes along.
+        #[arg(long)]
+        node: Option<String>,
+        #[command(flatten)]
+        scope: ScopeArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Search memory: keywords, embedding similarity, importance, recency and dates.
+    Search {
+        query: String,
+        /// Which tier to search.
+        #[arg(long, default_value = "all", value_parser = tier_filter)]
+        tier: TierFilter,
+        /// Most results.
+        #[arg(long, default_value_t = 10)]
+        limit: usize,
+        /// What ranks the results.
+        #[arg(long, default_value = "hybrid")]
+        mode: SearchMode,
+        #[command(flatten)]
+        scope: ScopeArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the entries of a tier, newest first.
+    List {
+        #[arg(long, default_value = "all", value_parser = tier_filter)]
+        tier: TierFilter,
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        #[command(flatten)]
+        scope: ScopeArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Core memory: facts about the person (human) and the assistant (agent).
+    #[command(subcommand)]
+    Core(CoreCmd),
+    /// Move working-memory entries to archival.
+    Evict {
+        #[arg(required = true)]
+        ids: Vec<String>,
+        #[command(flatten)]
+        scope: ScopeArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Move archival or recall entries into working memory.
+    Promote {
+        #[arg(required = true)]
+        ids: Vec<String>,
+        #[command(flatten)]
+        scope: ScopeArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Counts, main-context use and the operation totals.
+    Stats {
+        #[command(flatten)]
+        scope: ScopeArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// One entry in full, with where it came from.
+    Show {
+        id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete entries for good.
+    Rm {
+        #[arg(required = true)]
+        ids: Vec<String>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write memory as JSON Lines (ids, tiers, scopes, times, provenance and vectors).
+    Export {
+        /// File to write (standard output when absent).
+        #[arg(long, short)]
+        output: Option<PathBuf>,
+        /// Every scope, not just the working directory's and global.
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        scope: ScopeArgs,
+    },
+    /// Read memory written by `memory export` ("-" for standard input).
+    Import {
+        file: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Embed entries that have no vector of the configured embedder (--all: every entry).
+    Reembed {
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        scope: ScopeArgs,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CoreCmd {
+    /// Add a fact to a section.
+    Append {
+        #[arg(long)]
+        section: CoreSection,
+        text: String,
+        #[command(flatten)]
+        scope: ScopeArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Replace the fact given by id (or prefix) or by text it contains.
+    Replace {
+        #[arg(long)]
+        section: CoreSection,
+        old: String,
+        new: String,
+        #[command(flatten)]
+        scope: ScopeArgs,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the core facts.
+    Show {
+        #[command(flatten)]
+        scope: ScopeArgs,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Which memory a command works on.
+#[derive(Debug, Args, Clone, Default)]
+pub struct ScopeArgs {
+    /// Scope to write to and read (with global): global, project or session (default from
+    /// [memory] default_scope). Given with search, list or stats, only that scope is read.
+    #[arg(long)]
+    scope: Option<ScopeKind>,
+    /// The session of the session scope (id or prefix).
+    #[arg(long)]
+    session: Option<String>,
+}
+
+/// A tier or all of them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct TierFilter(Option<MemoryTier>);
+
+impl TierFilter {
+    fn tiers(self) -> Vec<MemoryTier> {
+        self.0.into_iter().collect()
+    }
+}
+
+fn tier_filter(s: &str) -> Result<TierFilter, String> {
+    if s == "all" {
+        return Ok(TierFilter(None));
+    }
+    s.parse::<MemoryTier>()
+        .map(|t| TierFilter(Some(t)))
+        .map_err(|_| format!("unknown tier '{s}' (core, working, recall, archival, all)"))
+}
+
+fn importance(s: &str) -> Result<f32, String> {
+    let x: f32 = s
+        .parse()
+        .map_err(|_| format!("importance '{s}' is not a number"))?;
+    if (0.0..=1.0).contains(&x) {
+        Ok(x)
+    } else {
+        Err(format!("importance {s} is outside 0–1"))
+    }
+}
+
+fn open(ctx: &Ctx, store: &Store, scope: &ScopeArgs, only: bool) -> Result<Memory> {
+    let session = scope
+        .session
+        .as_deref()
+        .map(|s| store.resolve_session(s))
+        .transpose()?;
+    let kind = match (scope.scope, session) {
+        (None, Some(_)) => Some(ScopeKind::Session),
+        (k, _) => k,
+    };
+    let m = ctx.memory(store.clone(), kind, session)?;
+    Ok(if only && kind.is_some() {
+        let s = m.scope().clone();
+        m.only(s)
+    } else {
+        m
+    })
+}
+
+/// Prints the memory's warnings (a missing embedding model) on stderr, once each.
+fn warn(m: &Memory) {
+    for w in m.take_warnings() {
+        eprintln!("warning: {w}");
+    }
+}
+
+fn resolve(store: &Store, ids: &[String]) -> Result<Vec<MemoryId>> {
+    ids.iter().map(|i| Ok(store.resolve_memory(i)?)).collect()
+}
+
+fn read_text(text: String) -> Result<String> {
+    if text != "-" {
+        return Ok(text);
+    }
+    let mut s = String::new();
+    std::io::stdin()
+        .read_to_string(&mut s)
+        .context("cannot read standard input")?;
+    Ok(s)
+}
+
+fn entry_json(e: &MemoryEntry) -> serde_json::Value {
+    serde_json::to_value(e).unwrap_or_default()
+}
+
+fn row(e: &MemoryEntry) -> String {
+    format!(
+        "{}  {:<8}  {}  {:.2}  {}{}",
+        e.id.short(),
+        e.tier.as_str(),
+        e.created_at.format("%Y-%m-%d"),
+        e.importance,
+        excerpt(&e.content, 80),
+        if e.tags.is_empty() {
+            String::new()
+        } else {
+            format!("  [{}]", e.tags.join(", "))
+        }
+    )
+}
+
+fn print_inserted(what: &str, out: &Inserted, json: bool) -> Result<()> {
+    if json {
+        return print_json(out);
+    }
+    for id in &out.ids {
+        println!("{what} {id}");
+    }
+    announce_evictions(&out.evicted);
+    Ok(())
+}
+
+fn announce_evictions(ids: &[MemoryId]) {
+    if !ids.is_empty() {
+        let list: Vec<String> = ids.iter().map(MemoryId::short).collect();
+        println!(
+            "evicted {} working entr{} to archival to make room: {}",
+            ids.len(),
+            if ids.len() == 1 { "y" } else { "ies" },
+            list.join(" ")
+        );
+    }
+}
+
+pub fn run(ctx: &Ctx, cmd: MemoryCmd) -> Result<ExitCode> {
+    let store = ctx.open_store()?;
+    match cmd {
+        MemoryCmd::Insert {
+            text,
+            tags,
+            importance,
+            working,
+            node,
+            scope,
+            json,
+        } => {
+            let m = open(ctx, &store, &scope, false)?;
+            let content = read_text(text)?;
+            let mut provenance = Provenance {
+                origin: "cli".into(),
+                ..Default::default()
+            };
+            if let Some(n) = node {
+                let id = store.resolve_node(&n)?;
+                let Some(node) = store.node(id)? else {
+                    bail!("node '{n}' not found")
+                };
+                provenance.node = Some(id);
+                provenance.session = Some(node.session);
+            }
+            let out = m.insert(NewMemory {
+                content,
+                tags: tags.into_iter().filter(|t| !t.trim().is_empty()).collect(),
+                importance,
+                tier: if working {
+                    MemoryTier::Working
+                } else {
+                    MemoryTier::Archival
+                },
+                provenance,
+                created_at: None,
+            })?;
+            warn(&m);
+            print_inserted("stored", &out, json)?;
+        }
+        MemoryCmd::Search {
+            query,
+            tier,
+            limit,
+            mode,
+            scope,
+            json,
+        } => {
+            let m = open(ctx, &store, &scope, true)?;
+            let hits = m.search(&query, &tier.tiers(), limit, mode)?;
+            warn(&m);
+            print_hits(&hits, json)?;
+        }
+        MemoryCmd::List {
+            tier,
+            limit,
+            scope,
+            json,
+        } => {
+            let m = open(ctx, &store, &scope, true)?;
+            let tiers = match tier.0 {
+                Some(t) => vec![t],
+                None => MemoryTier::ALL.to_vec(),
+            };
+            let mut entries = Vec::new();
+            for t in tiers {
+                entries.extend(m.entries(t)?);
+            }
+            entries.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+            entries.truncate(limit);
+            if json {
+                print_json(&entries)?;
+            } else if entries.is_empty() {
+                println!(
+                    "no memories in {} — try: glassbox memory insert \"…\"",
+                    m.scope()
+                );
+            } else {
+                for e in &entries {
+                    println!("{}", row(e));
+                }
+            }
+        }
+        MemoryCmd::Core(cmd) => core(ctx, &store, cmd)?,
+        MemoryCmd::Evict { ids, scope, json } => {
+            let m = open(ctx, &store, &scope, false)?;
+            let ids = resolve(&store, &ids)?;
+            let done = m.evict(&ids)?;
+            if json {
+                print_json(&json!({ "evicted": done }))?;
+            } else {
+                for id in done {
+                    println!("evicted {id} to archival");
+                }
+            }
+        }
+        MemoryCmd::Promote { ids, scope, json } => {
+            let m = open(ctx, &store, &scope, false)?;
+            let ids = resolve(&store, &ids)?;
+            let out = m.promote(&ids)?;
+            print_inserted("promoted", &out, json)?;
+        }
+        MemoryCmd::Stats { scope, json } => {
+            let m = open(ctx, &store, &scope, true)?;
+            let s = m.stats()?;
+            if json {
+                print_json(&s)?;
+            } else {
+                let scopes: Vec<String> = m.visible().iter().map(ToString::to_string).collect();
+                println!("scopes:         {}", scopes.join(", "));
+                println!(
+                    "main context:   {} entries, {} of {} tokens ({:.1}%)",
+                    s.main_context_entries,
+                    s.main_context_tokens,
+                    s.main_context_capacity,
+                    s.main_context_utilization * 100.0
+                );
+                println!("recall:         {} entries", s.recall_storage_entries);
+                println!("archival:       {} entries", s.archival_storage_entries);
+                println!(
+                    "totals:         {} inserts, {} searches, {} evictions, {} promotions",
+                    s.total_inserts, s.total_searches, s.total_evictions, s.total_promotions
+                );
+            }
+        }
+        MemoryCmd::Show { id, json } => {
+            let mid = store.resolve_memory(&id)?;
+            let Some(e) = store.memory(mid)? else {
+                bail!("memory '{id}' not found")
+            };
+            let vector = store.memory_vectors(&[mid])?.pop().flatten();
+            let node = match e.provenance.node {
+                Some(n) => store.node(n)?,
+                None => None,
+            };
+            let session = match e.provenance.session {
+                Some(s) => store.session(s)?,
+                None => None,
+            };
+            if json {
+                print_json(&json!({
+                    "entry": entry_json(&e),
+                    "vector": vector.as_ref().map(|v| json!({"model": v.model, "dim": v.values.len()})),
+                    "source": {
+                        "session_title": session.as_ref().map(|s| s.title.clone()),
+                        "node_kind": node.as_ref().map(|n| n.kind),
+                        "node_excerpt": node.as_ref().map(|n| excerpt(&n.text, 120)),
+                    },
+                }))?;
+            } else {
+                print_entry(&e, vector.as_ref().map(|v| v.model.as_str()));
+                let p = &e.provenance;
+                println!("origin:     {}", p.origin);
+                match (p.session, &session) {
+                    (Some(id), Some(s)) => println!("session:    {id}  {}", excerpt(&s.title, 60)),
+                    (Some(id), None) => println!("session:    {id}  (deleted)"),
+                    (None, _) => {}
+                }
+                match (p.node, &node) {
+                    (Some(id), Some(n)) => println!(
+                        "node:       {id}  {} — {}",
+                        n.kind.as_str(),
+                        excerpt(&n.text, 60)
+                    ),
+                    (Some(id), None) => println!("node:       {id}  (deleted)"),
+                    (None, _) => {}
+                }
+                if let Some(step) = p.step {
+                    println!("step:       {step}");
+                }
+                if let Some((i, n)) = p.chunk {
+                    println!("chunk:      {} of {n}", i + 1);
+                }
+                println!();
+                println!("{}", e.content);
+            }
+        }
+        MemoryCmd::Rm { ids, json } => {
+            let ids = resolve(&store, &ids)?;
+            let n = store.write(|w| {
+                let mut n = 0usize;
+                for id in &ids {
+                    n += usize::from(w.delete_memory(*id)?);
+                }
+                Ok(n)
+            })?;
+            if json {
+                print_json(&json!({ "deleted": n }))?;
+            } else {
+                println!("deleted {n} entr{}", if n == 1 { "y" } else { "ies" });
+            }
+        }
+        MemoryCmd::Export { output, all, scope } => {
+            let m = open(ctx, &store, &scope, true)?;
+            let m = if all {
+                let scopes = store.memory_scopes()?;
+                let first = scopes
+                    .first()
+                    .cloned()
+                    .unwrap_or(crate::store::MemoryScope::Global);
+                Memory::new(
+                    store.clone(),
+                    ctx.loaded.config.memory.clone(),
+                    None,
+                    first,
+                    scopes,
+                )
+            } else {
+                m
+            };
+            match output {
+                Some(path) => {
+                    let f = std::fs::File::create(&path)
+                        .with_context(|| format!("cannot create {}", path.display()))?;
+                    let mut w = std::io::BufWriter::new(f);
+                    let n = m.export(&mut w)?;
+                    w.flush()
+                        .with_context(|| format!("cannot write {}", path.display()))?;
+                    eprintln!("exported {n} entries to {}", path.display());
+                }
+                None => {
+                    let mut w = std::io::BufWriter::new(std::io::stdout().lock());
+                    m.export(&mut w)?;
+                    w.flush()?;
+                }
+            }
+        }
+        MemoryCmd::Import { file, json } => {
+            let m = open(ctx, &store, &ScopeArgs::default(), false)?;
+            let mut input: Box<dyn BufRead> = if file.as_os_str() == "-" {
+                Box::new(std::io::BufReader::new(std::io::stdin()))
+            } else {
+                Box::new(std::io::BufReader::new(
+                    std::fs::File::open(&file)
+                        .with_context(|| format!("cannot open {}", file.display()))?,
+                ))
+            };
+            let report = m
+                .import(&mut input)
+                .with_context(|| format!("import of {}", file.display()))?;
+            warn(&m);
+            if json {
+                print_json(&report)?;
+            } else {
+                println!(
+                    "imported {} entries ({} unchanged, {} replaced, {} embedded now)",
+                    report.imported, report.unchanged, report.replaced, report.embedded
+                );
+            }
+        }
+        MemoryCmd::Reembed { all, scope, json } => {
+            let m = open(ctx, &store, &scope, false)?;
+            if m.embedder().is_none() {
+                warn(&m);
+                bail!("no embedder is available; see the warning above");
+            }
+            let bar = (!json && std::io::stderr().is_terminal())
+                .then(|| super::progress_bar("entries", 0));
+            let n = m.reembed(all, &mut |done, total| {
+                if let Some(bar) = &bar {
+                    bar.set_length(total as u64);
+                    bar.set_position(done as u64);
+                }
+            })?;
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
+            }
+            if json {
+                print_json(&json!({ "embedded": n }))?;
+            } else {
+                println!("embedded {n} entries");
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn core(ctx: &Ctx, store: &Store, cmd: CoreCmd) -> Result<()> {
+    match cmd {
+        CoreCmd::Append {
+            section,
+            text,
+            scope,
+            json,
+        } => {
+            let m = open(ctx, store, &scope, false)?;
+            let out = m.core_append(
+                section,
+                &read_text(text)?,
+                Provenance {
+                    origin: "cli".into(),
+                    ..Default::default()
+                },
+            )?;
+            warn(&m);
+            print_inserted("stored", &out, json)?;
+        }
+        CoreCmd::Replace {
+            section,
+            old,
+            new,
+            scope,
+            json,
+        } => {
+            let m = open(ctx, store, &scope, false)?;
+            let id = m.core_replace(section, &old, &new)?;
+            warn(&m);
+            if json {
+                print_json(&json!({ "replaced": id }))?;
+            } else {
+                println!("replaced {id}");
+            }
+        }
+        CoreCmd::Show { scope, json } => {
+            let m = open(ctx, store, &scope, true)?;
+            let facts = m.entries(MemoryTier::Core)?;
+            if json {
+                print_json(&facts)?;
+            } else if facts.is_empty() {
+                println!("no core facts — try: glassbox memory core append --section human \"…\"");
+            } else {
+                for section in [CoreSection::Human, CoreSection::Agent] {
+                    let of: Vec<&MemoryEntry> = facts
+                        .iter()
+                        .filter(|e| e.section == Some(section))
+                        .collect();
+                    if of.is_empty() {
+                        continue;
+                    }
+                    println!("{section}:");
+                    for e in of.iter().rev() {
+                        println!("  {}  {}", e.id.short(), excerpt(&e.content, 100));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+fn print_entry(e: &MemoryEntry, vector: Option<&str>) {
+    println!("id:         {}", e.id);
+    println!(
+        "tier:       {}{}",
+        e.tier,
+        e.section.map(|s| format!(" ({s})")).unwrap_or_default()
+    );
+    println!("scope:      {}", e.scope);
+    println!("importance: {:.2}", e.importance);
+    if !e.tags.is_empty() {
+        println!("tags:       {}", e.tags.join(", "));
+    }
+    println!(
+        "created:    {}",
+        e.created_at.format("%Y-%m-%d %H:%M:%S UTC")
+    );
+    println!(
+        "vector:     {}",
+        vector.unwrap_or("none (keyword search only)")
+    );
+}
+
+fn print_hits(hits: &[Hit], json: bool) -> Result<()> {
+    if json {
+        return print_json(&hits);
+    }
+    if hits.is_empty() {
+        println!("no matching memories");
+        return Ok(());
+    }
+    for h in hits {
+        println!("{:.3}  {}", h.score, row(&h.entry));
+    }
+    Ok(())
+}

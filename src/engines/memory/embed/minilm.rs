@@ -1,0 +1,342 @@
+//! all-MiniLM-L6-v2 on the CPU through candle: a six-layer BERT whose token states are
+//! averaged over the attention mask and scaled to unit length (the sentence-transformers
+//! recipe for this model), giving 384-dimensional vectors.
+
+use std::path::Path;
+
+use candle_core::{D, DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use tokenizers::Tokenizer;
+
+use super::{EmbedError, Embedder, EmbeddingParams, normalize};
+
+/// The vector size of all-MiniLM-L6-v2.
+const DIM: usize = 384;
+
+/// The value of [`Embedder::id`] for this model.
+const ID: &str = "all-MiniLM-L6-v2/384";
+
+/// The local sentence embedder. Loading reads about 90 MB of weights. Embedding blocks the
+/// calling thread; candle spreads matrix products, softmax and layer norms over rayon's
+/// global pool (one thread per core unless `RAYON_NUM_THREADS` says otherwise), which on
+/// two cores brings a ten-word query to roughly 7 ms. Safe to call from several threads.
+pub struct MiniLm {
+    model: BertModel,
+    tokenizer: Tokenizer,
+    device: Device,
+    /// Texts per forward pass.
+    batch_size: usize,
+}
+
+impl std::fmt::Debug for MiniLm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MiniLm")
+            .field("id", &ID)
+            .field("batch_size", &self.batch_size)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One line naming the file and what is wrong with it.
+fn unavailable(path: &Path, what: impl std::fmt::Display) -> EmbedError {
+    EmbedError::Unavailable(one_line(&format!("{}: {what}", path.display())))
+}
+
+/// Joins a message's lines so it fits in one.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+fn failed(what: &str, e: impl std::fmt::Display) -> EmbedError {
+    EmbedError::Failed(one_line(&format!("{what}: {e}")))
+}
+
+/// Reads a whole file, or says which one could not be read.
+fn read(path: &Path) -> Result<Vec<u8>, EmbedError> {
+    std::fs::read(path).map_err(|e| unavailable(path, e))
+}
+
+impl MiniLm {
+    /// Loads `model.safetensors`, `tokenizer.json` and `config.json` from `dir`. A missing or
+    /// damaged file gives [`EmbedError::Unavailable`] naming it.
+    pub fn load(dir: &Path, params: &EmbeddingParams) -> Result<Self, EmbedError> {
+        let config_path = dir.join("config.json");
+        let tokenizer_path = dir.join("tokenizer.json");
+        let weights_path = dir.join("model.safetensors");
+
+        let config: Config = serde_json::from_slice(&read(&config_path)?)
+            .map_err(|e| unavailable(&config_path, format!("not a BERT config: {e}")))?;
+        if config.hidden_size != DIM {
+            return Err(unavailable(
+                &config_path,
+                format!(
+                    "hidden size {} where all-MiniLM-L6-v2 has {DIM}",
+                    config.hidden_size
+                ),
+            ));
+        }
+
+        let mut tokenizer = Tokenizer::from_bytes(read(&tokenizer_path)?)
+            .map_err(|e| unavailable(&tokenizer_path, format!("not a tokenizer: {e}")))?;
+        // The shipped tokenizer pads every input to 128 tokens; padding is done here instead,
+        // to the longest text of each batch, so a short query costs a short forward pass.
+        tokenizer.with_padding(None);
+        let max_tokens = params
+            .max_tokens
+            .clamp(2, config.max_position_embeddings.max(2));
+        tokenizer
+            .with_truncation(Some(tokenizers::TruncationParams {
+                max_length: max_tokens,
+                ..Default::default()
+            }))
+            .map_err(|e| unavailable(&tokenizer_path, format!("cannot set truncation: {e}")))?;
+
+        let device = Device::Cpu;
+        let weights = read(&weights_path)?;
+        // Reading into memory (rather than mapping the file) keeps this free of `unsafe`;
+        // the buffer is dropped once the tensors have been copied out of it.
+        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
+            .map_err(|e| unavailable(&weights_path, format!("not a safetensors file: {e}")))?;
+        let model = BertModel::load(vb, &config)
+            .map_err(|e| unavailable(&weights_path, format!("weights do not fit: {e}")))?;
+
+        Ok(Self {
+            model,
+            tokenizer,
+            device,
+            batch_size: params.batch_size.max(1),
+        })
+    }
+
+    /// Runs one forward pass over texts already tokenised, returning unit vectors.
+    fn forward(&self, encodings: &[&tokenizers::Encoding]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let batch = encodings.len();
+        let len = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
+        if batch == 0 || len == 0 {
+            return Ok(vec![vec![0.0; DIM]; batch]);
+        }
+        let padded = encodings.iter().any(|e| e.len() != len);
+
+        // Row-major ids and mask, padded on the right with id 0 ([PAD]) and mask 0.
+        let mut ids = vec![0u32; batch * len];
+        let mut mask = vec![0f32; batch * len];
+        for (row, enc) in encodings.iter().enumerate() {
+            let start = row * len;
+            ids[start..start + enc.len()].copy_from_slice(enc.get_ids());
+            for (m, &a) in mask[start..start + enc.len()]
+                .iter_mut()
+                .zip(enc.get_attention_mask())
+            {
+                *m = a as f32;
+            }
+        }
+
+        let run = || -> candle_core::Result<Vec<Vec<f32>>> {
+            let ids = Tensor::from_vec(ids, (batch, len), &self.device)?;
+            let token_types = ids.zeros_like()?;
+            let mask = Tensor::from_vec(mask, (batch, len), &self.device)?;
+            // (batch, len, 384)
+            let states = self
+                .model
+                .forward(&ids, &token_types, padded.then_some(&mask))?;
+            let pooled = if padded {
+                // Mean over the real tokens only: zero the padding, sum, divide by the count.
+                let summed = states.broadcast_mul(&mask.unsqueeze(D::Minus1)?)?.sum(1)?;
+                let counts = mask.sum_keepdim(1)?;
+                summed.broadcast_div(&counts)?
+            } else {
+                states.mean(1)?
+            };
+            pooled.to_vec2::<f32>()
+        };
+        let mut vectors = run().map_err(|e| failed("MiniLM forward pass", e))?;
+        vectors.iter_mut().for_each(|v| normalize(v));
+        Ok(vectors)
+    }
+}
+
+impl Embedder for MiniLm {
+    fn id(&self) -> &str {
+        ID
+    }
+
+    fn dim(&self) -> usize {
+        DIM
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let encodings = if texts.len() == 1 {
+            vec![
+                self.tokenizer
+                    .encode_fast(texts[0], true)
+                    .map_err(|e| failed("tokenising", e))?,
+            ]
+        } else {
+            self.tokenizer
+                .encode_batch_fast(texts.to_vec(), true)
+                .map_err(|e| failed("tokenising", e))?
+        };
+
+        // Texts of similar length share a batch, so little of each pass is padding.
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| encodings[i].len());
+
+        let mut out = vec![Vec::new(); texts.len()];
+        for chunk in order.chunks(self.batch_size) {
+            let batch: Vec<&tokenizers::Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
+            for (&i, v) in chunk.iter().zip(self.forward(&batch)?) {
+                out[i] = v;
+            }
+        }
+        Ok(out)
+    }
+}
+
+// The embedder is shared between threads behind an `Arc<dyn Embedder>`.
+const _: fn() = || {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<MiniLm>();
+};
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use std::path::PathBuf;
+
+    use super::*;
+
+    /// The files [`MiniLm::load`] reads from `dir`.
+    fn required_files(dir: &Path) -> [PathBuf; 3] {
+        [
+            dir.join("model.safetensors"),
+            dir.join("tokenizer.json"),
+            dir.join("config.json"),
+        ]
+    }
+
+    /// The installed model's folder, or `None` (and a note) when its files are absent.
+    fn model_dir() -> Option<PathBuf> {
+        let dir = crate::paths::default_models_dir().map(|d| crate::models::minilm_dir(&d))?;
+        if required_files(&dir).iter().all(|p| p.is_file()) {
+            Some(dir)
+        } else {
+            eprintln!(
+                "skipped: all-MiniLM-L6-v2 files not found in {}",
+                dir.display()
+            );
+            None
+        }
+    }
+
+    fn load() -> Option<MiniLm> {
+        let dir = model_dir()?;
+        Some(MiniLm::load(&dir, &EmbeddingParams::default()).unwrap())
+    }
+
+    fn dot(a: &[f32], b: &[f32]) -> f32 {
+        a.iter().zip(b).map(|(x, y)| x * y).sum()
+    }
+
+    #[test]
+    fn similar_sentences_are_close_and_unrelated_ones_far() {
+        let Some(m) = load() else { return };
+        assert_eq!(m.id(), "all-MiniLM-L6-v2/384");
+        assert_eq!(m.dim(), 384);
+        let v = m
+            .embed(&[
+                "The cat sits on the mat",
+                "A cat is sitting on a mat",
+                "Stock prices fell sharply today",
+            ])
+            .unwrap();
+        assert_eq!(v.len(), 3);
+        for x in &v {
+            assert_eq!(x.len(), 384);
+            assert!((dot(x, x) - 1.0).abs() < 1e-4, "not unit length");
+        }
+        let close = dot(&v[0], &v[1]);
+        let far = dot(&v[0], &v[2]);
+        eprintln!("cosine cat/cat {close:.4}, cat/stocks {far:.4}");
+        assert!(close > 0.7, "similar sentences at cosine {close}");
+        assert!(far < 0.3, "unrelated sentences at cosine {far}");
+    }
+
+    #[test]
+    fn batching_and_padding_do_not_change_vectors() {
+        let Some(m) = load() else { return };
+        let texts = [
+            "short",
+            "a rather longer sentence about memory retrieval in a terminal workbench",
+            "",
+            "medium length text here",
+        ];
+        let together = m.embed(&texts).unwrap();
+        for (t, v) in texts.iter().zip(&together) {
+            let alone = m.embed(&[t]).unwrap().remove(0);
+            let cos = dot(v, &alone);
+            assert!(cos > 0.9999, "{t:?}: batched vs alone cosine {cos}");
+        }
+        // Batches of two force several passes, in length order, and the order must hold.
+        let dir = model_dir().unwrap();
+        let small = MiniLm::load(
+            &dir,
+            &EmbeddingParams {
+                batch_size: 2,
+                ..EmbeddingParams::default()
+            },
+        )
+        .unwrap();
+        for (a, b) in small.embed(&texts).unwrap().iter().zip(&together) {
+            assert!(dot(a, b) > 0.9999);
+        }
+        assert!(m.embed(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn long_text_is_truncated_not_rejected() {
+        let Some(m) = load() else { return };
+        let long = "word ".repeat(5000);
+        let v = m.embed(&[&long]).unwrap();
+        assert_eq!(v[0].len(), 384);
+        assert!((dot(&v[0], &v[0]) - 1.0).abs() < 1e-4);
+    }
+
+    #[test]
+    fn missing_or_damaged_files_are_unavailable_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = MiniLm::load(dir.path(), &EmbeddingParams::default()).unwrap_err();
+        let EmbedError::Unavailable(msg) = &err else {
+            panic!("expected Unavailable, got {err:?}")
+        };
+        assert!(msg.contains("config.json"), "{msg}");
+        assert!(!err.to_string().contains('\n'));
+
+        // A damaged config.
+        std::fs::write(dir.path().join("config.json"), "{ not json").unwrap();
+        let err = MiniLm::load(dir.path(), &EmbeddingParams::default()).unwrap_err();
+        assert!(
+            matches!(&err, EmbedError::Unavailable(m) if m.contains("config.json")),
+            "{err}"
+        );
+
+        // With the real config and tokenizer (when installed) but damaged weights.
+        let Some(real) = model_dir() else { return };
+        std::fs::copy(real.join("config.json"), dir.path().join("config.json")).unwrap();
+        std::fs::copy(
+            real.join("tokenizer.json"),
+            dir.path().join("tokenizer.json"),
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("model.safetensors"), b"garbage").unwrap();
+        let err = MiniLm::load(dir.path(), &EmbeddingParams::default()).unwrap_err();
+        assert!(
+            matches!(&err, EmbedError::Unavailable(m) if m.contains("model.safetensors")),
+            "{err}"
+        );
+        assert!(!err.to_string().contains('\n'));
+    }
+}

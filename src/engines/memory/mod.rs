@@ -1,0 +1,327 @@
+//! Memory: the MemGPT tiers of seed 000 over the store's memory tables. The main context
+//! (core facts about the person and the assistant, and working memory) is what every think
+//! turn shows the model; recall keeps recent history in a FIFO window; archival keeps the
+//! rest for good. Entries are found by a hybrid search (BM25 + embedding similarity +
+//! importance − staleness + the dates a query names) and carry the session, node and step
+//! that produced them.
+//!
+//! Every call blocks its thread (store commits, model inference): async code runs them on
+//! the blocking pool.
+//!
+//! - `index.rs`: the in-memory retrieval index and the hybrid score.
+//! - `ops.rs`: the operations (insert, search, core append/replace, evict, promote, stats…)
+//!   and auto-eviction.
+//! - `context.rs`: what a think turn gets (core facts and the top entries within a budget)
+//!   and what it leaves (its query and answer in recall).
+//! - `io.rs`: JSON Lines export and import, re-embedding.
+//! - `embed/`: the embedders.
+
+mod context;
+pub mod embed;
+pub mod index;
+mod io;
+mod ops;
+#[cfg(test)]
+mod tests;
+mod tools;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde::{Deserialize, Serialize};
+
+pub use crate::engines::orchestrator::FinishedTurn;
+pub use context::ContextBlock;
+pub use embed::{EmbedError, Embedder, EmbeddingParams};
+pub use index::{Scored, SearchMode, SearchWeights};
+pub use io::{ExportLine, ImportReport};
+pub use ops::{Hit, Inserted, MemoryStats, NewMemory};
+pub use tools::memory_tools;
+
+use crate::store::{ChangeKind, MemoryScope, Store, StoreError};
+use index::MemoryIndex;
+
+/// The kinds of scope a memory can be kept in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ScopeKind {
+    Global,
+    /// The git root of the working directory, else the directory.
+    #[default]
+    Project,
+    Session,
+}
+
+/// The `[memory]` config section: seed 000's sizes and the retrieval weights.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryParams {
+    /// Where new entries go unless a command says otherwise.
+    pub default_scope: ScopeKind,
+    /// Main-context capacity in tokens (seed 000: 100k).
+    pub capacity_tokens: u64,
+    /// Auto-eviction empties working memory down to this share of the capacity (seed: 0.8).
+    pub evict_to: f64,
+    /// Recall storage keeps this many entries per scope (seed: 100), oldest out first.
+    pub recall_window: usize,
+    /// An entry leaving recall goes to archival when its importance is above this (the
+    /// seed's eviction threshold); otherwise it is dropped (its node stays in the session).
+    pub recall_archive_importance: f32,
+    /// Importance of entries inserted without one, and of a turn's recall entries.
+    pub default_importance: f32,
+    /// Text longer than this many bytes is split into chunks of `chunk_bytes` that share one
+    /// provenance.
+    pub max_entry_bytes: usize,
+    pub chunk_bytes: usize,
+    /// A think turn gets core memory, working memory and the `context_top_k` best archival
+    /// or recall entries scoring at least `context_min_score`, within `context_tokens`.
+    pub context_top_k: usize,
+    pub context_min_score: f32,
+    pub context_tokens: usize,
+    /// Whether think turns add their query and answer to recall.
+    pub record_turns: bool,
+    /// Whether models that call tools get the memory operations as tools.
+    pub tools: bool,
+    /// How many times in one turn the model's tool calls are run before it must answer.
+    pub max_tool_rounds: u32,
+    pub search: SearchWeights,
+}
+
+impl Default for MemoryParams {
+    fn default() -> Self {
+        Self {
+            default_scope: ScopeKind::Project,
+            capacity_tokens: 100_000,
+            evict_to: 0.8,
+            recall_window: 100,
+            recall_archive_importance: 0.3,
+            default_importance: 0.5,
+            max_entry_bytes: 100_000,
+            chunk_bytes: 2_000,
+            context_top_k: 5,
+            context_min_score: 0.3,
+            context_tokens: 1_000,
+            record_turns: true,
+            tools: true,
+            max_tool_rounds: 4,
+            search: SearchWeights::default(),
+        }
+    }
+}
+
+/// Memory failures, each fit for one line.
+#[derive(Debug, thiserror::Error)]
+pub enum MemoryError {
+    /// A value the caller gave is not acceptable; the message names it.
+    #[error("{0}")]
+    Invalid(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Embed(#[from] EmbedError),
+}
+
+pub type Result<T, E = MemoryError> = std::result::Result<T, E>;
+
+/// Approximate tokens of a text (four characters each), as the main-context budget counts.
+pub fn tokens(text: &str) -> u64 {
+    (text.chars().count() as u64).div_ceil(4)
+}
+
+/// The project a directory belongs to: the nearest ancestor holding `.git`, else itself.
+pub fn project_root(dir: &Path) -> PathBuf {
+    dir.ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(dir)
+        .to_path_buf()
+}
+
+/// The scope of `kind` for a working directory and (for `session`) a session.
+pub fn scope_for(
+    kind: ScopeKind,
+    cwd: &Path,
+    session: Option<crate::store::SessionId>,
+) -> Result<MemoryScope> {
+    Ok(match kind {
+        ScopeKind::Global => MemoryScope::Global,
+        ScopeKind::Project => MemoryScope::Project(project_root(cwd).display().to_string()),
+        ScopeKind::Session => MemoryScope::Session(session.ok_or_else(|| {
+            MemoryError::Invalid("the session scope needs a session (--session ID)".into())
+        })?),
+    })
+}
+
+struct Loaded {
+    index: MemoryIndex,
+    /// The journal sequence the index is current to.
+    seq: u64,
+}
+
+/// One view of memory: where new entries go and which scopes are searched. Cheap to clone.
+#[derive(Clone)]
+pub struct Memory {
+    store: Store,
+    params: Arc<MemoryParams>,
+    embedder: Option<Arc<dyn Embedder>>,
+    /// Where new entries go.
+    scope: MemoryScope,
+    /// The scopes read (the write scope and, usually, global).
+    visible: Arc<Vec<MemoryScope>>,
+    /// Tokens of the system prompt, counted in the main context.
+    system_tokens: u64,
+    loaded: Arc<Mutex<Option<Loaded>>>,
+    warnings: Arc<Mutex<Vec<String>>>,
+}
+
+impl Memory {
+    /// Memory writing to `scope` and reading `scope` plus global (plus `extra` scopes).
+    pub fn new(
+        store: Store,
+        params: MemoryParams,
+        embedder: Option<Arc<dyn Embedder>>,
+        scope: MemoryScope,
+        extra: Vec<MemoryScope>,
+    ) -> Self {
+        let mut visible = vec![scope.clone()];
+        if scope != MemoryScope::Global {
+            visible.push(MemoryScope::Global);
+        }
+        for s in extra {
+            if !visible.contains(&s) {
+                visible.push(s);
+            }
+        }
+        Self {
+            store,
+            params: Arc::new(params),
+            embedder,
+            scope,
+            visible: Arc::new(visible),
+            system_tokens: 0,
+            loaded: Arc::new(Mutex::new(None)),
+            warnings: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Reads only `scope` (no global entries): for `--scope` on a search.
+    pub fn only(mut self, scope: MemoryScope) -> Self {
+        self.visible = Arc::new(vec![scope.clone()]);
+        self.scope = scope;
+        self.loaded = Arc::new(Mutex::new(None));
+        self
+    }
+
+    /// Counts a system prompt of this many tokens in the main context.
+    pub fn with_system_tokens(mut self, tokens: u64) -> Self {
+        self.system_tokens = tokens;
+        self
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub fn params(&self) -> &MemoryParams {
+        &self.params
+    }
+
+    pub fn scope(&self) -> &MemoryScope {
+        &self.scope
+    }
+
+    pub fn visible(&self) -> &[MemoryScope] {
+        &self.visible
+    }
+
+    pub fn embedder(&self) -> Option<&Arc<dyn Embedder>> {
+        self.embedder.as_ref()
+    }
+
+    /// Problems met along the way that did not stop the work (an embedding that failed and
+    /// left an entry to keyword search), each once, oldest first; taking them clears them.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Records a warning for [`Memory::take_warnings`] (once per text).
+    pub fn warn_once(&self, text: String) {
+        self.warn(text);
+    }
+
+    fn warn(&self, text: String) {
+        let mut w = self.warnings.lock().unwrap_or_else(PoisonError::into_inner);
+        if !w.contains(&text) {
+            tracing::warn!("{text}");
+            w.push(text);
+        }
+    }
+
+    fn is_visible(&self, scope: &MemoryScope) -> bool {
+        self.visible.contains(scope)
+    }
+
+    /// Runs `f` on the index, brought up to date with the store first.
+    fn with_index<T>(&self, f: impl FnOnce(&MemoryIndex) -> T) -> Result<T> {
+        let mut g = self.loaded.lock().unwrap_or_else(PoisonError::into_inner);
+        self.refresh(&mut g)?;
+        match g.as_ref() {
+            Some(l) => Ok(f(&l.index)),
+            None => Err(MemoryError::Store(StoreError::Io(
+                "the memory index did not load".into(),
+            ))),
+        }
+    }
+
+    fn refresh(&self, slot: &mut Option<Loaded>) -> Result<()> {
+        let Some(loaded) = slot.as_mut() else {
+            let seq = self.store.last_seq()?;
+            let model = self
+                .embedder
+                .as_ref()
+                .map(|e| (e.id().to_string(), e.dim()));
+            let mut index = MemoryIndex::new(model);
+            for scope in self.visible.iter() {
+                let entries = self.store.scope_memories(scope)?;
+                let ids: Vec<_> = entries.iter().map(|e| e.id).collect();
+                let vectors = self.store.memory_vectors(&ids)?;
+                for (e, v) in entries.iter().zip(vectors) {
+                    index.upsert(e, v.as_ref());
+                }
+            }
+            *slot = Some(Loaded { index, seq });
+            return Ok(());
+        };
+        let mut changed = std::collections::BTreeSet::new();
+        loop {
+            let batch = self.store.follow(loaded.seq, 10_000)?;
+            let Some((last, _)) = batch.last() else { break };
+            loaded.seq = *last;
+            for (_, c) in batch {
+                match c.kind {
+                    ChangeKind::MemoryPut
+                    | ChangeKind::MemoryDeleted
+                    | ChangeKind::MemoryEvicted => {
+                        if let Some(id) = c.id {
+                            changed.insert(crate::store::MemoryId(id));
+                        }
+                    }
+                    // A deleted session takes its session-scoped entries with it; their own
+                    // journal entries say so too.
+                    _ => {}
+                }
+            }
+        }
+        for id in changed {
+            match self.store.memory(id)? {
+                Some(e) if self.is_visible(&e.scope) => {
+                    let v = self.store.memory_vectors(&[id])?.pop().flatten();
+                    loaded.index.upsert(&e, v.as_ref());
+                }
+                _ => loaded.index.remove(id),
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,386 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use super::*;
+use crate::store::{CoreSection, MemoryTier, NodeId, Provenance, SessionId};
+
+/// A small deterministic embedder for the engine's own logic: words hashed into 64
+/// buckets. (The real MiniLM model is exercised by the embed module and the CLI tests.)
+struct Buckets;
+
+impl Embedder for Buckets {
+    fn id(&self) -> &str {
+        "buckets/64"
+    }
+    fn dim(&self) -> usize {
+        64
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0.0f32; 64];
+                for w in crate::store::search::tokenize(t) {
+                    let h = w
+                        .bytes()
+                        .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+                    v[(h % 64) as usize] += 1.0;
+                }
+                embed::normalize(&mut v);
+                v
+            })
+            .collect())
+    }
+}
+
+fn memory(params: MemoryParams) -> (tempfile::TempDir, Memory) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("m.redb")).unwrap();
+    let m = Memory::new(
+        store,
+        params,
+        Some(Arc::new(Buckets)),
+        MemoryScope::Project("/p".into()),
+        Vec::new(),
+    );
+    (dir, m)
+}
+
+fn working(text: &str, importance: f32) -> NewMemory {
+    NewMemory {
+        tier: MemoryTier::Working,
+        importance: Some(importance),
+        ..NewMemory::archival(text, "test")
+    }
+}
+
+#[test]
+fn insert_then_search_finds_the_fact_first_and_counts() {
+    let (_d, m) = memory(MemoryParams::default());
+    for i in 0..50 {
+        m.insert(NewMemory::archival(
+            format!("unrelated note number {i} about lunch"),
+            "test",
+        ))
+        .unwrap();
+    }
+    let id = m
+        .insert(NewMemory::archival(
+            "The staging database for project BLUEHERON runs on host db7.internal, port 6432",
+            "test",
+        ))
+        .unwrap()
+        .ids[0];
+    let hits = m
+        .search(
+            "where is the blueheron staging database",
+            &[],
+            5,
+            SearchMode::Hybrid,
+        )
+        .unwrap();
+    assert_eq!(hits[0].entry.id, id);
+    let s = m.stats().unwrap();
+    assert_eq!(s.archival_storage_entries, 51);
+    assert_eq!(s.total_inserts, 51);
+    assert_eq!(s.total_searches, 1);
+    let json = serde_json::to_value(&s).unwrap();
+    let keys: Vec<&str> = json
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    for k in [
+        "mainContextEntries",
+        "recallStorageEntries",
+        "archivalStorageEntries",
+        "mainContextTokens",
+        "mainContextCapacity",
+        "mainContextUtilization",
+        "totalInserts",
+        "totalSearches",
+        "totalEvictions",
+        "totalPromotions",
+    ] {
+        assert!(keys.contains(&k), "{k} missing from {keys:?}");
+    }
+    assert_eq!(keys.len(), 10);
+}
+
+#[test]
+fn bad_values_are_one_line_errors_naming_them() {
+    let (_d, m) = memory(MemoryParams::default());
+    let e = m.insert(NewMemory::archival("  ", "test")).unwrap_err();
+    assert_eq!(e.to_string(), "memory text is empty");
+    let e = m
+        .insert(NewMemory {
+            importance: Some(1.5),
+            ..NewMemory::archival("x", "test")
+        })
+        .unwrap_err();
+    assert!(e.to_string().contains("1.5"), "{e}");
+    assert!("bogus".parse::<MemoryTier>().unwrap_err().contains("bogus"));
+    assert!(
+        "persona"
+            .parse::<CoreSection>()
+            .unwrap_err()
+            .contains("persona")
+    );
+}
+
+#[test]
+fn auto_eviction_keeps_the_main_context_at_most_80_percent() {
+    let params = MemoryParams {
+        capacity_tokens: 1_000,
+        ..Default::default()
+    };
+    let (_d, m) = memory(params);
+    // Entries of 100 tokens each (400 characters): ten fill the capacity, the eleventh
+    // takes the main context over it.
+    let mut all = Vec::new();
+    let mut evicted = Vec::new();
+    for i in 0..11 {
+        let text = format!("entry {i:02} {}", "x".repeat(391));
+        let out = m.insert(working(&text, i as f32 / 20.0)).unwrap();
+        all.extend(out.ids);
+        if i < 10 {
+            assert!(out.evicted.is_empty());
+        }
+        evicted.extend(out.evicted);
+    }
+    let s = m.stats().unwrap();
+    assert!(s.main_context_tokens <= 800, "{s:?}");
+    assert!(s.main_context_utilization <= 0.8);
+    assert!(s.total_evictions >= 3);
+    // The least important went first, and each is findable in archival.
+    assert_eq!(evicted[0], all[0]);
+    for id in &evicted {
+        let e = m.store().memory(*id).unwrap().unwrap();
+        assert_eq!(e.tier, MemoryTier::Archival);
+        assert!(e.meta.contains_key("evicted_at"));
+    }
+    let hits = m
+        .search("entry 00", &[MemoryTier::Archival], 3, SearchMode::Keyword)
+        .unwrap();
+    assert_eq!(hits[0].entry.id, all[0]);
+    // The store's journal announces them.
+    let evictions = m
+        .store()
+        .follow(0, 10_000)
+        .unwrap()
+        .into_iter()
+        .filter(|(_, c)| c.kind == crate::store::ChangeKind::MemoryEvicted)
+        .count();
+    assert_eq!(evictions, evicted.len());
+}
+
+#[test]
+fn core_append_replace_promote_evict_and_remove() {
+    let (_d, m) = memory(MemoryParams::default());
+    let prov = Provenance {
+        origin: "test".into(),
+        ..Default::default()
+    };
+    let a = m
+        .core_append(CoreSection::Human, "Prefers metric units", prov.clone())
+        .unwrap()
+        .ids[0];
+    m.core_append(CoreSection::Agent, "Answers tersely", prov)
+        .unwrap();
+    let replaced = m
+        .core_replace(CoreSection::Human, "metric", "Prefers imperial units")
+        .unwrap();
+    assert_eq!(replaced, a);
+    assert_eq!(
+        m.store().memory(a).unwrap().unwrap().content,
+        "Prefers imperial units"
+    );
+    let e = m
+        .core_replace(CoreSection::Agent, "metric", "x")
+        .unwrap_err();
+    assert!(e.to_string().contains("no agent fact"), "{e}");
+
+    let id = m
+        .insert(NewMemory::archival("paged fact", "test"))
+        .unwrap()
+        .ids[0];
+    let out = m.promote(&[id]).unwrap();
+    assert!(out.evicted.is_empty());
+    assert_eq!(
+        m.store().memory(id).unwrap().unwrap().tier,
+        MemoryTier::Working
+    );
+    assert!(
+        m.promote(&[id])
+            .unwrap_err()
+            .to_string()
+            .contains("already")
+    );
+    assert_eq!(m.evict(&[id]).unwrap(), vec![id]);
+    assert!(m.evict(&[a]).unwrap_err().to_string().contains("core"));
+    let s = m.stats().unwrap();
+    assert_eq!((s.total_promotions, s.total_evictions), (1, 1));
+    assert_eq!(s.main_context_entries, 2);
+    assert_eq!(m.remove(&[id, id]).unwrap(), 1);
+    assert_eq!(m.stats().unwrap().archival_storage_entries, 0);
+}
+
+#[test]
+fn turns_go_to_recall_and_the_window_spills_to_archival() {
+    let params = MemoryParams {
+        recall_window: 4,
+        ..Default::default()
+    };
+    let (_d, m) = memory(params);
+    let session = SessionId::new();
+    for i in 0..3 {
+        m.record_turn(&FinishedTurn {
+            session,
+            query: NodeId::new(),
+            question: format!("question {i}"),
+            response: Some((NodeId::new(), format!("answer {i}"))),
+        })
+        .unwrap();
+    }
+    let s = m.stats().unwrap();
+    assert_eq!(s.recall_storage_entries, 4);
+    assert_eq!(s.archival_storage_entries, 2);
+    let archived = m.entries(MemoryTier::Archival).unwrap();
+    assert!(archived.iter().any(|e| e.content == "question 0"));
+    assert_eq!(archived[0].provenance.session, Some(session));
+    assert!(archived[0].provenance.node.is_some());
+}
+
+#[test]
+fn context_has_core_facts_and_the_relevant_entry_within_budget() {
+    let (_d, m) = memory(MemoryParams::default());
+    assert!(m.context_for("anything").unwrap().is_none());
+    let prov = Provenance::default();
+    let core = m
+        .core_append(CoreSection::Human, "Name is Ada", prov)
+        .unwrap()
+        .ids[0];
+    let fact = m
+        .insert(NewMemory::archival(
+            "The build server is called hopper",
+            "test",
+        ))
+        .unwrap()
+        .ids[0];
+    m.insert(NewMemory::archival("Lunch is at noon", "test"))
+        .unwrap();
+    let block = m
+        .context_for("what is the build server called?")
+        .unwrap()
+        .unwrap();
+    assert!(block.text.contains("Name is Ada"), "{}", block.text);
+    assert!(block.text.contains("hopper"), "{}", block.text);
+    assert_eq!(block.used[0], core);
+    assert!(block.used.contains(&fact));
+    // A tiny budget takes what fits.
+    let small = Memory::new(
+        m.store().clone(),
+        MemoryParams {
+            context_tokens: 6,
+            ..Default::default()
+        },
+        None,
+        m.scope().clone(),
+        Vec::new(),
+    );
+    let block = small.context_for("build server").unwrap().unwrap();
+    assert_eq!(block.used, vec![core]);
+}
+
+#[test]
+fn long_text_is_split_with_one_provenance() {
+    let params = MemoryParams {
+        max_entry_bytes: 1_000,
+        chunk_bytes: 300,
+        ..Default::default()
+    };
+    let (_d, m) = memory(params);
+    let text = "word ".repeat(500);
+    let out = m.insert(NewMemory::archival(text.clone(), "test")).unwrap();
+    assert!(out.ids.len() >= 8);
+    let parts: Vec<_> = out
+        .ids
+        .iter()
+        .map(|id| m.store().memory(*id).unwrap().unwrap())
+        .collect();
+    assert_eq!(
+        parts.iter().map(|e| e.content.as_str()).collect::<String>(),
+        text
+    );
+    assert!(parts.iter().all(|e| e.content.len() <= 300));
+    assert_eq!(parts[1].provenance.chunk, Some((1, out.ids.len() as u32)));
+}
+
+#[test]
+fn export_import_is_lossless_and_bad_lines_import_nothing() {
+    let (_d, m) = memory(MemoryParams::default());
+    m.insert(NewMemory::archival("first", "test")).unwrap();
+    m.core_append(CoreSection::Agent, "second", Provenance::default())
+        .unwrap();
+    let mut out = Vec::new();
+    assert_eq!(m.export(&mut out).unwrap(), 2);
+
+    let (_d2, other) = memory(MemoryParams::default());
+    let bad = format!("{}\n{{not json\n", String::from_utf8_lossy(&out));
+    let e = other.import(&mut bad.as_bytes()).unwrap_err();
+    assert!(e.to_string().starts_with("line 4:"), "{e}");
+    assert_eq!(other.store().memory_count().unwrap(), 0);
+
+    let report = other.import(&mut out.as_slice()).unwrap();
+    assert_eq!(report.imported, 2);
+    let mut again = Vec::new();
+    other.export(&mut again).unwrap();
+    assert_eq!(out, again);
+    assert_eq!(other.import(&mut out.as_slice()).unwrap().unchanged, 2);
+}
+
+#[test]
+fn a_second_handle_sees_the_first_ones_writes() {
+    let (_d, m) = memory(MemoryParams::default());
+    let other = Memory::new(
+        m.store().clone(),
+        MemoryParams::default(),
+        Some(Arc::new(Buckets)),
+        m.scope().clone(),
+        Vec::new(),
+    );
+    assert_eq!(other.stats().unwrap().archival_storage_entries, 0);
+    let id = m
+        .insert(NewMemory::archival("shared note", "test"))
+        .unwrap()
+        .ids[0];
+    let hits = other
+        .find("shared note", &[], 5, SearchMode::Hybrid)
+        .unwrap();
+    assert_eq!(hits[0].entry.id, id);
+    m.remove(&[id]).unwrap();
+    assert!(
+        other
+            .find("shared note", &[], 5, SearchMode::Hybrid)
+            .unwrap()
+            .is_empty()
+    );
+    // Another scope's entries stay out of view.
+    let global_only = Memory::new(
+        m.store().clone(),
+        MemoryParams::default(),
+        None,
+        MemoryScope::Global,
+        Vec::new(),
+    );
+    m.insert(NewMemory::archival("project note", "test"))
+        .unwrap();
+    assert!(
+        global_only
+            .find("project note", &[], 5, SearchMode::Hybrid)
+            .unwrap()
+            .is_empty()
+    );
+}

@@ -1,0 +1,377 @@
+//! `glassbox memory …` as a user runs it, on the real all-MiniLM-L6-v2 embedder: storing
+//! and finding a fact (by its words and by a paraphrase), a think turn that carries it to an
+//! OpenAI-compatible server, auto-eviction, bad input, export/import, and a missing model.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use support::{ChunkBy, Script, ScriptedServer, Step};
+
+const FACT: &str =
+    "The staging database for project BLUEHERON runs on host db7.internal, port 6432";
+
+/// The binary with a data dir of its own, run from `project` (the memory scope).
+fn glassbox(data: &Path, project: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_glassbox"));
+    c.env("GLASSBOX_DATA_DIR", data)
+        .env("GLASSBOX_CONFIG_DIR", data.join("config"))
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("GLASSBOX_PROVIDER")
+        .env_remove("GLASSBOX_MODEL")
+        .current_dir(project)
+        .stdin(Stdio::null());
+    c
+}
+
+fn ok(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+struct Env {
+    _dir: tempfile::TempDir,
+    data: PathBuf,
+    project: PathBuf,
+}
+
+impl Env {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(project.join(".git")).unwrap();
+        Self {
+            _dir: dir,
+            data,
+            project,
+        }
+    }
+
+    fn cmd(&self) -> Command {
+        glassbox(&self.data, &self.project)
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        ok(self.cmd().args(args))
+    }
+
+    /// 200 entries about other things, through `memory import` (embedded on the way in).
+    fn fill_unrelated(&self) {
+        let subjects = [
+            "The marketing offsite",
+            "Our cat Miso",
+            "The kitchen renovation",
+            "The quarterly newsletter",
+            "Grandma's lasagne recipe",
+            "The hiking trip",
+            "The new laptop",
+            "The vegetable garden",
+            "The road bike",
+            "The jazz concert",
+        ];
+        let verbs = [
+            "needs",
+            "was moved to",
+            "depends on",
+            "is planned for",
+            "costs about",
+            "was discussed with",
+            "should include",
+            "ended up with",
+            "waits for",
+            "got delayed by",
+        ];
+        let objects = [
+            "next Tuesday",
+            "the blue folder",
+            "three extra chairs",
+            "a bigger budget",
+            "the neighbour",
+            "fresh basil",
+            "new brake pads",
+            "Friday afternoon",
+            "the old receipts",
+            "a second opinion",
+        ];
+        let mut lines = String::new();
+        for i in 0..200usize {
+            let text = format!(
+                "{} {} {} (note {i}).",
+                subjects[i % 10],
+                verbs[(i / 10) % 10],
+                objects[(i * 7) % 10]
+            );
+            let entry = serde_json::json!({
+                "id": uuid::Uuid::now_v7(),
+                "tier": "archival",
+                "scope": format!("project:{}", self.project.display()),
+                "content": text,
+                "tags": [],
+                "importance": 0.5,
+                "created_at": "2026-10-01T10:00:00Z",
+                "updated_at": "2026-10-01T10:00:00Z",
+                "provenance": {"origin": "test"},
+            });
+            lines.push_str(&entry.to_string());
+            lines.push('\n');
+        }
+        let file = self.data.join("unrelated.jsonl");
+        std::fs::create_dir_all(&self.data).unwrap();
+        std::fs::write(&file, lines).unwrap();
+        let report = json(&self.run(&["memory", "import", file.to_str().unwrap(), "--json"]));
+        assert_eq!(report["imported"], 200);
+        assert_eq!(
+            report["embedded"], 200,
+            "the embedder must be installed: {report}"
+        );
+    }
+}
+
+fn ids(hits: &serde_json::Value) -> Vec<String> {
+    hits.as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["entry"]["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_stored_fact_is_found_first_by_its_words_and_by_a_paraphrase() {
+    let env = Env::new();
+    env.fill_unrelated();
+    let stored = json(&env.run(&["memory", "insert", FACT, "--json"]));
+    let id = stored["ids"][0].as_str().unwrap().to_string();
+    let hits = json(&env.run(&[
+        "memory",
+        "search",
+        "where is the blueheron staging database",
+        "--json",
+    ]));
+    assert_eq!(ids(&hits)[0], id, "{hits}");
+    // No keyword in common with the fact.
+    let hits = json(&env.run(&[
+        "memory",
+        "search",
+        "which server hosts our pre-release DB?",
+        "--limit",
+        "3",
+        "--json",
+    ]));
+    assert!(ids(&hits).contains(&id), "paraphrase missed: {hits}");
+    let stats = json(&env.run(&["memory", "stats", "--json"]));
+    assert_eq!(stats["archivalStorageEntries"], 201);
+    assert_eq!(stats["totalSearches"], 2);
+    // `show` names where it came from.
+    let show = String::from_utf8(env.run(&["memory", "show", &id]).stdout).unwrap();
+    assert!(
+        show.contains("origin:     cli") && show.contains("all-MiniLM-L6-v2/384"),
+        "{show}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_sends_the_remembered_fact_to_an_openai_compatible_server() {
+    let env = Env::new();
+    env.run(&["memory", "insert", FACT]);
+    env.run(&[
+        "memory",
+        "core",
+        "append",
+        "--section",
+        "human",
+        "Works on the BLUEHERON project",
+    ]);
+    let body = support::fixture("openai_reasoning_content.sse");
+    let server =
+        ScriptedServer::start(Script::forever(Step::sse(&body).rechunk(ChunkBy::Lines))).await;
+    let url = format!("{}/v1", server.url());
+    let out = tokio::task::spawn_blocking({
+        let mut cmd = env.cmd();
+        cmd.args([
+            "ask",
+            "--json",
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "Which host runs the BLUEHERON staging database?",
+        ])
+        .env("OPENAI_API_KEY", "sk-test");
+        move || ok(&mut cmd)
+    })
+    .await
+    .unwrap();
+    let requests = server.requests();
+    let messages = requests[0].json["messages"].to_string();
+    assert!(
+        messages.contains("db7.internal"),
+        "fact not sent: {messages}"
+    );
+    assert!(
+        messages.contains("Works on the BLUEHERON project"),
+        "{messages}"
+    );
+    // The query node records what was used; the turn went to recall.
+    let done = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["type"] == "done")
+        .unwrap();
+    let session = done["session"].as_str().unwrap();
+    let show = json(&env.run(&["sessions", "show", session, "--json"]));
+    let query = show["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| n["kind"] == "query")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        query["meta"]["memory_used"].as_array().unwrap().len(),
+        2,
+        "{query}"
+    );
+    let stats = json(&env.run(&["memory", "stats", "--json"]));
+    assert_eq!(stats["recallStorageEntries"], 2, "{stats}");
+    let recall = json(&env.run(&["memory", "list", "--tier", "recall", "--json"]));
+    assert!(
+        recall.to_string().contains(session),
+        "recall entries name their session: {recall}"
+    );
+}
+
+#[test]
+fn filling_working_memory_past_capacity_evicts_to_80_percent() {
+    let env = Env::new();
+    // A capacity of 1,000 tokens; each note is about 100.
+    let text = "x".repeat(370);
+    let names = [
+        "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+        "eleven",
+    ];
+    let mut evicted = Vec::new();
+    for (i, name) in names.iter().enumerate() {
+        let importance = format!("0.{i:02}");
+        let note = format!("working note {name} {text}");
+        let out = json(&ok(env
+            .cmd()
+            .env("GLASSBOX_MEMORY__CAPACITY_TOKENS", "1000")
+            .args(["memory", "insert", "--working", "--json", "--importance"])
+            .args([importance.as_str(), note.as_str()])));
+        let now = out["evicted"].as_array().unwrap().clone();
+        if !now.is_empty() {
+            let stats = json(&ok(env
+                .cmd()
+                .env("GLASSBOX_MEMORY__CAPACITY_TOKENS", "1000")
+                .args(["memory", "stats", "--json"])));
+            assert!(
+                stats["mainContextUtilization"].as_f64().unwrap() <= 0.8,
+                "{stats}"
+            );
+        }
+        evicted.extend(now);
+    }
+    assert!(!evicted.is_empty());
+    let stats = json(&env.run(&["memory", "stats", "--json"]));
+    assert!(stats["totalEvictions"].as_u64().unwrap() >= 1);
+    // The least important went first, and it is in archival, searchable.
+    let hits = json(&env.run(&[
+        "memory", "search", "zero", "--tier", "archival", "--mode", "keyword", "--json",
+    ]));
+    assert_eq!(ids(&hits)[0], evicted[0].as_str().unwrap());
+}
+
+#[test]
+fn bad_input_is_one_line_naming_the_value() {
+    let env = Env::new();
+    let cases: [(&[&str], &str); 5] = [
+        (&["memory", "insert", "   "], "memory text is empty"),
+        (&["memory", "insert", "x", "--importance", "1.5"], "1.5"),
+        (&["memory", "search", "x", "--tier", "attic"], "attic"),
+        (
+            &["memory", "core", "append", "--section", "persona", "x"],
+            "persona",
+        ),
+        (&["memory", "show", "abcdef12"], "abcdef12"),
+    ];
+    for (args, want) in cases {
+        let out = env.cmd().args(args).output().unwrap();
+        assert!(!out.status.success(), "{args:?} succeeded");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(want), "{args:?}: {err}");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+}
+
+#[test]
+fn export_import_round_trip_and_a_missing_model_falls_back_to_keywords() {
+    let env = Env::new();
+    env.run(&["memory", "insert", FACT, "--tags", "infra,db"]);
+    env.run(&[
+        "memory",
+        "core",
+        "append",
+        "--section",
+        "agent",
+        "Answers tersely",
+    ]);
+    let export = env.run(&["memory", "export"]).stdout;
+    assert_eq!(export.iter().filter(|b| **b == b'\n').count(), 2);
+
+    // Another store for the same project, with no model files: keyword search only, one
+    // warning.
+    let other = Env {
+        project: env.project.clone(),
+        ..Env::new()
+    };
+    let empty_models = other.data.join("no-models");
+    std::fs::create_dir_all(&empty_models).unwrap();
+    let file = other.data.join("mem.jsonl");
+    std::fs::write(&file, &export).unwrap();
+    let out = ok(other.cmd().env("GLASSBOX_MODELS_DIR", &empty_models).args([
+        "memory",
+        "import",
+        file.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(json(&out)["imported"], 2);
+    let out = ok(other.cmd().env("GLASSBOX_MODELS_DIR", &empty_models).args([
+        "memory",
+        "search",
+        "staging database",
+        "--json",
+    ]));
+    let err = String::from_utf8(out.stderr.clone()).unwrap();
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("keywords only"), "{err}");
+    assert_eq!(json(&out).as_array().unwrap().len(), 1);
+    // Entries inserted without a model get vectors from `reembed` once it is back.
+    ok(other.cmd().env("GLASSBOX_MODELS_DIR", &empty_models).args([
+        "memory",
+        "insert",
+        "a note made offline",
+    ]));
+    let re = json(&other.run(&["memory", "reembed", "--json"]));
+    assert_eq!(re["embedded"], 1);
+    // Lossless: the imported entries export byte for byte the same.
+    let again = other.run(&["memory", "export"]).stdout;
+    let again = String::from_utf8(again).unwrap();
+    for line in String::from_utf8(export).unwrap().lines() {
+        assert!(again.contains(line), "{line} changed");
+    }
+}
