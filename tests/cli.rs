@@ -4,38 +4,12 @@
 
 mod support;
 
-use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
+use support::bin::{glassbox, ok as run};
 use support::{ChunkBy, Script, ScriptedServer, Step};
 
 const KEY: &str = "sk-ant-test-0123456789abcdef";
-
-fn glassbox(data: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_glassbox"));
-    c.env("GLASSBOX_DATA_DIR", data)
-        .env("GLASSBOX_CONFIG_DIR", data.join("config"))
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("ANTHROPIC_BASE_URL")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("OLLAMA_HOST")
-        .env_remove("GLASSBOX_PROVIDER")
-        .env_remove("GLASSBOX_MODEL")
-        .stdin(Stdio::null());
-    c
-}
-
-fn run(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{:?} failed: {}",
-        cmd,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 fn stdout(out: &Output) -> String {
     String::from_utf8(out.stdout.clone()).unwrap()

@@ -249,13 +249,16 @@ fn search_finds_a_word_only_in_one_thinking_block() {
 }
 
 #[test]
-fn v1_store_migrates_to_v4_and_is_searchable() {
+fn v1_store_migrates_to_the_current_schema_and_is_searchable() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.redb");
     std::fs::copy(Path::new(FIXTURES).join("store_v1.redb"), &path).unwrap();
     let store = Store::open(&path).unwrap();
-    assert_eq!(SCHEMA_VERSION, 4);
-    assert_eq!(store.schema_version().unwrap(), 4);
+    assert_eq!(SCHEMA_VERSION, 5);
+    assert_eq!(store.schema_version().unwrap(), 5);
+    // v5: the memory tables exist and are empty.
+    assert_eq!(store.memory_count().unwrap(), 0);
+    assert!(store.memory_scopes().unwrap().is_empty());
     assert_eq!(
         store.search_doc_count().unwrap(),
         1,

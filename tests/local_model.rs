@@ -43,9 +43,15 @@ fn glassbox(data: &std::path::Path) -> Command {
     c
 }
 
-/// Runs `glassbox ask --json` and returns (thinking, answer, done event).
-fn ask_json(data: &std::path::Path, question: &str) -> (String, String, serde_json::Value) {
+/// Runs `glassbox ask --json` at temperature 0 from the folder `project` (its memory scope);
+/// returns (thinking, answer, done event).
+fn ask_json(
+    data: &std::path::Path,
+    project: &std::path::Path,
+    question: &str,
+) -> (String, String, serde_json::Value) {
     let out = glassbox(data)
+        .current_dir(project)
         .args([
             "ask",
             "--json",
@@ -83,8 +89,14 @@ fn greedy_ask_is_deterministic_and_persisted() {
     }
     let dir = tempfile::tempdir().unwrap();
     let q = "Why is the sky blue?";
-    let (t1, a1, d1) = ask_json(dir.path(), q);
-    let (t2, a2, d2) = ask_json(dir.path(), q);
+    // Each run from a project of its own: the first turn's question and answer go to its
+    // project's recall memory, which the second would otherwise be shown.
+    let (p1, p2) = (dir.path().join("p1"), dir.path().join("p2"));
+    for p in [&p1, &p2] {
+        std::fs::create_dir_all(p.join(".git")).unwrap();
+    }
+    let (t1, a1, d1) = ask_json(dir.path(), &p1, q);
+    let (t2, a2, d2) = ask_json(dir.path(), &p2, q);
     assert!(!t1.trim().is_empty(), "no thinking");
     assert!(!a1.trim().is_empty(), "no answer");
     assert_eq!(t1, t2, "greedy thinking differs between runs");

@@ -5,140 +5,88 @@
 
 mod support;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
+use support::bin::{Project, ok};
 use support::{ChunkBy, Script, ScriptedServer, Step};
 
 const FACT: &str =
     "The staging database for project BLUEHERON runs on host db7.internal, port 6432";
 
-/// The binary with a data dir of its own, run from `project` (the memory scope).
-fn glassbox(data: &Path, project: &Path) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_glassbox"));
-    c.env("GLASSBOX_DATA_DIR", data)
-        .env("GLASSBOX_CONFIG_DIR", data.join("config"))
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL")
-        .env_remove("GLASSBOX_PROVIDER")
-        .env_remove("GLASSBOX_MODEL")
-        .current_dir(project)
-        .stdin(Stdio::null());
-    c
-}
-
-fn ok(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
-
 fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-struct Env {
-    _dir: tempfile::TempDir,
-    data: PathBuf,
-    project: PathBuf,
-}
-
-impl Env {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data");
-        let project = dir.path().join("project");
-        std::fs::create_dir_all(project.join(".git")).unwrap();
-        Self {
-            _dir: dir,
-            data,
-            project,
-        }
-    }
-
-    fn cmd(&self) -> Command {
-        glassbox(&self.data, &self.project)
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        ok(self.cmd().args(args))
-    }
-
-    /// 200 entries about other things, through `memory import` (embedded on the way in).
-    fn fill_unrelated(&self) {
-        let subjects = [
-            "The marketing offsite",
-            "Our cat Miso",
-            "The kitchen renovation",
-            "The quarterly newsletter",
-            "Grandma's lasagne recipe",
-            "The hiking trip",
-            "The new laptop",
-            "The vegetable garden",
-            "The road bike",
-            "The jazz concert",
-        ];
-        let verbs = [
-            "needs",
-            "was moved to",
-            "depends on",
-            "is planned for",
-            "costs about",
-            "was discussed with",
-            "should include",
-            "ended up with",
-            "waits for",
-            "got delayed by",
-        ];
-        let objects = [
-            "next Tuesday",
-            "the blue folder",
-            "three extra chairs",
-            "a bigger budget",
-            "the neighbour",
-            "fresh basil",
-            "new brake pads",
-            "Friday afternoon",
-            "the old receipts",
-            "a second opinion",
-        ];
-        let mut lines = String::new();
-        for i in 0..200usize {
-            let text = format!(
-                "{} {} {} (note {i}).",
-                subjects[i % 10],
-                verbs[(i / 10) % 10],
-                objects[(i * 7) % 10]
-            );
-            let entry = serde_json::json!({
-                "id": uuid::Uuid::now_v7(),
-                "tier": "archival",
-                "scope": format!("project:{}", self.project.display()),
-                "content": text,
-                "tags": [],
-                "importance": 0.5,
-                "created_at": "2026-10-01T10:00:00Z",
-                "updated_at": "2026-10-01T10:00:00Z",
-                "provenance": {"origin": "test"},
-            });
-            lines.push_str(&entry.to_string());
-            lines.push('\n');
-        }
-        let file = self.data.join("unrelated.jsonl");
-        std::fs::create_dir_all(&self.data).unwrap();
-        std::fs::write(&file, lines).unwrap();
-        let report = json(&self.run(&["memory", "import", file.to_str().unwrap(), "--json"]));
-        assert_eq!(report["imported"], 200);
-        assert_eq!(
-            report["embedded"], 200,
-            "the embedder must be installed: {report}"
+/// 200 entries about other things in `env`'s project, through `memory import` (embedded on
+/// the way in).
+fn fill_unrelated(env: &Project) {
+    let subjects = [
+        "The marketing offsite",
+        "Our cat Miso",
+        "The kitchen renovation",
+        "The quarterly newsletter",
+        "Grandma's lasagne recipe",
+        "The hiking trip",
+        "The new laptop",
+        "The vegetable garden",
+        "The road bike",
+        "The jazz concert",
+    ];
+    let verbs = [
+        "needs",
+        "was moved to",
+        "depends on",
+        "is planned for",
+        "costs about",
+        "was discussed with",
+        "should include",
+        "ended up with",
+        "waits for",
+        "got delayed by",
+    ];
+    let objects = [
+        "next Tuesday",
+        "the blue folder",
+        "three extra chairs",
+        "a bigger budget",
+        "the neighbour",
+        "fresh basil",
+        "new brake pads",
+        "Friday afternoon",
+        "the old receipts",
+        "a second opinion",
+    ];
+    let mut lines = String::new();
+    for i in 0..200usize {
+        let text = format!(
+            "{} {} {} (note {i}).",
+            subjects[i % 10],
+            verbs[(i / 10) % 10],
+            objects[(i * 7) % 10]
         );
+        let entry = serde_json::json!({
+            "id": uuid::Uuid::now_v7(),
+            "tier": "archival",
+            "scope": format!("project:{}", env.project.display()),
+            "content": text,
+            "tags": [],
+            "importance": 0.5,
+            "created_at": "2026-10-01T10:00:00Z",
+            "updated_at": "2026-10-01T10:00:00Z",
+            "provenance": {"origin": "test"},
+        });
+        lines.push_str(&entry.to_string());
+        lines.push('\n');
     }
+    let file = env.data.join("unrelated.jsonl");
+    std::fs::create_dir_all(&env.data).unwrap();
+    std::fs::write(&file, lines).unwrap();
+    let report = json(&env.run(&["memory", "import", file.to_str().unwrap(), "--json"]));
+    assert_eq!(report["imported"], 200);
+    assert_eq!(
+        report["embedded"], 200,
+        "the embedder must be installed: {report}"
+    );
 }
 
 fn ids(hits: &serde_json::Value) -> Vec<String> {
@@ -151,8 +99,8 @@ fn ids(hits: &serde_json::Value) -> Vec<String> {
 
 #[test]
 fn a_stored_fact_is_found_first_by_its_words_and_by_a_paraphrase() {
-    let env = Env::new();
-    env.fill_unrelated();
+    let env = Project::new();
+    fill_unrelated(&env);
     let stored = json(&env.run(&["memory", "insert", FACT, "--json"]));
     let id = stored["ids"][0].as_str().unwrap().to_string();
     let hits = json(&env.run(&[
@@ -185,7 +133,7 @@ fn a_stored_fact_is_found_first_by_its_words_and_by_a_paraphrase() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ask_sends_the_remembered_fact_to_an_openai_compatible_server() {
-    let env = Env::new();
+    let env = Project::new();
     env.run(&["memory", "insert", FACT]);
     env.run(&[
         "memory",
@@ -257,7 +205,7 @@ async fn ask_sends_the_remembered_fact_to_an_openai_compatible_server() {
 
 #[test]
 fn filling_working_memory_past_capacity_evicts_to_80_percent() {
-    let env = Env::new();
+    let env = Project::new();
     // A capacity of 1,000 tokens; each note is about 100.
     let text = "x".repeat(370);
     let names = [
@@ -298,7 +246,7 @@ fn filling_working_memory_past_capacity_evicts_to_80_percent() {
 
 #[test]
 fn bad_input_is_one_line_naming_the_value() {
-    let env = Env::new();
+    let env = Project::new();
     let cases: [(&[&str], &str); 5] = [
         (&["memory", "insert", "   "], "memory text is empty"),
         (&["memory", "insert", "x", "--importance", "1.5"], "1.5"),
@@ -320,7 +268,7 @@ fn bad_input_is_one_line_naming_the_value() {
 
 #[test]
 fn export_import_round_trip_and_a_missing_model_falls_back_to_keywords() {
-    let env = Env::new();
+    let env = Project::new();
     env.run(&["memory", "insert", FACT, "--tags", "infra,db"]);
     env.run(&[
         "memory",
@@ -335,10 +283,7 @@ fn export_import_round_trip_and_a_missing_model_falls_back_to_keywords() {
 
     // Another store for the same project, with no model files: keyword search only, one
     // warning.
-    let other = Env {
-        project: env.project.clone(),
-        ..Env::new()
-    };
+    let other = env.same_project();
     let empty_models = other.data.join("no-models");
     std::fs::create_dir_all(&empty_models).unwrap();
     let file = other.data.join("mem.jsonl");

@@ -8,10 +8,8 @@
 
 mod support;
 
-use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-
 use serde_json::{Value, json};
+use support::bin::{Project, ok};
 use support::{ChunkBy, Script, ScriptedServer, Step};
 
 /// What the model stores through the tool.
@@ -26,57 +24,6 @@ const MEMORY_TOOLS: [&str; 7] = [
     "evict_to_archival",
     "promote_to_working",
 ];
-
-/// A data dir and a project dir (with `.git`, the memory scope) of their own.
-struct Env {
-    _dir: tempfile::TempDir,
-    data: PathBuf,
-    project: PathBuf,
-}
-
-impl Env {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let data = dir.path().join("data");
-        let project = dir.path().join("project");
-        std::fs::create_dir_all(project.join(".git")).unwrap();
-        Self {
-            _dir: dir,
-            data,
-            project,
-        }
-    }
-
-    fn cmd(&self) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_glassbox"));
-        c.env("GLASSBOX_DATA_DIR", &self.data)
-            .env("GLASSBOX_CONFIG_DIR", self.data.join("config"))
-            .env_remove("ANTHROPIC_API_KEY")
-            .env_remove("OPENAI_API_KEY")
-            .env_remove("ANTHROPIC_BASE_URL")
-            .env_remove("OPENAI_BASE_URL")
-            .env_remove("OLLAMA_HOST")
-            .env_remove("GLASSBOX_PROVIDER")
-            .env_remove("GLASSBOX_MODEL")
-            .current_dir(&self.project)
-            .stdin(Stdio::null());
-        c
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        serde_json::from_slice(&ok(self.cmd().args(args)).stdout).unwrap()
-    }
-}
-
-fn ok(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 /// The SSE body of `frames`, one `data:` line each (with an `event:` line when named).
 fn sse(frames: &[(Option<&str>, Value)]) -> String {
@@ -221,7 +168,7 @@ fn anthropic_text(text: &str) -> Step {
 }
 
 /// Runs `glassbox ask --json` against the server; returns the JSON lines it printed.
-async fn ask(env: &Env, provider: &str, url: String, key_var: &str) -> Vec<Value> {
+async fn ask(env: &Project, provider: &str, url: String, key_var: &str) -> Vec<Value> {
     let mut cmd = env.cmd();
     cmd.args([
         "ask",
@@ -260,7 +207,7 @@ fn tool_names(request: &Value) -> Vec<String> {
 
 /// The session's tool_call node, and the answer's text. Checks that the node holds the
 /// call's result and that the memory the model stored names the node as its source.
-fn check_session_and_memory(env: &Env, printed: &[Value], answer: &str) -> (Value, String) {
+fn check_session_and_memory(env: &Project, printed: &[Value], answer: &str) -> (Value, String) {
     let done = printed.iter().find(|v| v["type"] == "done").unwrap();
     let session = done["session"].as_str().unwrap().to_string();
     assert!(
@@ -304,7 +251,7 @@ fn check_session_and_memory(env: &Env, printed: &[Value], answer: &str) -> (Valu
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_openai_tool_call_stores_memory_and_the_answer_continues() {
-    let env = Env::new();
+    let env = Project::new();
     let answer = "Saved: the ferry leaves at 07:40.";
     let server =
         ScriptedServer::start(Script::new(vec![openai_tool_call(), openai_text(answer)])).await;
@@ -353,7 +300,7 @@ async fn an_openai_tool_call_stores_memory_and_the_answer_continues() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_anthropic_tool_call_goes_back_with_its_signed_thinking() {
-    let env = Env::new();
+    let env = Project::new();
     let answer = "Stored. The ferry leaves at 07:40.";
     let server = ScriptedServer::start(Script::new(vec![
         anthropic_tool_call(),
@@ -405,7 +352,7 @@ async fn an_anthropic_tool_call_goes_back_with_its_signed_thinking() {
 /// `[memory] tools = false` in the user's config: nothing is offered, nothing is run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_memory_tools_off_no_tools_are_offered() {
-    let env = Env::new();
+    let env = Project::new();
     let config = env.data.join("config");
     std::fs::create_dir_all(&config).unwrap();
     std::fs::write(config.join("config.toml"), "[memory]\ntools = false\n").unwrap();

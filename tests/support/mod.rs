@@ -17,6 +17,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use futures::stream::{self, BoxStream};
 
+pub mod bin;
 pub mod tui;
 pub mod wire;
 

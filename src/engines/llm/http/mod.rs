@@ -199,7 +199,9 @@ pub(crate) fn secret_header(value: &str) -> Result<HeaderValue, LlmError> {
     Ok(v)
 }
 
-fn install_crypto_provider() {
+/// The crate builds reqwest with `rustls-no-provider`, so a process-wide rustls crypto
+/// provider has to be installed before any client (async or blocking) is built.
+pub(crate) fn install_crypto_provider() {
     static ONCE: OnceLock<()> = OnceLock::new();
     ONCE.get_or_init(|| {
         // An error only means another provider is already installed, which is fine.

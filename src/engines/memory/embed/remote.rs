@@ -77,28 +77,9 @@ fn excerpt(body: &str) -> String {
     }
 }
 
-/// An error and its sources joined with `: `, skipping repeats.
+/// An error and its sources joined with `: `, on one line.
 fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut parts = vec![e.to_string()];
-    let mut src = e.source();
-    while let Some(s) = src {
-        let text = s.to_string();
-        if !parts.iter().any(|p| p.contains(&text)) {
-            parts.push(text);
-        }
-        src = s.source();
-    }
-    one_line(&parts.join(": "))
-}
-
-/// The crate builds reqwest with `rustls-no-provider`, so a process-wide rustls crypto
-/// provider has to be installed before any client is built (the async model clients do the
-/// same). Installing twice is harmless: the second attempt just reports the first.
-fn install_crypto_provider() {
-    static ONCE: OnceLock<()> = OnceLock::new();
-    ONCE.get_or_init(|| {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    });
+    one_line(&crate::engines::llm::http::error_chain(e))
 }
 
 impl RemoteEmbedder {
@@ -159,7 +140,7 @@ impl RemoteEmbedder {
     fn client(&self) -> Result<&Client, EmbedError> {
         self.client
             .get_or_init(|| {
-                install_crypto_provider();
+                crate::engines::llm::http::install_crypto_provider();
                 Client::builder()
                     .timeout(self.timeout)
                     .connect_timeout(self.timeout.min(Duration::from_secs(10)))

@@ -1,0 +1,79 @@
+//! The glassbox binary as a user runs it: a data dir of its own, no provider settings from
+//! the caller's environment, nothing on stdin.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+/// The binary with `data` as its data dir (and its config dir inside it).
+pub fn glassbox(data: &Path) -> Command {
+    // `option_env!`: examples share this folder, and cargo names the binary to tests only.
+    let exe = option_env!("CARGO_BIN_EXE_glassbox").expect("integration tests only");
+    let mut c = Command::new(exe);
+    c.env("GLASSBOX_DATA_DIR", data)
+        .env("GLASSBOX_CONFIG_DIR", data.join("config"))
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("ANTHROPIC_BASE_URL")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("OLLAMA_HOST")
+        .env_remove("GLASSBOX_PROVIDER")
+        .env_remove("GLASSBOX_MODEL")
+        .stdin(Stdio::null());
+    c
+}
+
+/// Runs `cmd`, failing the test with its stderr when it does not succeed.
+pub fn ok(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// A data dir and a project dir (with `.git`, so it is the memory's project scope) of their
+/// own; commands run from the project dir.
+pub struct Project {
+    _dir: tempfile::TempDir,
+    pub data: PathBuf,
+    pub project: PathBuf,
+}
+
+impl Project {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(project.join(".git")).unwrap();
+        Self {
+            _dir: dir,
+            data,
+            project,
+        }
+    }
+
+    /// Another data dir for the same project dir.
+    pub fn same_project(&self) -> Self {
+        Self {
+            project: self.project.clone(),
+            ..Self::new()
+        }
+    }
+
+    pub fn cmd(&self) -> Command {
+        let mut c = glassbox(&self.data);
+        c.current_dir(&self.project);
+        c
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        ok(self.cmd().args(args))
+    }
+
+    /// Runs `args` and reads its standard output as JSON.
+    pub fn json(&self, args: &[&str]) -> serde_json::Value {
+        serde_json::from_slice(&self.run(args).stdout).unwrap()
+    }
+}
