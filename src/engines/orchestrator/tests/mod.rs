@@ -1,3 +1,5 @@
+mod tools;
+
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
