@@ -36,6 +36,15 @@ fn sse(frames: &[(Option<&str>, Value)]) -> String {
         .collect()
 }
 
+/// An Anthropic stream of `events`, each framed with its `type` as the SSE event name.
+fn anthropic_sse(events: Vec<Value>) -> Step {
+    let body: String = events
+        .iter()
+        .map(|v| format!("event: {}\ndata: {v}\n\n", v["type"].as_str().unwrap()))
+        .collect();
+    Step::sse(body).rechunk(ChunkBy::Lines)
+}
+
 /// An OpenAI chat-completions stream that calls `archival_insert` with FACT, its arguments
 /// split over two deltas, and finishes with `tool_calls`.
 fn openai_tool_call() -> Step {
@@ -96,75 +105,33 @@ fn openai_text(text: &str) -> Step {
 fn anthropic_tool_call() -> Step {
     let input = json!({"content": FACT, "tags": ["travel"], "importance": 0.9}).to_string();
     let (a, b) = input.split_at(input.len() / 2);
-    let frame = |v: Value| {
-        let kind = v["type"].as_str().unwrap().to_string();
-        (Some(kind), v)
-    };
-    let frames: Vec<(Option<String>, Value)> = vec![
-        frame(
-            json!({"type": "message_start", "message": {"id": "msg_t", "type": "message", "role": "assistant",
+    anthropic_sse(vec![
+        json!({"type": "message_start", "message": {"id": "msg_t", "type": "message", "role": "assistant",
             "model": "claude-sonnet-4-5", "content": [], "usage": {"input_tokens": 400, "output_tokens": 1}}}),
-        ),
-        frame(
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
-        ),
-        frame(
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "The user wants this kept; I will store it."}}),
-        ),
-        frame(
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig-mem-1"}}),
-        ),
-        frame(json!({"type": "content_block_stop", "index": 0})),
-        frame(
-            json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_mem1", "name": "archival_insert", "input": {}}}),
-        ),
-        frame(
-            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": a}}),
-        ),
-        frame(
-            json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": b}}),
-        ),
-        frame(json!({"type": "content_block_stop", "index": 1})),
-        frame(
-            json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 60}}),
-        ),
-        frame(json!({"type": "message_stop"})),
-    ];
-    let frames: Vec<(Option<&str>, Value)> = frames
-        .iter()
-        .map(|(k, v)| (k.as_deref(), v.clone()))
-        .collect();
-    Step::sse(sse(&frames)).rechunk(ChunkBy::Lines)
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "The user wants this kept; I will store it."}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "sig-mem-1"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_mem1", "name": "archival_insert", "input": {}}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": a}}),
+        json!({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": b}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 60}}),
+        json!({"type": "message_stop"}),
+    ])
 }
 
 /// An Anthropic stream answering `text`.
 fn anthropic_text(text: &str) -> Step {
-    let frame = |v: Value| {
-        let kind = v["type"].as_str().unwrap().to_string();
-        (Some(kind), v)
-    };
-    let frames: Vec<(Option<String>, Value)> = vec![
-        frame(
-            json!({"type": "message_start", "message": {"id": "msg_a", "type": "message", "role": "assistant",
+    anthropic_sse(vec![
+        json!({"type": "message_start", "message": {"id": "msg_a", "type": "message", "role": "assistant",
             "model": "claude-sonnet-4-5", "content": [], "usage": {"input_tokens": 480, "output_tokens": 1}}}),
-        ),
-        frame(
-            json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
-        ),
-        frame(
-            json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
-        ),
-        frame(json!({"type": "content_block_stop", "index": 0})),
-        frame(
-            json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 12}}),
-        ),
-        frame(json!({"type": "message_stop"})),
-    ];
-    let frames: Vec<(Option<&str>, Value)> = frames
-        .iter()
-        .map(|(k, v)| (k.as_deref(), v.clone()))
-        .collect();
-    Step::sse(sse(&frames)).rechunk(ChunkBy::Lines)
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 12}}),
+        json!({"type": "message_stop"}),
+    ])
 }
 
 /// Runs `glassbox ask --json` against the server; returns the JSON lines it printed.
