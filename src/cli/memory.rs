@@ -359,7 +359,7 @@ pub fn run(ctx: &Ctx, cmd: MemoryCmd) -> Result<ExitCode> {
             for t in tiers {
                 entries.extend(m.entries(t)?);
             }
-            entries.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+            entries.sort_by_key(|e| std::cmp::Reverse(e.created_at));
             entries.truncate(limit);
             if json {
                 print_json(&entries)?;

@@ -89,51 +89,6 @@ impl ValueEnum for FocusArea {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Every value parses from its command-line name, which is its config/JSON name.
-    fn names_agree<T>(as_str: impl Fn(&T) -> &'static str)
-    where
-        T: ValueEnum + serde::Serialize + PartialEq + std::fmt::Debug,
-    {
-        assert!(!T::value_variants().is_empty());
-        for value in T::value_variants() {
-            let Some(possible) = value.to_possible_value() else {
-                panic!("{value:?} has no command-line name");
-            };
-            let name = possible.get_name();
-            assert_eq!(name, as_str(value));
-            assert_eq!(
-                serde_json::to_value(value).ok(),
-                Some(serde_json::Value::String(name.to_string()))
-            );
-            assert_eq!(T::from_str(name, false).as_ref(), Ok(value));
-        }
-    }
-
-    #[test]
-    fn command_line_names_are_the_config_and_json_names() {
-        names_agree::<ProviderKind>(|k| k.as_str());
-        names_agree::<Effort>(|e| e.as_str());
-        names_agree::<Strategy>(|s| s.as_str());
-        names_agree::<ForkStyle>(|s| s.as_str());
-        names_agree::<Verdict>(|v| v.as_str());
-        names_agree::<FocusArea>(|f| f.as_str());
-        assert_eq!(ProviderKind::OpenAi.as_str(), "openai");
-    }
-
-    #[test]
-    fn best_first_also_reads_with_a_dash() {
-        assert_eq!(
-            Strategy::from_str("best-first", false),
-            Ok(Strategy::BestFirst)
-        );
-        assert!(Strategy::from_str("best first", false).is_err());
-    }
-}
-
 impl ValueEnum for crate::engines::memory::ScopeKind {
     fn value_variants<'a>() -> &'a [Self] {
         use crate::engines::memory::ScopeKind;
@@ -189,5 +144,50 @@ impl ValueEnum for crate::store::CoreSection {
                 PossibleValue::new("agent").help("Facts about the assistant itself")
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every value parses from its command-line name, which is its config/JSON name.
+    fn names_agree<T>(as_str: impl Fn(&T) -> &'static str)
+    where
+        T: ValueEnum + serde::Serialize + PartialEq + std::fmt::Debug,
+    {
+        assert!(!T::value_variants().is_empty());
+        for value in T::value_variants() {
+            let Some(possible) = value.to_possible_value() else {
+                panic!("{value:?} has no command-line name");
+            };
+            let name = possible.get_name();
+            assert_eq!(name, as_str(value));
+            assert_eq!(
+                serde_json::to_value(value).ok(),
+                Some(serde_json::Value::String(name.to_string()))
+            );
+            assert_eq!(T::from_str(name, false).as_ref(), Ok(value));
+        }
+    }
+
+    #[test]
+    fn command_line_names_are_the_config_and_json_names() {
+        names_agree::<ProviderKind>(|k| k.as_str());
+        names_agree::<Effort>(|e| e.as_str());
+        names_agree::<Strategy>(|s| s.as_str());
+        names_agree::<ForkStyle>(|s| s.as_str());
+        names_agree::<Verdict>(|v| v.as_str());
+        names_agree::<FocusArea>(|f| f.as_str());
+        assert_eq!(ProviderKind::OpenAi.as_str(), "openai");
+    }
+
+    #[test]
+    fn best_first_also_reads_with_a_dash() {
+        assert_eq!(
+            Strategy::from_str("best-first", false),
+            Ok(Strategy::BestFirst)
+        );
+        assert!(Strategy::from_str("best first", false).is_err());
     }
 }
