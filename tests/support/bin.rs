@@ -6,7 +6,9 @@ use std::process::{Command, Output, Stdio};
 
 /// The binary with `data` as its data dir (and its config dir inside it).
 pub fn glassbox(data: &Path) -> Command {
-    // `option_env!`: examples share this folder, and cargo names the binary to tests only.
+    // `option_env!`: examples and benches share this folder, and cargo names the binary to
+    // integration tests only, which are the only callers.
+    #[allow(clippy::option_env_unwrap)]
     let exe = option_env!("CARGO_BIN_EXE_glassbox").expect("integration tests only");
     let mut c = Command::new(exe);
     c.env("GLASSBOX_DATA_DIR", data)
