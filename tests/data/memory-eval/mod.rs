@@ -288,10 +288,10 @@ pub fn build(shift: i64) -> Dataset {
         let mut at = Utc.from_utc_datetime(&start);
         for (i, (key, speaker, text, filler)) in items.into_iter().enumerate() {
             let id = format!("{}.t{:02}", s.id, i + 1);
-            if let Some(k) = key {
-                if by_key.insert(k, id.clone()).is_some() {
-                    panic!("turn key {k} is used twice");
-                }
+            if let Some(k) = key
+                && by_key.insert(k, id.clone()).is_some()
+            {
+                panic!("turn key {k} is used twice");
             }
             turns.push(Turn {
                 id,
@@ -345,10 +345,10 @@ fn stem(word: &str) -> String {
     for suffix in [
         "ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "ly", "er", "s",
     ] {
-        if let Some(base) = w.strip_suffix(suffix) {
-            if base.chars().count() >= 3 {
-                return base.trim_end_matches('e').to_string();
-            }
+        if let Some(base) = w.strip_suffix(suffix)
+            && base.chars().count() >= 3
+        {
+            return base.trim_end_matches('e').to_string();
         }
     }
     w.trim_end_matches('e').to_string()
