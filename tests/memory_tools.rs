@@ -134,6 +134,17 @@ fn anthropic_text(text: &str) -> Step {
     ])
 }
 
+/// [`ask`] with the OpenAI-compatible provider at `server`'s `/v1`.
+async fn ask_openai(env: &Project, server: &ScriptedServer) -> Vec<Value> {
+    ask(
+        env,
+        "openai",
+        format!("{}/v1", server.url()),
+        "OPENAI_API_KEY",
+    )
+    .await
+}
+
 /// Runs `glassbox ask --json` against the server; returns the JSON lines it printed.
 async fn ask(env: &Project, provider: &str, url: String, key_var: &str) -> Vec<Value> {
     let mut cmd = env.cmd();
@@ -222,13 +233,7 @@ async fn an_openai_tool_call_stores_memory_and_the_answer_continues() {
     let answer = "Saved: the ferry leaves at 07:40.";
     let server =
         ScriptedServer::start(Script::new(vec![openai_tool_call(), openai_text(answer)])).await;
-    let printed = ask(
-        &env,
-        "openai",
-        format!("{}/v1", server.url()),
-        "OPENAI_API_KEY",
-    )
-    .await;
+    let printed = ask_openai(&env, &server).await;
 
     let requests = server.requests();
     assert_eq!(requests.len(), 2, "one call, then one continuation");
@@ -324,13 +329,7 @@ async fn with_memory_tools_off_no_tools_are_offered() {
     std::fs::create_dir_all(&config).unwrap();
     std::fs::write(config.join("config.toml"), "[memory]\ntools = false\n").unwrap();
     let server = ScriptedServer::start(Script::new(vec![openai_text("ok")])).await;
-    ask(
-        &env,
-        "openai",
-        format!("{}/v1", server.url()),
-        "OPENAI_API_KEY",
-    )
-    .await;
+    ask_openai(&env, &server).await;
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
     assert!(

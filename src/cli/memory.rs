@@ -17,6 +17,7 @@ use crate::store::{CoreSection, MemoryEntry, MemoryId, MemoryTier, Provenance, S
 pub enum MemoryCmd {
     /// Store a memory (archival unless --working). TEXT "-" reads standard input.
     Insert {
+        /// The text to remember ("-" reads standard input).
         text: String,
         /// Comma-separated tags.
         #[arg(long, value_delimiter = ',')]
@@ -32,13 +33,15 @@ pub enum MemoryCmd {
         node: Option<String>,
         #[command(flatten)]
         scope: ScopeArgs,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Search memory: keywords, embedding similarity, importance, recency and dates.
     Search {
+        /// What to look for, in words; a date in it (2026-03-14, March 14) counts too.
         query: String,
-        /// Which tier to search.
+        /// Which tier to search: core, working, recall, archival or all.
         #[arg(long, default_value = "all", value_parser = tier_filter)]
         tier: TierFilter,
         /// Most results.
@@ -49,6 +52,7 @@ pub enum MemoryCmd {
         mode: SearchMode,
         #[command(flatten)]
         scope: ScopeArgs,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -60,6 +64,7 @@ pub enum MemoryCmd {
         limit: usize,
         #[command(flatten)]
         scope: ScopeArgs,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -68,19 +73,23 @@ pub enum MemoryCmd {
     Core(CoreCmd),
     /// Move working-memory entries to archival.
     Evict {
+        /// Entry ids, each in full or a unique prefix or suffix of at least 4 hex digits.
         #[arg(required = true)]
         ids: Vec<String>,
         #[command(flatten)]
         scope: ScopeArgs,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Move archival or recall entries into working memory.
     Promote {
+        /// Entry ids, each in full or a unique prefix or suffix of at least 4 hex digits.
         #[arg(required = true)]
         ids: Vec<String>,
         #[command(flatten)]
         scope: ScopeArgs,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -88,19 +97,24 @@ pub enum MemoryCmd {
     Stats {
         #[command(flatten)]
         scope: ScopeArgs,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// One entry in full, with where it came from.
     Show {
+        /// Entry id, in full or a unique prefix or suffix of at least 4 hex digits.
         id: String,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Delete entries for good.
     Rm {
+        /// Entry ids, each in full or a unique prefix or suffix of at least 4 hex digits.
         #[arg(required = true)]
         ids: Vec<String>,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -118,15 +132,18 @@ pub enum MemoryCmd {
     /// Read memory written by `memory export` ("-" for standard input).
     Import {
         file: PathBuf,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Embed entries that have no vector of the configured embedder (--all: every entry).
     Reembed {
+        /// Embed every entry again, not only those without a vector of this embedder.
         #[arg(long)]
         all: bool,
         #[command(flatten)]
         scope: ScopeArgs,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -136,22 +153,29 @@ pub enum MemoryCmd {
 pub enum CoreCmd {
     /// Add a fact to a section.
     Append {
+        /// Whose fact it is.
         #[arg(long)]
         section: CoreSection,
+        /// The fact ("-" reads standard input).
         text: String,
         #[command(flatten)]
         scope: ScopeArgs,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
     /// Replace the fact given by id (or prefix) or by text it contains.
     Replace {
+        /// Whose fact it is.
         #[arg(long)]
         section: CoreSection,
+        /// The fact to replace: its id (or a prefix or suffix of it), or text it contains.
         old: String,
+        /// The fact that takes its place.
         new: String,
         #[command(flatten)]
         scope: ScopeArgs,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -159,6 +183,7 @@ pub enum CoreCmd {
     Show {
         #[command(flatten)]
         scope: ScopeArgs,
+        /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
     },
@@ -234,6 +259,19 @@ fn warn(m: &Memory) {
 
 fn resolve(store: &Store, ids: &[String]) -> Result<Vec<MemoryId>> {
     ids.iter().map(|i| Ok(store.resolve_memory(i)?)).collect()
+}
+
+/// A progress bar of entries on stderr, unless the output is JSON or stderr is not a
+/// terminal.
+fn entries_bar(json: bool) -> Option<indicatif::ProgressBar> {
+    (!json && std::io::stderr().is_terminal()).then(|| super::progress_bar("entries embedded", 0))
+}
+
+fn show(bar: &Option<indicatif::ProgressBar>, done: usize, total: usize) {
+    if let Some(bar) = bar {
+        bar.set_length(total as u64);
+        bar.set_position(done as u64);
+    }
 }
 
 fn read_text(text: String) -> Result<String> {
@@ -528,9 +566,13 @@ pub fn run(ctx: &Ctx, cmd: MemoryCmd) -> Result<ExitCode> {
                         .with_context(|| format!("cannot open {}", file.display()))?,
                 ))
             };
+            let bar = entries_bar(json);
             let report = m
-                .import(&mut input)
+                .import(&mut input, &mut |done, total| show(&bar, done, total))
                 .with_context(|| format!("import of {}", file.display()))?;
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
+            }
             warn(&m);
             if json {
                 print_json(&report)?;
@@ -547,14 +589,8 @@ pub fn run(ctx: &Ctx, cmd: MemoryCmd) -> Result<ExitCode> {
                 warn(&m);
                 bail!("no embedder is available; see the warning above");
             }
-            let bar = (!json && std::io::stderr().is_terminal())
-                .then(|| super::progress_bar("entries", 0));
-            let n = m.reembed(all, &mut |done, total| {
-                if let Some(bar) = &bar {
-                    bar.set_length(total as u64);
-                    bar.set_position(done as u64);
-                }
-            })?;
+            let bar = entries_bar(json);
+            let n = m.reembed(all, &mut |done, total| show(&bar, done, total))?;
             if let Some(bar) = bar {
                 bar.finish_and_clear();
             }

@@ -250,6 +250,36 @@ pub struct MemoryCounters {
     pub promotions: u64,
 }
 
+impl MemoryCounters {
+    pub fn inserts(n: usize) -> Self {
+        Self {
+            inserts: n as u64,
+            ..Self::default()
+        }
+    }
+
+    pub fn searches(n: usize) -> Self {
+        Self {
+            searches: n as u64,
+            ..Self::default()
+        }
+    }
+
+    pub fn evictions(n: usize) -> Self {
+        Self {
+            evictions: n as u64,
+            ..Self::default()
+        }
+    }
+
+    pub fn promotions(n: usize) -> Self {
+        Self {
+            promotions: n as u64,
+            ..Self::default()
+        }
+    }
+}
+
 fn scope_key(scope: &MemoryScope, id: MemoryId) -> Vec<u8> {
     let mut k = scope.key().into_bytes();
     k.push(0);

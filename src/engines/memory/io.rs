@@ -8,6 +8,10 @@ use serde::{Deserialize, Serialize};
 use super::{Memory, MemoryError, Result};
 use crate::store::{MemoryEntry, MemoryId, StoredVector};
 
+/// Entries embedded and committed together by `import` and `reembed`, between progress
+/// reports.
+const EMBED_BATCH: usize = 256;
+
 /// One exported line: the entry and its vector.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ExportLine {
@@ -64,8 +68,13 @@ impl Memory {
 
     /// Reads JSON Lines written by [`Memory::export`]. Every line is checked before anything
     /// is stored: a bad line is an error naming its number and nothing is imported. Entries
-    /// keep their ids and scopes; ones without a vector are embedded when there is an embedder.
-    pub fn import(&self, input: &mut dyn BufRead) -> Result<ImportReport> {
+    /// keep their ids and scopes; ones without a vector are embedded when there is an embedder,
+    /// in batches, with `progress(done, total)` after each.
+    pub fn import(
+        &self,
+        input: &mut dyn BufRead,
+        progress: &mut dyn FnMut(usize, usize),
+    ) -> Result<ImportReport> {
         let mut lines = Vec::new();
         for (i, line) in input.lines().enumerate() {
             let line = line.map_err(|e| MemoryError::Invalid(format!("line {}: {e}", i + 1)))?;
@@ -95,7 +104,12 @@ impl Memory {
             .filter(|l| l.vector.is_none())
             .map(|l| l.entry.clone())
             .collect();
-        let mut fresh = self.vectors_for(&missing).into_iter();
+        let mut fresh = Vec::with_capacity(missing.len());
+        for batch in missing.chunks(EMBED_BATCH) {
+            fresh.extend(self.vectors_for(batch));
+            progress(fresh.len(), missing.len());
+        }
+        let mut fresh = fresh.into_iter();
         let mut rows = Vec::with_capacity(lines.len());
         for l in lines {
             let vector = match l.vector {
@@ -153,7 +167,7 @@ impl Memory {
         }
         let total = todo.len();
         let mut done = 0;
-        for batch in todo.chunks(256) {
+        for batch in todo.chunks(EMBED_BATCH) {
             let texts: Vec<String> = batch.iter().map(super::index::embedding_text).collect();
             let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
             let vectors = embedder.embed(&refs)?;

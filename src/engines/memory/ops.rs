@@ -177,13 +177,7 @@ impl Memory {
                     w.put_memory_vector(e.id, v)?;
                 }
             }
-            w.bump_memory_counters(
-                &scope,
-                MemoryCounters {
-                    inserts: entries.len() as u64,
-                    ..Default::default()
-                },
-            )
+            w.bump_memory_counters(&scope, MemoryCounters::inserts(entries.len()))
         })?;
         let evicted = if main {
             self.auto_evict(&ids)?
@@ -239,15 +233,8 @@ impl Memory {
     ) -> Result<Vec<Hit>> {
         let hits = self.find(text, tiers, limit, mode)?;
         let scope = self.scope.clone();
-        self.store.write(|w| {
-            w.bump_memory_counters(
-                &scope,
-                MemoryCounters {
-                    searches: 1,
-                    ..Default::default()
-                },
-            )
-        })?;
+        self.store
+            .write(|w| w.bump_memory_counters(&scope, MemoryCounters::searches(1)))?;
         Ok(hits)
     }
 
@@ -442,13 +429,7 @@ impl Memory {
                 e.updated_at = now;
                 w.put_memory(&e)?;
             }
-            w.bump_memory_counters(
-                &scope,
-                MemoryCounters {
-                    promotions: entries.len() as u64,
-                    ..Default::default()
-                },
-            )
+            w.bump_memory_counters(&scope, MemoryCounters::promotions(entries.len()))
         })?;
         let evicted = self.auto_evict(ids)?;
         Ok(Inserted {
@@ -590,13 +571,7 @@ impl Memory {
                     w.journal_memory_evicted(e.id)?;
                 }
             }
-            w.bump_memory_counters(
-                &scope,
-                MemoryCounters {
-                    evictions: ids.len() as u64,
-                    ..Default::default()
-                },
-            )
+            w.bump_memory_counters(&scope, MemoryCounters::evictions(ids.len()))
         })?;
         Ok(ids)
     }

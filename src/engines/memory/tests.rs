@@ -329,16 +329,24 @@ fn export_import_is_lossless_and_bad_lines_import_nothing() {
 
     let (_d2, other) = memory(MemoryParams::default());
     let bad = format!("{}\n{{not json\n", String::from_utf8_lossy(&out));
-    let e = other.import(&mut bad.as_bytes()).unwrap_err();
+    let e = other
+        .import(&mut bad.as_bytes(), &mut |_, _| {})
+        .unwrap_err();
     assert!(e.to_string().starts_with("line 4:"), "{e}");
     assert_eq!(other.store().memory_count().unwrap(), 0);
 
-    let report = other.import(&mut out.as_slice()).unwrap();
+    let report = other.import(&mut out.as_slice(), &mut |_, _| {}).unwrap();
     assert_eq!(report.imported, 2);
     let mut again = Vec::new();
     other.export(&mut again).unwrap();
     assert_eq!(out, again);
-    assert_eq!(other.import(&mut out.as_slice()).unwrap().unchanged, 2);
+    assert_eq!(
+        other
+            .import(&mut out.as_slice(), &mut |_, _| {})
+            .unwrap()
+            .unchanged,
+        2
+    );
 }
 
 #[test]
@@ -382,5 +390,43 @@ fn a_second_handle_sees_the_first_ones_writes() {
             .find("project note", &[], 5, SearchMode::Hybrid)
             .unwrap()
             .is_empty()
+    );
+}
+
+#[test]
+fn import_embeds_lines_without_vectors_in_batches_and_reports_progress() {
+    let lines: String = (0..600)
+        .map(|i| {
+            let at = "2026-10-01T10:00:00Z";
+            format!(
+                "{}\n",
+                serde_json::json!({
+                    "id": uuid::Uuid::now_v7(),
+                    "tier": "archival",
+                    "scope": "project:/p",
+                    "content": format!("note {i} about the ferry"),
+                    "tags": [],
+                    "importance": 0.5,
+                    "created_at": at,
+                    "updated_at": at,
+                    "provenance": {"origin": "test"},
+                })
+            )
+        })
+        .collect();
+    let (_d, m) = memory(MemoryParams::default());
+    let mut seen = Vec::new();
+    let report = m
+        .import(&mut lines.as_bytes(), &mut |done, total| {
+            seen.push((done, total))
+        })
+        .unwrap();
+    assert_eq!((report.imported, report.embedded), (600, 600));
+    assert_eq!(seen, vec![(256, 600), (512, 600), (600, 600)]);
+    assert_eq!(
+        m.rank("ferry", None, &[], 1000, SearchMode::Keyword)
+            .unwrap()
+            .len(),
+        600
     );
 }
