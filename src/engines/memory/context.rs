@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::index::SearchMode;
 use super::{Memory, Result, tokens};
+use crate::engines::llm::wire::one_line;
 use crate::engines::orchestrator::FinishedTurn;
 use crate::store::{CoreSection, MemoryEntry, MemoryId, MemoryTier, NodeId, Provenance};
 
@@ -16,10 +17,6 @@ pub struct ContextBlock {
     pub text: String,
     /// Every entry the text includes, in order.
     pub used: Vec<MemoryId>,
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 impl Memory {
@@ -57,7 +54,11 @@ impl Memory {
             block.text.push_str(heading);
             block.text.push('\n');
             for e in facts {
-                take(e, format!("- {}", one_line(&e.content)), &mut block);
+                take(
+                    e,
+                    format!("- {}", one_line(&e.content, usize::MAX)),
+                    &mut block,
+                );
             }
         }
         let mut working = self.entries(MemoryTier::Working)?;
@@ -65,7 +66,11 @@ impl Memory {
         if !working.is_empty() {
             block.text.push_str("Working memory:\n");
             for e in &working {
-                if !take(e, format!("- {}", one_line(&e.content)), &mut block) {
+                if !take(
+                    e,
+                    format!("- {}", one_line(&e.content, usize::MAX)),
+                    &mut block,
+                ) {
                     break;
                 }
             }
@@ -86,7 +91,7 @@ impl Memory {
                 let line = format!(
                     "- [{}] {}",
                     h.entry.created_at.format("%Y-%m-%d"),
-                    one_line(&h.entry.content)
+                    one_line(&h.entry.content, usize::MAX)
                 );
                 take(&h.entry, line, &mut block);
             }

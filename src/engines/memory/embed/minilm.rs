@@ -10,6 +10,7 @@ use candle_transformers::models::bert::{BertModel, Config};
 use tokenizers::Tokenizer;
 
 use super::{EmbedError, Embedder, EmbeddingParams, normalize};
+use crate::engines::llm::wire::one_line;
 
 /// The vector size of all-MiniLM-L6-v2.
 const DIM: usize = 384;
@@ -40,16 +41,11 @@ impl std::fmt::Debug for MiniLm {
 
 /// One line naming the file and what is wrong with it.
 fn unavailable(path: &Path, what: impl std::fmt::Display) -> EmbedError {
-    EmbedError::Unavailable(one_line(&format!("{}: {what}", path.display())))
-}
-
-/// Joins a message's lines so it fits in one.
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
+    EmbedError::Unavailable(one_line(&format!("{}: {what}", path.display()), usize::MAX))
 }
 
 fn failed(what: &str, e: impl std::fmt::Display) -> EmbedError {
-    EmbedError::Failed(one_line(&format!("{what}: {e}")))
+    EmbedError::Failed(one_line(&format!("{what}: {e}"), usize::MAX))
 }
 
 /// Reads a whole file, or says which one could not be read.

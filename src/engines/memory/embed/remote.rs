@@ -16,6 +16,7 @@ use reqwest::header::{AUTHORIZATION, HeaderValue};
 use serde::Deserialize;
 
 use super::{EmbedError, Embedder, EmbeddingParams, normalize};
+use crate::engines::llm::wire::one_line;
 
 /// How much of an error body goes into a message.
 const BODY_EXCERPT_CHARS: usize = 200;
@@ -60,26 +61,9 @@ struct Response {
     data: Vec<Item>,
 }
 
-/// Collapses whitespace (newlines included) so a message fits in one line.
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
-}
-
-/// The start of a response body, on one line, with an ellipsis when cut.
-fn excerpt(body: &str) -> String {
-    let line = one_line(body);
-    if line.chars().count() > BODY_EXCERPT_CHARS {
-        let mut cut: String = line.chars().take(BODY_EXCERPT_CHARS).collect();
-        cut.push('…');
-        cut
-    } else {
-        line
-    }
-}
-
 /// An error and its sources joined with `: `, on one line.
 fn error_chain(e: &dyn std::error::Error) -> String {
-    one_line(&crate::engines::llm::http::error_chain(e))
+    one_line(&crate::engines::llm::http::error_chain(e), usize::MAX)
 }
 
 impl RemoteEmbedder {
@@ -186,13 +170,13 @@ impl RemoteEmbedder {
         if !status.is_success() {
             return Err(EmbedError::Failed(format!(
                 "POST {url}: HTTP {status}: {}",
-                excerpt(&text)
+                one_line(&text, BODY_EXCERPT_CHARS)
             )));
         }
         let parsed: Response = serde_json::from_str(&text).map_err(|e| {
             EmbedError::Failed(format!(
                 "POST {url}: unexpected response ({e}): {}",
-                excerpt(&text)
+                one_line(&text, BODY_EXCERPT_CHARS)
             ))
         })?;
         if parsed.data.len() != batch.len() {
