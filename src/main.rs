@@ -34,7 +34,12 @@ fn run(parsed: Cli) -> Result<ExitCode> {
     if let Some(Command::Completions { shell }) = command {
         return Ok(cli::print_completions(shell));
     }
-    let ctx = cli::load_ctx(&global)?;
+    let ctx = match cli::load_ctx(&global) {
+        Ok(ctx) => ctx,
+        // A Claude Code hook never fails the session: it says why on stderr and goes on.
+        Err(e) if cli::is_hook(command.as_ref()) => return Ok(cli::hook_fail_open(command.as_ref(), &e)),
+        Err(e) => return Err(e),
+    };
     cli::init_logging(&ctx, global.verbose);
     let runtime = cli::runtime()?;
     match command {

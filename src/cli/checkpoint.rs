@@ -41,7 +41,15 @@ pub async fn run(ctx: &Ctx, args: CheckpointArgs) -> Result<ExitCode> {
         let store = ctx.open_store()?;
         let node = store.resolve_node(&args.node)?;
         let max = ForkSettings::new("").correction_max_chars;
-        record_verdict(&store, node, args.verdict, correction, max)?.0
+        record_verdict(
+            &store,
+            node,
+            args.verdict,
+            correction,
+            max,
+            &ctx.loaded.config.memory.learn,
+        )?
+        .0
     };
     if args.json {
         let mut v = serde_json::to_value(&result)?;

@@ -13,7 +13,10 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::{Ctx, print_json};
+use crate::engines::memory::learn::extract::LearnReport;
+use crate::engines::memory::learn::queue;
 use crate::engines::transcript::{self, ImportSummary, Importer, export, watch};
+use crate::store::learning::EventSource;
 
 #[derive(Debug, Subcommand)]
 pub enum ImportCmd {
@@ -52,6 +55,9 @@ pub struct ClaudeCodeArgs {
     /// Print a JSON summary instead of text (one per round with --watch).
     #[arg(long)]
     pub json: bool,
+    /// Learn from the sessions that grew (memory's ingest queue, run as they come in).
+    #[arg(long)]
+    pub learn: bool,
 }
 
 pub async fn run(ctx: &Ctx, cmd: ImportCmd) -> Result<ExitCode> {
@@ -142,10 +148,46 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
             let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
             eprintln!("watching {} (Ctrl-C to stop)", shown.join(", "));
         }
+        let learner = if args.learn {
+            let ex = super::memory::learn::extractor(
+                ctx,
+                super::memory::learn::base_memory(ctx, &store)?,
+            )?;
+            let stop = stop.clone();
+            Some(tokio::spawn(async move {
+                let mut total = LearnReport::default();
+                while !stop.load(Ordering::Relaxed) {
+                    match super::memory::learn::drain(&ex, true).await {
+                        Ok(r) if r.sessions > 0 || !r.failures.is_empty() => {
+                            if !json {
+                                eprint!("learned: ");
+                                let _ = super::memory::learn::print_report(&r, false);
+                            }
+                            total.add(&r);
+                        }
+                        Ok(_) => {}
+                        Err(e) => eprintln!("glassbox: learning: {e}"),
+                    }
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                total
+            }))
+        } else {
+            None
+        };
+        let learn = args.learn;
+        let queue_store = store.clone();
         tokio::task::spawn_blocking(move || -> Result<()> {
             let mut importer = Importer::new(store)?.keep_state();
             let mut first = true;
             watch::watch(&mut importer, &paths, &opts, &stop, |round| {
+                if learn {
+                    for s in round.touched() {
+                        if let Err(e) = queue::enqueue_session(&queue_store, s, EventSource::FsWatch) {
+                            eprintln!("glassbox: cannot queue session {s} for learning: {e}");
+                        }
+                    }
+                }
                 if json {
                     let _ = print_json_line(&round);
                 } else if first {
@@ -159,6 +201,9 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
         })
         .await
         .context("the watch task failed")??;
+        if let Some(l) = learner {
+            let _ = l.await;
+        }
         return Ok(ExitCode::SUCCESS);
     }
 
@@ -192,10 +237,26 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
     })
     .await
     .context("the import task failed")??;
-    if json {
+    if json && !args.learn {
         print_json(&summary)?;
-    } else {
+    } else if !json {
         print_summary(&summary);
+    }
+    if args.learn {
+        let store = ctx.open_store()?;
+        for s in summary.touched() {
+            queue::enqueue_session(&store, s, EventSource::HistoricalBackfill)?;
+        }
+        let ex = super::memory::learn::extractor(
+            ctx,
+            super::memory::learn::base_memory(ctx, &store)?,
+        )?;
+        let r = super::memory::learn::drain(&ex, json).await?;
+        if json {
+            print_json(&json!({ "import": summary, "learn": r }))?;
+        } else {
+            super::memory::learn::print_report(&r, false)?;
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -223,6 +223,24 @@ pub fn runtime() -> Result<tokio::runtime::Runtime> {
         .context("cannot start the async runtime")
 }
 
+/// Whether the command is one of the Claude Code hooks, which must never fail.
+pub fn is_hook(command: Option<&Command>) -> bool {
+    matches!(command, Some(Command::Memory(memory::MemoryCmd::Hook(_))))
+}
+
+/// A hook's answer when glassbox cannot even load its config: one line on stderr, the empty
+/// answer (SessionStart: hook JSON with no context), exit 0.
+pub fn hook_fail_open(command: Option<&Command>, e: &anyhow::Error) -> ExitCode {
+    eprintln!("glassbox: memory hook: {e}; no context given");
+    if let Some(Command::Memory(memory::MemoryCmd::Hook(memory::HookCmd::SessionStart))) = command {
+        println!(
+            "{}",
+            crate::engines::memory::learn::hook::session_start_output("")
+        );
+    }
+    ExitCode::SUCCESS
+}
+
 /// Runs one command headless. The binary opens the TUI itself for no command and for
 /// `replay` without `--print` (see [`replay::tui_replay`]), so `replay` here prints.
 pub fn run(ctx: &Ctx, runtime: &tokio::runtime::Runtime, command: Command) -> Result<ExitCode> {
@@ -236,7 +254,7 @@ pub fn run(ctx: &Ctx, runtime: &tokio::runtime::Runtime, command: Command) -> Re
         Command::Import(cmd) => runtime.block_on(import::run(ctx, cmd)),
         Command::Export(args) => export::run(ctx, args),
         Command::Search(args) => search::run(ctx, args),
-        Command::Memory(cmd) => memory::run(ctx, cmd),
+        Command::Memory(cmd) => memory::run(ctx, runtime, cmd),
         Command::Replay(args) => runtime.block_on(replay::print(ctx, args)),
         Command::Got(args) => runtime.block_on(got::run(ctx, args)),
         Command::Verify(args) => runtime.block_on(verify::run(ctx, args)),

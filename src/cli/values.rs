@@ -113,7 +113,12 @@ impl ValueEnum for crate::engines::memory::ScopeKind {
 impl ValueEnum for crate::engines::memory::SearchMode {
     fn value_variants<'a>() -> &'a [Self] {
         use crate::engines::memory::SearchMode;
-        &[SearchMode::Hybrid, SearchMode::Keyword, SearchMode::Vector]
+        &[
+            SearchMode::Associative,
+            SearchMode::Hybrid,
+            SearchMode::Keyword,
+            SearchMode::Vector,
+        ]
     }
 
     fn to_possible_value(&self) -> Option<PossibleValue> {
@@ -123,6 +128,9 @@ impl ValueEnum for crate::engines::memory::SearchMode {
                 .help("Keywords, embedding similarity, importance, recency and dates"),
             SearchMode::Keyword => PossibleValue::new("keyword").help("BM25 over the words only"),
             SearchMode::Vector => PossibleValue::new("vector").help("Embedding similarity only"),
+            SearchMode::Associative => PossibleValue::new("associative").help(
+                "Seven dimensions: text, concepts, vector, graph, reinforcement, validity, recency",
+            ),
         })
     }
 }

@@ -54,6 +54,62 @@ pub(super) fn check_values(config: &Config) -> Vec<(String, String)> {
         "mcp.sampling_timeout_secs",
         "must be at least 1".into(),
     );
+    let nous = &config.memory.nous;
+    let w = &nous.weights;
+    for (name, v) in [
+        ("text", w.text),
+        ("concept", w.concept),
+        ("vector", w.vector),
+        ("graph", w.graph),
+        ("reinforcement", w.reinforcement),
+        ("temporal", w.temporal),
+        ("recency", w.recency),
+    ] {
+        check(
+            v.is_finite() && v >= 0.0,
+            &format!("memory.nous.weights.{name}"),
+            format!("must be 0 or more, got {v}"),
+        );
+    }
+    check(
+        nous.recency_half_life_days > 0.0,
+        "memory.nous.recency_half_life_days",
+        format!("must be more than 0, got {}", nous.recency_half_life_days),
+    );
+    let learn = &config.memory.learn;
+    for (name, v) in [
+        ("archive_below", learn.archive_below),
+        ("duplicate_jaccard", learn.duplicate_jaccard),
+        ("paraphrase_cosine", learn.paraphrase_cosine),
+        ("relearning_jaccard", learn.relearning_jaccard),
+        ("contradiction_concepts", learn.contradiction_concepts),
+        ("contradiction_confidence", learn.contradiction_confidence),
+        ("contradiction_multiplier", learn.contradiction_multiplier),
+    ] {
+        check(
+            (0.0..=1.0).contains(&v),
+            &format!("memory.learn.{name}"),
+            format!("must be in [0, 1], got {v}"),
+        );
+    }
+    check(
+        learn.min_concepts >= 1 && learn.min_concepts <= learn.max_concepts,
+        "memory.learn.min_concepts",
+        format!(
+            "must be at least 1 and at most max_concepts ({}), got {}",
+            learn.max_concepts, learn.min_concepts
+        ),
+    );
+    check(
+        learn.max_attempts >= 1,
+        "memory.learn.max_attempts",
+        "must be at least 1".into(),
+    );
+    check(
+        learn.hook_timeout_ms >= 1,
+        "memory.learn.hook_timeout_ms",
+        "must be at least 1".into(),
+    );
     let lp = &config.r#loop;
     check(
         (2..=100).contains(&lp.min_repeats),

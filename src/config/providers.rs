@@ -282,6 +282,7 @@ impl ForkSettings {
         s.seed = Some(cfg.generation.seed);
         s.debate_rounds = cfg.fork.debate_rounds;
         s.consensus_threshold = cfg.fork.consensus_threshold;
+        s.memory_feedback = cfg.memory.learn.clone();
         s
     }
 }

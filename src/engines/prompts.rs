@@ -83,6 +83,14 @@ const DEFAULTS: &[(&str, &str)] = &[
         include_str!("../../configs/prompts/thinkfork/repair.md"),
     ),
     (
+        "memory/extract",
+        include_str!("../../configs/prompts/memory/extract.md"),
+    ),
+    (
+        "memory/nli",
+        include_str!("../../configs/prompts/memory/nli.md"),
+    ),
+    (
         "thinkfork/correction",
         include_str!("../../configs/prompts/thinkfork/correction.md"),
     ),

@@ -386,7 +386,10 @@ impl Writer<'_> {
             ids.push(MemoryId::from_bytes(id));
         }
         for id in ids {
-            self.delete_memory(id)?;
+            // A learning leaves through an event, so a replay agrees; anything else goes.
+            if !self.archive_learning(id, "session deleted", &format!("session-deleted:{id}"))? {
+                self.delete_memory(id)?;
+            }
         }
         self.txn
             .open_table(MEMORY_COUNTERS)?

@@ -11,6 +11,11 @@
 //! - v5: memory in one `memories` table (the tier is a field) with a scope index, vectors and
 //!   counters, replacing the four per-tier tables, which no release ever wrote to; they are
 //!   dropped.
+//! - v6: learnings (seed 002): typed learning events with their per-learning index, the
+//!   `learnings` read model, concept and edge indexes, access log, NLI results, ingest queue and
+//!   injection cache. The untyped events of earlier versions (no release wrote any) and the
+//!   `projections` table are dropped; every memory entry but core facts becomes a learning
+//!   through a `legacy-v1` extraction event.
 
 use redb::{ReadTransaction, ReadableDatabase, ReadableTable, TableHandle, WriteTransaction};
 
@@ -18,7 +23,7 @@ use super::tables::*;
 use super::{Store, StoreError, codec, search};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 const VERSION_KEY: &str = "schema_version";
 
@@ -78,6 +83,7 @@ pub(super) fn ensure_schema(store: &Store) -> Result<(), StoreError> {
                 2 => migrate_v2_to_v3(&txn)?,
                 3 => migrate_v3_to_v4(&txn)?,
                 4 => migrate_v4_to_v5(&txn)?,
+                5 => migrate_v5_to_v6(&txn)?,
                 other => {
                     return Err(StoreError::Corrupt(format!(
                         "no migration from schema {other}"
@@ -120,7 +126,15 @@ fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(MEMORY_COUNTERS)?;
     txn.open_table(LEARNING_EVENTS)?;
     txn.open_table(LEARNING_EVENT_KEYS)?;
-    txn.open_table(PROJECTIONS)?;
+    txn.open_table(LEARNING_EVENT_INDEX)?;
+    txn.open_table(LEARNINGS)?;
+    txn.open_table(CONCEPT_INDEX)?;
+    txn.open_table(LEARNING_EDGES)?;
+    txn.open_table(ACCESS_LOG)?;
+    txn.open_table(ACCESS_BY_SESSION)?;
+    txn.open_table(NLI_RESULTS)?;
+    txn.open_table(INGEST_QUEUE)?;
+    txn.open_table(INJECTION_CACHE)?;
     txn.open_table(PROJECTION_CHECKPOINTS)?;
     txn.open_table(TRANSCRIPT_CURSORS)?;
     txn.open_table(JOURNAL)?;
@@ -194,4 +208,35 @@ fn migrate_v4_to_v5(txn: &WriteTransaction) -> Result<(), StoreError> {
         txn.delete_table(t)?;
     }
     Ok(())
+}
+
+/// v5 → v6: drops the untyped learning events and `projections`, and makes every memory entry
+/// but core facts a learning (a `legacy-v1` extraction event each).
+fn migrate_v5_to_v6(txn: &WriteTransaction) -> Result<(), StoreError> {
+    txn.open_table(LEARNING_EVENTS)?.retain(|_, _| false)?;
+    txn.open_table(LEARNING_EVENT_KEYS)?.retain(|_, _| false)?;
+    let projections: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("projections");
+    txn.delete_table(projections)?;
+    let entries: Vec<super::MemoryEntry> = {
+        let t = txn.open_table(MEMORIES)?;
+        let mut out = Vec::new();
+        for row in t.iter()? {
+            out.push(codec::decode("memories", row?.1.value())?);
+        }
+        out
+    };
+    let next_seq = txn
+        .open_table(JOURNAL)?
+        .last()?
+        .map(|(k, _)| k.value() + 1)
+        .unwrap_or(1);
+    let mut w = super::Writer {
+        txn,
+        next_seq,
+        index: search::PendingIndex::default(),
+    };
+    for e in entries.iter().filter(|e| e.tier != super::MemoryTier::Core) {
+        w.adopt_memory(e)?;
+    }
+    w.index.apply(txn)
 }

@@ -12,6 +12,7 @@
 
 mod codec;
 mod journal;
+pub mod learning;
 mod memory;
 mod migrate;
 mod read;
@@ -57,6 +58,9 @@ pub enum StoreError {
     Ambiguous(String, &'static str),
     #[error("store I/O: {0}")]
     Io(String),
+    /// A record the caller gave is not acceptable (an event with a missing payload key…).
+    #[error("{0}")]
+    Invalid(String),
 }
 
 macro_rules! from_redb {

@@ -202,29 +202,6 @@ impl Store {
         Ok(out)
     }
 
-    /// Learning events with sequence > `after`, in order.
-    pub fn learning_events(&self, after: u64) -> Result<Vec<LearningEvent>> {
-        let r = self.read()?;
-        let t = r.open_table(LEARNING_EVENTS)?;
-        let mut out = Vec::new();
-        for row in t.range(after.saturating_add(1)..)? {
-            let (_, v) = row?;
-            out.push(codec::decode("learning_events", v.value())?);
-        }
-        Ok(out)
-    }
-
-    pub fn projection(&self, name: &str) -> Result<Option<(Vec<u8>, u64)>> {
-        let r = self.read()?;
-        let p = r.open_table(PROJECTIONS)?;
-        let c = r.open_table(PROJECTION_CHECKPOINTS)?;
-        let Some(state) = p.get(name)? else {
-            return Ok(None);
-        };
-        let checkpoint = c.get(name)?.map(|v| v.value()).unwrap_or(0);
-        Ok(Some((state.value().to_vec(), checkpoint)))
-    }
-
     pub fn transcript_cursor(&self, path: &str) -> Result<Option<TranscriptCursor>> {
         let r = self.read()?;
         let t = r.open_table(TRANSCRIPT_CURSORS)?;

@@ -45,8 +45,27 @@ pub const LEARNING_EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("l
 /// idempotency key → sequence: makes event keys unique.
 pub const LEARNING_EVENT_KEYS: TableDefinition<&str, u64> =
     TableDefinition::new("learning_event_keys");
-/// projection name → projection state (engine-defined bytes).
-pub const PROJECTIONS: TableDefinition<&str, &[u8]> = TableDefinition::new("projections");
+/// learning id ‖ event id (u64 big-endian) → (): a learning's events in order.
+pub const LEARNING_EVENT_INDEX: TableDefinition<[u8; 24], ()> =
+    TableDefinition::new("learning_event_index");
+/// learning id → Learning: the learnings read model (schema v6 on).
+pub const LEARNINGS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("learnings");
+/// concept (UTF-8) ‖ 0x00 ‖ learning id → (): the live learnings tagged with a concept.
+pub const CONCEPT_INDEX: TableDefinition<&[u8], ()> = TableDefinition::new("concept_index");
+/// source learning ‖ relation code ‖ target learning → weight (f32 LE): the live learnings'
+/// edges.
+pub const LEARNING_EDGES: TableDefinition<[u8; 33], &[u8]> = TableDefinition::new("learning_edges");
+/// learning id ‖ time (ns since the epoch, u64 big-endian) → AccessRow: each retrieval that
+/// returned it.
+pub const ACCESS_LOG: TableDefinition<[u8; 24], &[u8]> = TableDefinition::new("access_log");
+/// session (UTF-8) ‖ 0x00 ‖ learning id → (): the learnings a session was given.
+pub const ACCESS_BY_SESSION: TableDefinition<&[u8], ()> = TableDefinition::new("access_by_session");
+/// lower learning id ‖ higher learning id → NliResult: NLI judgements, one per unordered pair.
+pub const NLI_RESULTS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("nli_results");
+/// item key → QueueItem: the ingest queue.
+pub const INGEST_QUEUE: TableDefinition<&str, &[u8]> = TableDefinition::new("ingest_queue");
+/// project key → CachedInjection: the SessionStart context computed ahead of time.
+pub const INJECTION_CACHE: TableDefinition<&str, &[u8]> = TableDefinition::new("injection_cache");
 /// projection name → last learning-event sequence folded into it.
 pub const PROJECTION_CHECKPOINTS: TableDefinition<&str, u64> =
     TableDefinition::new("projection_checkpoints");

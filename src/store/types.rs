@@ -425,17 +425,6 @@ pub struct StoredChunk {
     pub bytes: Vec<u8>,
 }
 
-/// An append-only learning event; `idempotency_key` is unique across the table.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LearningEvent {
-    pub seq: u64,
-    pub idempotency_key: String,
-    pub kind: String,
-    pub payload: serde_json::Value,
-    pub occurred_at: DateTime<Utc>,
-    pub recorded_at: DateTime<Utc>,
-}
-
 /// How far a transcript file has been read.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TranscriptCursor {

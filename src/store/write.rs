@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 
-use chrono::Utc;
 use redb::{ReadableTable, WriteTransaction};
 
 use super::tables::*;
@@ -232,45 +231,6 @@ impl Writer<'_> {
         self.txn
             .open_table(RAW_CHUNKS)?
             .insert(chunk_key(stream.to_bytes(), index), v.as_slice())?;
-        Ok(())
-    }
-
-    /// Appends a learning event unless its idempotency key was seen before. Returns the
-    /// event's sequence number and whether it was new.
-    pub fn append_learning_event(
-        &mut self,
-        idempotency_key: &str,
-        kind: &str,
-        payload: serde_json::Value,
-        occurred_at: chrono::DateTime<Utc>,
-    ) -> Result<(u64, bool)> {
-        let mut keys = self.txn.open_table(LEARNING_EVENT_KEYS)?;
-        if let Some(seq) = keys.get(idempotency_key)? {
-            return Ok((seq.value(), false));
-        }
-        let mut events = self.txn.open_table(LEARNING_EVENTS)?;
-        let seq = events.last()?.map(|(k, _)| k.value() + 1).unwrap_or(1);
-        let ev = LearningEvent {
-            seq,
-            idempotency_key: idempotency_key.to_string(),
-            kind: kind.to_string(),
-            payload,
-            occurred_at,
-            recorded_at: Utc::now(),
-        };
-        events.insert(seq, codec::encode(&ev)?.as_slice())?;
-        keys.insert(idempotency_key, seq)?;
-        drop((events, keys));
-        self.journal(ChangeKind::LearningEvent, None, None)?;
-        Ok((seq, true))
-    }
-
-    /// Saves a projection's state together with the event sequence it is current to.
-    pub fn put_projection(&mut self, name: &str, state: &[u8], checkpoint: u64) -> Result<()> {
-        self.txn.open_table(PROJECTIONS)?.insert(name, state)?;
-        self.txn
-            .open_table(PROJECTION_CHECKPOINTS)?
-            .insert(name, checkpoint)?;
         Ok(())
     }
 

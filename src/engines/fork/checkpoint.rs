@@ -11,6 +11,8 @@ use super::{
     Lane, Verdict,
 };
 use crate::engines::llm::Message;
+use crate::engines::memory::LearnParams;
+use crate::engines::memory::learn::checkpoint_feedback;
 use crate::store::{Edge, EdgeType, Node, NodeId, NodeType, Store, StoreError};
 
 /// Seed 000 Flow 7: the alternative branch sees the last three nodes of the chain before
@@ -35,10 +37,11 @@ impl ForkEngine {
         events: &Events,
     ) -> Result<CheckpointResult, ForkError> {
         let max_chars = self.settings.correction_max_chars;
+        let learn = self.settings.memory_feedback.clone();
         let (mut result, node) = self
             .store
             .run_blocking(move |store| {
-                record_verdict(store, target, verdict, correction, max_chars)
+                record_verdict(store, target, verdict, correction, max_chars, &learn)
             })
             .await?;
         if let (Verdict::Disagree, Some(c)) = (verdict, result.annotation.correction.clone()) {
@@ -141,6 +144,8 @@ impl ForkEngine {
 /// `refines` / `contradicts` edge to it. Questionable and disagree mark every node
 /// downstream (see [`downstream_of`]) with `meta.disputed_by` = the annotation; verified
 /// clears the node's own mark and the marks its earlier disputes caused downstream.
+/// Memory learns from it (see [`checkpoint_feedback`]): verified reinforces the learnings
+/// the node's turn used; disagree weakens them and those made from the node or after it.
 /// Returns the result (without an alternative branch) and the judged node.
 pub fn record_verdict(
     store: &Store,
@@ -148,6 +153,7 @@ pub fn record_verdict(
     verdict: Verdict,
     correction: Option<String>,
     max_chars: usize,
+    learn: &LearnParams,
 ) -> Result<(CheckpointResult, Node), ForkError> {
     let correction = correction.filter(|c| !c.trim().is_empty());
     if let Some(c) = &correction {
@@ -220,6 +226,11 @@ pub fn record_verdict(
         }
         Ok((disputed, cleared))
     })?;
+    if verdict != Verdict::Questionable {
+        let agree = verdict == Verdict::Verified;
+        checkpoint_feedback(store, &node, ann_id, agree, &downstream, learn)
+            .map_err(|e| ForkError::Model(format!("memory feedback: {e}")))?;
+    }
     let annotation = Annotation {
         id: ann.id,
         verdict,

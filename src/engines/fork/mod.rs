@@ -526,6 +526,8 @@ pub struct ForkSettings {
     pub correction_max_chars: usize,
     pub min_branches: usize,
     pub max_branches: usize,
+    /// What a checkpoint does to the learnings its turn used (`[memory.learn]`).
+    pub memory_feedback: crate::engines::memory::LearnParams,
 }
 
 impl ForkSettings {
@@ -552,6 +554,7 @@ impl ForkSettings {
             correction_max_chars: CORRECTION_MAX_CHARS,
             min_branches: MIN_BRANCHES,
             max_branches: MAX_BRANCHES,
+            memory_feedback: Default::default(),
         }
     }
 }

@@ -158,7 +158,11 @@ impl Memory {
                     e.tier = MemoryTier::Archival;
                     e.updated_at = now;
                     w.put_memory(&e)?;
-                } else {
+                } else if !w.archive_learning(
+                    e.id,
+                    "left recall",
+                    &format!("recall-out:{}", e.id),
+                )? {
                     w.delete_memory(e.id)?;
                 }
             }

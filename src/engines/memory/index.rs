@@ -14,6 +14,8 @@ use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
 use crate::store::search::{BM25_TF_MAX, bm25_idf, bm25_tf, tokenize};
+use super::assoc::{Dims, LearnInfo, NousParams};
+use crate::store::learning::Learning;
 use crate::store::{MemoryEntry, MemoryId, MemoryTier, StoredVector};
 
 /// The hybrid score's weights (`[memory.search]`; seed 000: term match + similarity +
@@ -59,6 +61,9 @@ pub enum SearchMode {
     /// The weighted sum of every signal.
     #[default]
     Hybrid,
+    /// Seed 002's seven dimensions: text, concepts, vector, graph, reinforcement, temporal
+    /// validity and recency.
+    Associative,
 }
 
 /// One ranked entry and the parts of its score.
@@ -70,6 +75,25 @@ pub struct Scored {
     pub keyword: f32,
     pub cosine: f32,
     pub date_match: bool,
+    /// The seven dimensions, in associative mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dims: Option<Dims>,
+}
+
+/// Bounds on what a search may return, and the context of the associative score.
+#[derive(Clone, Debug, Default)]
+pub struct Filter {
+    /// Transaction time: only what glassbox had learned by then.
+    pub as_of: Option<DateTime<Utc>>,
+    /// Valid time: only what was true then.
+    pub as_at: Option<DateTime<Utc>>,
+    /// The project's last activity (seed 002's s_temporal: knowledge newer than it is fresh).
+    pub last_activity: Option<DateTime<Utc>>,
+    /// Concepts the caller knows the query is about (besides those its words name).
+    pub concepts: Vec<String>,
+    /// Associative mode: every admitted entry competes, not only those the query matches
+    /// (a session start, where the query is only a hint).
+    pub browse: bool,
 }
 
 /// What to look for.
@@ -83,21 +107,24 @@ pub struct Query<'a> {
     pub limit: usize,
     pub mode: SearchMode,
     pub now: DateTime<Utc>,
+    pub filter: Filter,
 }
 
 #[derive(Clone, Debug)]
-struct Doc {
-    id: MemoryId,
-    tier: MemoryTier,
-    importance: f32,
-    created: DateTime<Utc>,
+pub(super) struct Doc {
+    pub(super) id: MemoryId,
+    pub(super) tier: MemoryTier,
+    pub(super) importance: f32,
+    pub(super) created: DateTime<Utc>,
     day: NaiveDate,
     /// Distinct terms with their counts, to take the postings out again.
     terms: Vec<(String, u16)>,
     len: u32,
     /// Approximate tokens of the content, for the main-context budget.
     tokens: u64,
-    has_vector: bool,
+    pub(super) has_vector: bool,
+    /// What the learnings read model says of it (none for core facts).
+    pub(super) learn: Option<LearnInfo>,
 }
 
 /// What the index knows of an entry without its text.
@@ -114,9 +141,9 @@ pub struct DocInfo {
 /// The index. Slots of removed entries are reused.
 #[derive(Default)]
 pub struct MemoryIndex {
-    docs: Vec<Option<Doc>>,
+    pub(super) docs: Vec<Option<Doc>>,
     free: Vec<usize>,
-    slots: HashMap<MemoryId, usize>,
+    pub(super) slots: HashMap<MemoryId, usize>,
     postings: HashMap<String, Vec<(u32, u16)>>,
     total_len: u64,
     /// The embedder whose vectors this index holds, and their size.
@@ -185,6 +212,10 @@ impl MemoryIndex {
         self.slots.len()
     }
 
+    pub(super) fn model_dim(&self) -> Option<usize> {
+        self.model.as_ref().map(|(_, d)| *d)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.slots.is_empty()
     }
@@ -210,8 +241,14 @@ impl MemoryIndex {
         self.docs.iter().flatten().filter(|d| d.has_vector).count()
     }
 
-    /// Adds or replaces an entry (and its vector, when it is of the index's model).
-    pub fn upsert(&mut self, e: &MemoryEntry, vector: Option<&StoredVector>) {
+    /// Adds or replaces an entry (and its vector, when it is of the index's model) with what
+    /// the learnings read model says of it.
+    pub fn upsert(
+        &mut self,
+        e: &MemoryEntry,
+        vector: Option<&StoredVector>,
+        learning: Option<&Learning>,
+    ) {
         self.remove(e.id);
         let mut counts: HashMap<String, u16> = HashMap::new();
         let mut len = 0u32;
@@ -259,6 +296,7 @@ impl MemoryIndex {
             len,
             tokens: super::tokens(&e.content),
             has_vector,
+            learn: learning.map(LearnInfo::of),
         });
         self.slots.insert(e.id, slot);
     }
@@ -292,9 +330,12 @@ impl MemoryIndex {
     }
 
     /// The best `limit` entries for the query, best first.
-    pub fn search(&self, q: &Query<'_>, w: &SearchWeights) -> Vec<Scored> {
+    pub fn search(&self, q: &Query<'_>, w: &SearchWeights, nous: &NousParams) -> Vec<Scored> {
         if q.limit == 0 || self.slots.is_empty() {
             return Vec::new();
+        }
+        if q.mode == SearchMode::Associative {
+            return self.associative(q, nous);
         }
         let n = self.docs.len();
         let keyword = self.keyword_scores(q.text);
@@ -308,7 +349,7 @@ impl MemoryIndex {
         let mut out: Vec<Scored> = Vec::new();
         for slot in 0..n {
             let Some(d) = &self.docs[slot] else { continue };
-            if !q.tiers.is_empty() && !q.tiers.contains(&d.tier) {
+            if !d.admits(q) {
                 continue;
             }
             let kw = keyword[slot];
@@ -330,7 +371,7 @@ impl MemoryIndex {
                     }
                     cos
                 }
-                SearchMode::Hybrid => {
+                SearchMode::Hybrid | SearchMode::Associative => {
                     if kw <= 0.0 && cos <= 0.0 && !date_match {
                         continue;
                     }
@@ -347,21 +388,16 @@ impl MemoryIndex {
                 keyword: kw,
                 cosine: cos,
                 date_match,
+                dims: None,
             });
         }
-        let by_score = |a: &Scored, b: &Scored| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id));
-        if out.len() > q.limit {
-            out.select_nth_unstable_by(q.limit - 1, by_score);
-            out.truncate(q.limit);
-        }
-        out.sort_by(by_score);
-        out
+        best(out, q.limit)
     }
 
     /// BM25 per slot (0 for no match) for the query's words, divided by the most a document
     /// could score for them (every word, saturated), so a match on common words alone scores
     /// low.
-    fn keyword_scores(&self, text: &str) -> Vec<f32> {
+    pub(super) fn keyword_scores(&self, text: &str) -> Vec<f32> {
         let mut terms: Vec<String> = tokenize(text).collect();
         terms.sort();
         terms.dedup();
@@ -390,7 +426,7 @@ impl MemoryIndex {
     }
 
     /// Cosine similarity of every slot with the query vector (0 for empty slots).
-    fn cosines(&self, v: &[f32], dim: usize) -> Vec<f32> {
+    pub(super) fn cosines(&self, v: &[f32], dim: usize) -> Vec<f32> {
         let q = quantize(v);
         let scale = 1.0 / (127.0f32 * 127.0);
         self.vectors
@@ -398,6 +434,36 @@ impl MemoryIndex {
             .map(|row| dot_i8(row, &q) as f32 * scale)
             .collect()
     }
+}
+
+impl Doc {
+    /// Whether the query's tiers and time bounds let it through.
+    pub(super) fn admits(&self, q: &Query<'_>) -> bool {
+        if !q.tiers.is_empty() && !q.tiers.contains(&self.tier) {
+            return false;
+        }
+        let learned = self.learn.as_ref().map_or(self.created, |l| l.extracted_at);
+        if q.filter.as_of.is_some_and(|t| learned > t) {
+            return false;
+        }
+        if let (Some(t), Some(l)) = (q.filter.as_at, &self.learn) {
+            if l.valid_from.is_some_and(|f| f > t) || l.valid_until.is_some_and(|u| u <= t) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The best `limit` of `out`, best first (ties: the newer id first).
+pub(super) fn best(mut out: Vec<Scored>, limit: usize) -> Vec<Scored> {
+    let by_score = |a: &Scored, b: &Scored| b.score.total_cmp(&a.score).then(b.id.cmp(&a.id));
+    if out.len() > limit {
+        out.select_nth_unstable_by(limit - 1, by_score);
+        out.truncate(limit);
+    }
+    out.sort_by(by_score);
+    out
 }
 
 /// The days a query names: ISO dates, and month-name dates with or without a year (when

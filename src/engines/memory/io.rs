@@ -6,7 +6,8 @@ use std::io::{BufRead, Write};
 use serde::{Deserialize, Serialize};
 
 use super::{Memory, MemoryError, Result};
-use crate::store::{MemoryEntry, MemoryId, StoredVector};
+use crate::store::learning::{EntryLearning, EventSource, LEARNING_SCHEMA_VERSION};
+use crate::store::{MemoryEntry, MemoryId, MemoryTier, StoredVector};
 
 /// Entries embedded and committed together by `import` and `reembed`, between progress
 /// reports.
@@ -130,10 +131,26 @@ impl Memory {
             }
             rows.push((l.entry, vector));
         }
+        let how = EntryLearning {
+            extractor_version: "import".into(),
+            source: EventSource::UserReview,
+            schema_version: LEARNING_SCHEMA_VERSION,
+            concepts: None,
+        };
         for batch in rows.chunks(1_000) {
             self.store.write(|w| {
                 for (e, v) in batch {
-                    w.put_memory(e)?;
+                    // Every entry but a core fact is a learning: its extraction event writes
+                    // it (once per id); the tier, tags and importance of the file are the
+                    // view's, written over it. A learning's text changes only by events.
+                    if e.tier == MemoryTier::Core {
+                        w.put_memory(e)?;
+                    } else {
+                        w.learn_entry(e, &how)?;
+                        if w.live_learning_text(e.id)?.as_deref() == Some(e.content.as_str()) {
+                            w.put_memory(e)?;
+                        }
+                    }
                     if let Some(v) = v {
                         w.put_memory_vector(e.id, v)?;
                     }

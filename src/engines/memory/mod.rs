@@ -16,9 +16,11 @@
 //! - `io.rs`: JSON Lines export and import, re-embedding.
 //! - `embed/`: the embedders.
 
+pub mod assoc;
 mod context;
 pub mod embed;
 pub mod index;
+pub mod learn;
 mod io;
 mod ops;
 #[cfg(test)]
@@ -33,7 +35,9 @@ use serde::{Deserialize, Serialize};
 pub use crate::engines::orchestrator::FinishedTurn;
 pub use context::ContextBlock;
 pub use embed::{EmbedError, Embedder, EmbeddingParams};
-pub use index::{Scored, SearchMode, SearchWeights};
+pub use assoc::{Dims, NousParams};
+pub use index::{Filter, Scored, SearchMode, SearchWeights};
+pub use learn::LearnParams;
 pub use io::{ExportLine, ImportReport};
 pub use ops::{Hit, Inserted, MemoryStats, NewMemory};
 pub use tools::memory_tools;
@@ -85,6 +89,8 @@ pub struct MemoryParams {
     /// How many times in one turn the model's tool calls are run before it must answer.
     pub max_tool_rounds: u32,
     pub search: SearchWeights,
+    pub nous: NousParams,
+    pub learn: LearnParams,
 }
 
 impl Default for MemoryParams {
@@ -105,6 +111,8 @@ impl Default for MemoryParams {
             tools: true,
             max_tool_rounds: 4,
             search: SearchWeights::default(),
+            nous: NousParams::default(),
+            learn: LearnParams::default(),
         }
     }
 }
@@ -213,6 +221,19 @@ impl Memory {
         self
     }
 
+    /// The same memory writing to and reading `scope` (plus global), with its own index.
+    pub fn for_scope(self, scope: MemoryScope) -> Self {
+        let mut m = Memory::new(
+            self.store.clone(),
+            (*self.params).clone(),
+            self.embedder.clone(),
+            scope,
+            Vec::new(),
+        );
+        m.system_tokens = self.system_tokens;
+        m
+    }
+
     /// Counts a system prompt of this many tokens in the main context.
     pub fn with_system_tokens(mut self, tokens: u64) -> Self {
         self.system_tokens = tokens;
@@ -287,7 +308,8 @@ impl Memory {
                 let ids: Vec<_> = entries.iter().map(|e| e.id).collect();
                 let vectors = self.store.memory_vectors(&ids)?;
                 for (e, v) in entries.iter().zip(vectors) {
-                    index.upsert(e, v.as_ref());
+                    let l = self.store.learning(e.id)?;
+                    index.upsert(e, v.as_ref(), l.as_ref());
                 }
             }
             *slot = Some(Loaded { index, seq });
@@ -302,7 +324,8 @@ impl Memory {
                 match c.kind {
                     ChangeKind::MemoryPut
                     | ChangeKind::MemoryDeleted
-                    | ChangeKind::MemoryEvicted => {
+                    | ChangeKind::MemoryEvicted
+                    | ChangeKind::LearningEvent => {
                         if let Some(id) = c.id {
                             changed.insert(crate::store::MemoryId(id));
                         }
@@ -317,7 +340,8 @@ impl Memory {
             match self.store.memory(id)? {
                 Some(e) if self.is_visible(&e.scope) => {
                     let v = self.store.memory_vectors(&[id])?.pop().flatten();
-                    loaded.index.upsert(&e, v.as_ref());
+                    let l = self.store.learning(id)?;
+                    loaded.index.upsert(&e, v.as_ref(), l.as_ref());
                 }
                 _ => loaded.index.remove(id),
             }

@@ -5,8 +5,10 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::index::{DocInfo, Query, Scored, SearchMode, embedding_text, quantize};
+use super::assoc::Dims;
+use super::index::{DocInfo, Filter, Query, Scored, SearchMode, embedding_text, quantize};
 use super::{Memory, MemoryError, Result};
+use crate::store::learning::{EntryLearning, EventSource, LEARNING_SCHEMA_VERSION};
 use crate::store::{
     CoreSection, MemoryCounters, MemoryEntry, MemoryId, MemoryTier, Provenance, StoredVector,
 };
@@ -59,6 +61,26 @@ pub struct Hit {
     pub keyword: f32,
     pub cosine: f32,
     pub date_match: bool,
+    /// The seven dimensions, in associative mode.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dims: Option<Dims>,
+}
+
+/// How an entry made by `origin` is recorded as a learning: think turns' recall and the
+/// model's own tool calls are live; the rest is the person's (`manual`).
+fn learning_for(origin: &str) -> EntryLearning {
+    let (version, source, concepts) = match origin {
+        "think" => ("recall", EventSource::Live, Some(Vec::new())),
+        "tool" => ("tool", EventSource::Live, None),
+        "import" => ("import", EventSource::UserReview, None),
+        _ => ("manual", EventSource::UserReview, None),
+    };
+    EntryLearning {
+        extractor_version: version.into(),
+        source,
+        schema_version: LEARNING_SCHEMA_VERSION,
+        concepts,
+    }
 }
 
 /// Seed 000's stats, field for field.
@@ -172,7 +194,13 @@ impl Memory {
         let scope = self.scope.clone();
         self.store.write(|w| {
             for (e, v) in entries.iter().zip(&vectors) {
-                w.put_memory(e)?;
+                // Core facts are the MemGPT profile; every other entry is a learning, written
+                // by its extraction event.
+                if e.tier == MemoryTier::Core {
+                    w.put_memory(e)?;
+                } else {
+                    w.learn_entry(e, &learning_for(&e.provenance.origin))?;
+                }
                 if let Some(v) = v {
                     w.put_memory_vector(e.id, v)?;
                 }
@@ -231,10 +259,25 @@ impl Memory {
         limit: usize,
         mode: SearchMode,
     ) -> Result<Vec<Hit>> {
-        let hits = self.find(text, tiers, limit, mode)?;
+        self.search_filtered(text, tiers, limit, mode, Filter::default())
+    }
+
+    /// A counted search within time bounds; its hits are logged as accessed (`via search`).
+    pub fn search_filtered(
+        &self,
+        text: &str,
+        tiers: &[MemoryTier],
+        limit: usize,
+        mode: SearchMode,
+        filter: Filter,
+    ) -> Result<Vec<Hit>> {
+        let hits = self.find_filtered(text, tiers, limit, mode, filter)?;
         let scope = self.scope.clone();
-        self.store
-            .write(|w| w.bump_memory_counters(&scope, MemoryCounters::searches(1)))?;
+        let ids: Vec<MemoryId> = hits.iter().map(|h| h.entry.id).collect();
+        self.store.write(|w| {
+            w.bump_memory_counters(&scope, MemoryCounters::searches(1))?;
+            w.log_access(&ids, "search", "search")
+        })?;
         Ok(hits)
     }
 
@@ -245,6 +288,18 @@ impl Memory {
         tiers: &[MemoryTier],
         limit: usize,
         mode: SearchMode,
+    ) -> Result<Vec<Hit>> {
+        self.find_filtered(text, tiers, limit, mode, Filter::default())
+    }
+
+    /// [`Memory::find`] within time bounds.
+    pub fn find_filtered(
+        &self,
+        text: &str,
+        tiers: &[MemoryTier],
+        limit: usize,
+        mode: SearchMode,
+        filter: Filter,
     ) -> Result<Vec<Hit>> {
         if text.trim().is_empty() {
             return Ok(Vec::new());
@@ -259,7 +314,7 @@ impl Memory {
                 }
             },
         };
-        let scored = self.rank(text, vector.as_deref(), tiers, limit, mode)?;
+        let scored = self.rank_filtered(text, vector.as_deref(), tiers, limit, mode, filter)?;
         self.hits(scored)
     }
 
@@ -273,6 +328,19 @@ impl Memory {
         limit: usize,
         mode: SearchMode,
     ) -> Result<Vec<Scored>> {
+        self.rank_filtered(text, vector, tiers, limit, mode, Filter::default())
+    }
+
+    /// [`Memory::rank`] within time bounds.
+    pub fn rank_filtered(
+        &self,
+        text: &str,
+        vector: Option<&[f32]>,
+        tiers: &[MemoryTier],
+        limit: usize,
+        mode: SearchMode,
+        filter: Filter,
+    ) -> Result<Vec<Scored>> {
         let query = Query {
             text,
             vector,
@@ -280,8 +348,9 @@ impl Memory {
             limit,
             mode,
             now: Utc::now(),
+            filter,
         };
-        self.with_index(|idx| idx.search(&query, &self.params.search))
+        self.with_index(|idx| idx.search(&query, &self.params.search, &self.params.nous))
     }
 
     /// The entries behind ranked ids, in rank order.
@@ -295,6 +364,7 @@ impl Memory {
                     keyword: s.keyword,
                     cosine: s.cosine,
                     date_match: s.date_match,
+                    dims: s.dims,
                 });
             }
         }
@@ -438,15 +508,10 @@ impl Memory {
         })
     }
 
-    /// Deletes entries for good; returns how many existed.
+    /// Removes entries: learnings are archived (their events stay), core facts deleted.
+    /// Returns how many existed.
     pub fn remove(&self, ids: &[MemoryId]) -> Result<usize> {
-        Ok(self.store.write(|w| {
-            let mut n = 0;
-            for id in ids {
-                n += usize::from(w.delete_memory(*id)?);
-            }
-            Ok(n)
-        })?)
+        self.retract(ids, "deleted")
     }
 
     /// Changes an entry's text, tags or importance (re-embedding a changed text).
@@ -458,8 +523,11 @@ impl Memory {
         importance: Option<f32>,
     ) -> Result<MemoryEntry> {
         let mut e = self.load_all(&[id])?.remove(0);
-        if let Some(c) = content {
+        if let Some(c) = content.filter(|c| *c != e.content) {
             check_content(c)?;
+            if self.store.learning(id)?.is_some() {
+                return self.replace_learning(e, c, tags, importance);
+            }
             e.content = c.to_string();
         }
         if let Some(t) = tags {
@@ -484,6 +552,48 @@ impl Memory {
             self.auto_evict(&[e.id])?;
         }
         Ok(e)
+    }
+
+    /// A learning's text changes by a new learning taking its place: the old one is
+    /// archived (its events stay) and the new one carries a `supersedes` edge to it.
+    fn replace_learning(
+        &self,
+        old: MemoryEntry,
+        content: &str,
+        tags: Option<Vec<String>>,
+        importance: Option<f32>,
+    ) -> Result<MemoryEntry> {
+        let now = Utc::now();
+        let mut new = MemoryEntry {
+            id: MemoryId::new(),
+            content: content.to_string(),
+            updated_at: now,
+            created_at: now,
+            ..old.clone()
+        };
+        if let Some(t) = tags {
+            new.tags = t;
+        }
+        if let Some(i) = importance {
+            new.importance = check_importance(i)?;
+        }
+        let vector = self.vectors_for(std::slice::from_ref(&new)).pop().flatten();
+        self.store.write(|w| {
+            w.learn_entry(&new, &learning_for(&new.provenance.origin))?;
+            if let Some(v) = &vector {
+                w.put_memory_vector(new.id, v)?;
+            }
+            w.archive_learning(
+                old.id,
+                &format!("edited: replaced by {}", new.id),
+                &format!("edit:{}:{}", old.id, new.id),
+            )?;
+            Ok(())
+        })?;
+        if new.tier.in_main_context() {
+            self.auto_evict(&[new.id])?;
+        }
+        Ok(self.store.memory(new.id)?.unwrap_or(new))
     }
 
     /// Seed `stats` over the visible scopes.

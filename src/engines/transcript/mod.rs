@@ -93,6 +93,11 @@ pub struct ImportSummary {
 }
 
 impl ImportSummary {
+    /// The sessions that got new or changed records.
+    pub fn touched(&self) -> impl Iterator<Item = SessionId> + '_ {
+        self.touched.iter().copied()
+    }
+
     /// New nodes of every type together.
     pub fn new_nodes(&self) -> u64 {
         self.nodes_by_type.values().sum()

@@ -50,9 +50,10 @@ pub(super) fn run(e: ForkEffect, svc: &Services, out: Outbox<ForkMsg>) {
         } => {
             let store = svc.store.clone();
             let max = ForkSettings::new("").correction_max_chars;
+            let learn = svc.cfg.memory.learn.clone();
             out.blocking(move || {
                 ForkMsg::Verdict(
-                    record_verdict(&store, node, verdict, correction, max)
+                    record_verdict(&store, node, verdict, correction, max, &learn)
                         .map(|(c, _)| c)
                         .map_err(|e| e.to_string()),
                 )

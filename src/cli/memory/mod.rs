@@ -1,4 +1,10 @@
-//! `glassbox memory …`: the MemGPT tiers from the command line.
+//! `glassbox memory …`: the MemGPT tiers and the learnings from the command line.
+//!
+//! - this file: the commands, and the tier operations (insert, search, list, core…).
+//! - `learn.rs`: learnings: learn, backfill, queue, rebuild, reconcile, feedback, events,
+//!   and the Claude Code hooks.
+
+pub(crate) mod learn;
 
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::PathBuf;
@@ -10,7 +16,7 @@ use serde_json::json;
 
 use super::sessions::excerpt;
 use super::{Ctx, print_json};
-use crate::engines::memory::{Hit, Inserted, Memory, NewMemory, ScopeKind, SearchMode};
+use crate::engines::memory::{Filter, Hit, Inserted, Memory, NewMemory, ScopeKind, SearchMode};
 use crate::store::{CoreSection, MemoryEntry, MemoryId, MemoryTier, Provenance, Store};
 
 #[derive(Debug, Subcommand)]
@@ -37,7 +43,11 @@ pub enum MemoryCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Search memory: keywords, embedding similarity, importance, recency and dates.
+    /// Search memory: text, concepts, embedding similarity, graph, reinforcement, validity
+    /// and recency (or the hybrid score of keywords, similarity, importance and dates).
+    #[command(
+        after_help = "Examples:\n  glassbox memory search \"staging database\" --explain\n  glassbox memory search redb --as-of 2026-03-01      (what glassbox knew then)\n  glassbox memory search redb --as-at 2025-12-24      (what was true then)"
+    )]
     Search {
         /// What to look for, in words; a date in it (2026-03-14, March 14) counts too.
         query: String,
@@ -48,8 +58,18 @@ pub enum MemoryCmd {
         #[arg(long, default_value_t = 10)]
         limit: usize,
         /// What ranks the results.
-        #[arg(long, default_value = "hybrid")]
+        #[arg(long, default_value = "associative")]
         mode: SearchMode,
+        /// Print every score dimension of each hit.
+        #[arg(long)]
+        explain: bool,
+        /// Only what glassbox had learned by then (transaction time): YYYY-MM-DD, RFC 3339,
+        /// or a span ago like 7d.
+        #[arg(long, value_name = "TIME", value_parser = learn::parse_time)]
+        as_of: Option<chrono::DateTime<chrono::Utc>>,
+        /// Only what was true then (valid time): YYYY-MM-DD, RFC 3339, or a span ago.
+        #[arg(long, value_name = "TIME", value_parser = learn::parse_time)]
+        as_at: Option<chrono::DateTime<chrono::Utc>>,
         #[command(flatten)]
         scope: ScopeArgs,
         /// Print JSON instead of text.
@@ -109,7 +129,7 @@ pub enum MemoryCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Delete entries for good.
+    /// Remove entries: learnings are archived (their events stay), core facts deleted.
     Rm {
         /// Entry ids, each in full or a unique prefix or suffix of at least 4 hex digits.
         #[arg(required = true)]
@@ -136,6 +156,91 @@ pub enum MemoryCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Learn from a stored session: one extraction of learnings (concepts, edges, validity),
+    /// merged with what memory holds.
+    #[command(after_help = "Example:\n  glassbox memory learn 0193a2f4")]
+    Learn {
+        /// Session id or prefix.
+        session: String,
+        /// Extract again even when the session was learned from as it is now.
+        #[arg(long)]
+        again: bool,
+        /// Print JSON (sessions, learnings, eventsAppended, duplicates…).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Learn from many sessions: transcripts under PATHS (imported first), else every stored
+    /// session. Each session is learned from once; a second run adds nothing.
+    #[command(
+        after_help = "Examples:\n  glassbox memory backfill ~/.claude/projects --since 90d\n  glassbox memory backfill --project ~/src/app --json"
+    )]
+    Backfill {
+        /// Claude Code transcript files or folders to import and learn from.
+        paths: Vec<PathBuf>,
+        /// Only sessions active since DATE (YYYY-MM-DD, RFC 3339, or a span like 90d).
+        #[arg(long, value_name = "DATE")]
+        since: Option<String>,
+        /// Only sessions of this project (its git root).
+        #[arg(long, value_name = "PATH")]
+        project: Option<PathBuf>,
+        /// Print JSON (sessions, learnings, eventsAppended, duplicates…).
+        #[arg(long)]
+        json: bool,
+    },
+    /// The ingest queue: what waits, runs, failed or was dead-lettered (with the raw answer).
+    Queue {
+        /// Run the items that are due now.
+        #[arg(long)]
+        run: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Replay every learning event from the first and rebuild the read models from it.
+    Rebuild {
+        /// Only compare the replay with the read models and print the differences.
+        #[arg(long)]
+        check: bool,
+        /// Print JSON: events, learnings, live, differences, details, repaired.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Archive decayed learnings and look for contradictions (NLI by the configured model).
+    Reconcile {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Tell memory a learning helped (--useful) or was wrong (--wrong).
+    Feedback {
+        /// Learning ids, each in full or a unique prefix or suffix of at least 4 hex digits.
+        #[arg(required = true)]
+        ids: Vec<String>,
+        #[arg(long, conflicts_with = "wrong", required_unless_present = "wrong")]
+        useful: bool,
+        #[arg(long)]
+        wrong: bool,
+        /// The session the feedback comes from.
+        #[arg(long)]
+        session: Option<String>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The learning event log: one learning's events, or the newest of all.
+    Events {
+        /// A learning id (or prefix); all learnings when absent.
+        id: Option<String>,
+        /// Newest events shown when no id is given.
+        #[arg(long, default_value_t = 50)]
+        limit: usize,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Claude Code hooks (see the README for the settings.json lines).
+    #[command(subcommand)]
+    Hook(HookCmd),
     /// Embed entries that have no vector of the configured embedder (--all: every entry).
     Reembed {
         /// Embed every entry again, not only those without a vector of this embedder.
@@ -147,6 +252,17 @@ pub enum MemoryCmd {
         #[arg(long)]
         json: bool,
     },
+}
+
+/// The Claude Code hooks: each reads the hook's JSON on standard input.
+#[derive(Debug, Subcommand)]
+pub enum HookCmd {
+    /// SessionStart: prints the project's best learnings as additionalContext (within
+    /// [memory.learn] hook_timeout_ms; on any problem, empty context and exit 0).
+    SessionStart,
+    /// Stop: queues the session's transcript for learning (run the queue with `memory queue
+    /// --run` or `import claude-code --watch --learn`).
+    Stop,
 }
 
 #[derive(Debug, Subcommand)]
@@ -328,9 +444,40 @@ fn announce_evictions(ids: &[MemoryId]) {
     }
 }
 
-pub fn run(ctx: &Ctx, cmd: MemoryCmd) -> Result<ExitCode> {
+pub fn run(ctx: &Ctx, runtime: &tokio::runtime::Runtime, cmd: MemoryCmd) -> Result<ExitCode> {
+    if let MemoryCmd::Hook(h) = &cmd {
+        return Ok(match h {
+            HookCmd::SessionStart => learn::hook_session_start(ctx),
+            HookCmd::Stop => learn::hook_stop(ctx),
+        });
+    }
     let store = ctx.open_store()?;
     match cmd {
+        MemoryCmd::Hook(_) => unreachable!("handled above"),
+        MemoryCmd::Learn {
+            session,
+            again,
+            json,
+        } => return runtime.block_on(learn::learn(ctx, &store, &session, again, json)),
+        MemoryCmd::Backfill {
+            paths,
+            since,
+            project,
+            json,
+        } => return runtime.block_on(learn::backfill(ctx, &store, paths, since, project, json)),
+        MemoryCmd::Queue { run, json } => {
+            return runtime.block_on(learn::queue_cmd(ctx, &store, run, json));
+        }
+        MemoryCmd::Rebuild { check, json } => return learn::rebuild(&store, check, json),
+        MemoryCmd::Reconcile { json } => return runtime.block_on(learn::reconcile(ctx, &store, json)),
+        MemoryCmd::Feedback {
+            ids,
+            useful,
+            wrong: _,
+            session,
+            json,
+        } => return learn::feedback(ctx, &store, &ids, useful, session, json),
+        MemoryCmd::Events { id, limit, json } => return learn::events(&store, id, limit, json),
         MemoryCmd::Insert {
             text,
             tags,
@@ -374,13 +521,21 @@ pub fn run(ctx: &Ctx, cmd: MemoryCmd) -> Result<ExitCode> {
             tier,
             limit,
             mode,
+            explain,
+            as_of,
+            as_at,
             scope,
             json,
         } => {
             let m = open(ctx, &store, &scope, true)?;
-            let hits = m.search(&query, &tier.tiers(), limit, mode)?;
+            let filter = Filter {
+                as_of,
+                as_at,
+                ..Filter::default()
+            };
+            let hits = m.search_filtered(&query, &tier.tiers(), limit, mode, filter)?;
             warn(&m);
-            print_hits(&hits, json)?;
+            print_hits(&hits, json, explain)?;
         }
         MemoryCmd::List {
             tier,
@@ -455,8 +610,14 @@ pub fn run(ctx: &Ctx, cmd: MemoryCmd) -> Result<ExitCode> {
             }
         }
         MemoryCmd::Show { id, json } => {
-            let mid = store.resolve_memory(&id)?;
-            let Some(e) = store.memory(mid)? else {
+            let mid = learn::resolve_learning(&store, &id)?;
+            let learning =
+                crate::engines::memory::learn::view(&store, mid, &ctx.loaded.config.memory.learn)?;
+            let Some(e) = store.memory(mid)?.or_else(|| {
+                learning
+                    .as_ref()
+                    .map(|v| v.learning.entry(None))
+            }) else {
                 bail!("memory '{id}' not found")
             };
             let vector = store.memory_vectors(&[mid])?.pop().flatten();
@@ -471,6 +632,13 @@ pub fn run(ctx: &Ctx, cmd: MemoryCmd) -> Result<ExitCode> {
             if json {
                 print_json(&json!({
                     "entry": entry_json(&e),
+                    "learning": learning.as_ref().map(|v| json!({
+                        "state": v.learning,
+                        "score": v.score,
+                        "accesses": v.accesses,
+                        "contradictions": v.contradictions.iter().map(|(id, r)| json!({"with": id, "nli": r})).collect::<Vec<_>>(),
+                    })),
+                    "events": learning.as_ref().map(|v| v.events.clone()).unwrap_or_default(),
                     "vector": vector.as_ref().map(|v| json!({"model": v.model, "dim": v.values.len()})),
                     "source": {
                         "session_title": session.as_ref().map(|s| s.title.clone()),
@@ -502,23 +670,21 @@ pub fn run(ctx: &Ctx, cmd: MemoryCmd) -> Result<ExitCode> {
                 if let Some((i, n)) = p.chunk {
                     println!("chunk:      {} of {n}", i + 1);
                 }
+                if let Some(v) = &learning {
+                    learn::print_learning(v);
+                }
                 println!();
                 println!("{}", e.content);
             }
         }
         MemoryCmd::Rm { ids, json } => {
             let ids = resolve(&store, &ids)?;
-            let n = store.write(|w| {
-                let mut n = 0usize;
-                for id in &ids {
-                    n += usize::from(w.delete_memory(*id)?);
-                }
-                Ok(n)
-            })?;
+            let m = open(ctx, &store, &ScopeArgs::default(), false)?;
+            let n = m.retract(&ids, "deleted")?;
             if json {
                 print_json(&json!({ "deleted": n }))?;
             } else {
-                println!("deleted {n} entr{}", if n == 1 { "y" } else { "ies" });
+                println!("removed {n} entr{}", if n == 1 { "y" } else { "ies" });
             }
         }
         MemoryCmd::Export { output, all, scope } => {
@@ -689,9 +855,20 @@ fn print_entry(e: &MemoryEntry, vector: Option<&str>) {
     );
 }
 
-fn print_hits(hits: &[Hit], json: bool) -> Result<()> {
+fn print_hits(hits: &[Hit], json: bool, explain: bool) -> Result<()> {
     if json {
-        return print_json(&hits);
+        let rows: Vec<serde_json::Value> = hits
+            .iter()
+            .map(|h| {
+                let mut v = serde_json::to_value(h).unwrap_or_default();
+                if let (Some(m), Some(d)) = (v.as_object_mut(), &h.dims) {
+                    m.remove("dims");
+                    m.insert("scores".into(), serde_json::to_value(d).unwrap_or_default());
+                }
+                v
+            })
+            .collect();
+        return print_json(&rows);
     }
     if hits.is_empty() {
         println!("no matching memories");
@@ -699,6 +876,20 @@ fn print_hits(hits: &[Hit], json: bool) -> Result<()> {
     }
     for h in hits {
         println!("{:.3}  {}", h.score, row(&h.entry));
+        if explain {
+            match &h.dims {
+                Some(d) => println!(
+                    "       text {:.3} · concept {:.3} · vector {:.3} · graph {:.3} · reinforcement {:.3} · temporal {:.3} · recency {:.3} = {:.3}",
+                    d.text, d.concept, d.vector, d.graph, d.reinforcement, d.temporal, d.recency, d.total
+                ),
+                None => println!(
+                    "       keyword {:.3} · cosine {:.3}{}",
+                    h.keyword,
+                    h.cosine,
+                    if h.date_match { " · date match" } else { "" }
+                ),
+            }
+        }
     }
     Ok(())
 }
