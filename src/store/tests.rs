@@ -1,7 +1,7 @@
 //! Store unit tests: round trips for every table, cascade delete, journal, migration.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use chrono::{TimeZone, Utc};
+use chrono::Utc;
 use redb::ReadableTableMetadata;
 
 use super::*;
@@ -204,7 +204,6 @@ fn memory_learning_events_projections_cursors() {
         model: "m/384".into(),
         values: vec![-127, 0, 5, 127],
     };
-    let at = Utc.with_ymd_and_hms(2026, 1, 2, 3, 4, 5).unwrap();
     let cursor = TranscriptCursor {
         path: "/x.jsonl".into(),
         inode: 7,
@@ -213,11 +212,18 @@ fn memory_learning_events_projections_cursors() {
         size: 100,
         lines: 3,
     };
-    let (a, b, c) = store
+    let (a, b) = store
         .write(|w| {
             w.put_session(&sess)?;
             w.put_memory(&core)?;
-            w.put_memory(&archival)?;
+            let how = learning::EntryLearning {
+                extractor_version: "manual".into(),
+                source: learning::EventSource::UserReview,
+                schema_version: learning::LEARNING_SCHEMA_VERSION,
+                concepts: None,
+            };
+            let a = w.learn_entry(&archival, &how)?;
+            let b = w.learn_entry(&archival, &how)?;
             w.put_memory_vector(archival.id, &vector)?;
             w.bump_memory_counters(
                 &core.scope,
@@ -226,21 +232,18 @@ fn memory_learning_events_projections_cursors() {
                     ..Default::default()
                 },
             )?;
-            let a = w.append_learning_event("k1", "observed", serde_json::json!({"x": 1}), at)?;
-            let b = w.append_learning_event("k2", "observed", serde_json::json!({"x": 2}), at)?;
-            let c = w.append_learning_event("k1", "observed", serde_json::json!({"x": 3}), at)?;
-            w.put_projection("concepts", b"state", b.0)?;
             w.put_transcript_cursor(&cursor)?;
-            Ok((a, b, c))
+            Ok((a, b))
         })
         .unwrap();
-    assert_eq!((a, b, c), ((1, true), (2, true), (1, false)));
+    assert!(a.new && !b.new && a.event_id == 1, "{a:?} {b:?}");
     assert_eq!(store.memory(core.id).unwrap().unwrap(), core);
-    assert_eq!(store.memory(archival.id).unwrap().unwrap(), archival);
+    assert_eq!(store.memory(archival.id).unwrap().unwrap().content, archival.content);
     assert_eq!(
         store.scope_memories(&core.scope).unwrap(),
         vec![core.clone()]
     );
+    assert_eq!(store.learning(archival.id).unwrap().unwrap().content, "terse");
     assert_eq!(
         store.memory_vectors(&[archival.id, core.id]).unwrap(),
         vec![Some(vector), None]
@@ -252,14 +255,13 @@ fn memory_learning_events_projections_cursors() {
     assert_eq!(store.memory(archival.id).unwrap(), None);
     assert_eq!(store.memory_vectors(&[archival.id]).unwrap(), vec![None]);
     assert_eq!(store.all_memories().unwrap(), vec![core.clone()]);
+    // …through an archive event: the log keeps both.
     let evs = store.learning_events(0).unwrap();
     assert_eq!(evs.len(), 2);
-    assert_eq!(evs[1].payload["x"], 2);
+    assert_eq!(evs[1].payload["reason"], "session deleted");
     assert_eq!(store.learning_events(1).unwrap().len(), 1);
-    assert_eq!(
-        store.projection("concepts").unwrap().unwrap(),
-        (b"state".to_vec(), 2)
-    );
+    assert_eq!(store.learning_checkpoint().unwrap(), 2);
+    assert_eq!(store.rebuild_learnings(false).unwrap().differences, 0);
     assert_eq!(
         store.transcript_cursor("/x.jsonl").unwrap().unwrap(),
         cursor

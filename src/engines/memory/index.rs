@@ -577,6 +577,7 @@ mod tests {
             tiers: &[],
             limit: 10,
             mode,
+            filter: Filter::default(),
             now: Utc.with_ymd_and_hms(2026, 6, 1, 0, 0, 0).unwrap(),
         }
     }
@@ -589,24 +590,20 @@ mod tests {
         let b = entry("lunch was pasta", 0.5, at);
         let c = entry("database database backups nightly", 0.5, at);
         for e in [&a, &b, &c] {
-            idx.upsert(e, None);
+            idx.upsert(e, None, None);
         }
-        let hits = idx.search(
-            &q("staging database", None, SearchMode::Keyword),
-            &Default::default(),
+        let hits = idx.search(&q("staging database", None, SearchMode::Keyword), &Default::default(), &NousParams::default(),
         );
         assert_eq!(hits[0].id, a.id);
         assert_eq!(hits.len(), 2);
         assert!(hits[0].keyword > 0.3 && hits[0].keyword < 1.0, "{hits:?}");
         assert!(hits[1].keyword < hits[0].keyword);
         idx.remove(a.id);
-        let hits = idx.search(
-            &q("staging", None, SearchMode::Keyword),
-            &Default::default(),
+        let hits = idx.search(&q("staging", None, SearchMode::Keyword), &Default::default(), &NousParams::default(),
         );
         assert!(hits.is_empty());
         // The slot is reused.
-        idx.upsert(&b, None);
+        idx.upsert(&b, None, None);
         assert_eq!(idx.len(), 2);
     }
 
@@ -621,26 +618,24 @@ mod tests {
             model: m.into(),
             values: quantize(&v),
         };
-        idx.upsert(&a, Some(&sv("m/2", [1.0, 0.0])));
-        idx.upsert(&b, Some(&sv("m/2", [0.0, 1.0])));
-        idx.upsert(&c, Some(&sv("other/2", [1.0, 0.0])));
+        idx.upsert(&a, Some(&sv("m/2", [1.0, 0.0])), None);
+        idx.upsert(&b, Some(&sv("m/2", [0.0, 1.0])), None);
+        idx.upsert(&c, Some(&sv("other/2", [1.0, 0.0])), None);
         assert_eq!(idx.vector_count(), 2);
         let v = [1.0f32, 0.0];
-        let hits = idx.search(&q("zzz", Some(&v), SearchMode::Vector), &Default::default());
+        let hits = idx.search(&q("zzz", Some(&v), SearchMode::Vector), &Default::default(), &NousParams::default());
         assert_eq!(hits.len(), 2);
         assert_eq!(hits[0].id, a.id);
         assert!((hits[0].cosine - 1.0).abs() < 0.01);
         // Hybrid: a keyword hit on beta plus its importance beats nothing else matching.
-        let hits = idx.search(
-            &q("beta", Some(&v), SearchMode::Hybrid),
-            &Default::default(),
+        let hits = idx.search(&q("beta", Some(&v), SearchMode::Hybrid), &Default::default(), &NousParams::default(),
         );
         assert_eq!(hits[0].id, a.id, "cosine 1 outweighs the keyword alone");
         let w = SearchWeights {
             vector: 0.1,
             ..Default::default()
         };
-        let hits = idx.search(&q("beta", Some(&v), SearchMode::Hybrid), &w);
+        let hits = idx.search(&q("beta", Some(&v), SearchMode::Hybrid), &w, &NousParams::default());
         assert_eq!(hits[0].id, b.id);
     }
 
@@ -676,11 +671,9 @@ mod tests {
             0.5,
             Utc.with_ymd_and_hms(2026, 3, 4, 9, 0, 0).unwrap(),
         );
-        idx.upsert(&a, None);
-        idx.upsert(&b, None);
-        let hits = idx.search(
-            &q("what did we choose on March 4", None, SearchMode::Hybrid),
-            &Default::default(),
+        idx.upsert(&a, None, None);
+        idx.upsert(&b, None, None);
+        let hits = idx.search(&q("what did we choose on March 4", None, SearchMode::Hybrid), &Default::default(), &NousParams::default(),
         );
         assert_eq!(hits[0].id, b.id);
         assert!(hits[0].date_match);

@@ -170,7 +170,13 @@ pub(super) fn operate(
             tags,
         } => {
             let e: MemoryEntry = m.edit(id, text.as_deref(), tags, importance)?;
-            (format!("memory {} saved", e.id.short()), Some(e.id))
+            let what = if e.id == id {
+                format!("memory {} saved", e.id.short())
+            } else {
+                // A learning's new text is a new learning; the old one stays in the history.
+                format!("memory {} saved as {}", id.short(), e.id.short())
+            };
+            (what, Some(e.id))
         }
         MemoryEffect::Evict(id) => {
             m.evict(&[id])?;

@@ -438,6 +438,15 @@ fn operations_on_a_real_store() {
         },
     )
     .unwrap();
+    // New text makes a new learning in its place; the old one is archived with its events.
+    assert!(store.memory(a).unwrap().is_none());
+    let a = store
+        .all_memories()
+        .unwrap()
+        .into_iter()
+        .find(|e| e.content == "a fact, edited")
+        .unwrap()
+        .id;
     let e = store.memory(a).unwrap().unwrap();
     assert_eq!((e.content.as_str(), e.importance), ("a fact, edited", 0.9));
     assert_eq!(e.tags, ["x"]);
