@@ -254,10 +254,13 @@ fn v1_store_migrates_to_the_current_schema_and_is_searchable() {
     let path = dir.path().join("s.redb");
     std::fs::copy(Path::new(FIXTURES).join("store_v1.redb"), &path).unwrap();
     let store = Store::open(&path).unwrap();
-    assert_eq!(SCHEMA_VERSION, 5);
-    assert_eq!(store.schema_version().unwrap(), 5);
-    // v5: the memory tables exist and are empty.
+    assert_eq!(SCHEMA_VERSION, 6);
+    assert_eq!(store.schema_version().unwrap(), 6);
+    // v5: the memory tables exist and are empty; v6: so is the learning log, and a replay
+    // agrees with the (empty) read models.
     assert_eq!(store.memory_count().unwrap(), 0);
+    assert_eq!(store.learning_event_count().unwrap(), 0);
+    assert_eq!(store.rebuild_learnings(false).unwrap().differences, 0);
     assert!(store.memory_scopes().unwrap().is_empty());
     assert_eq!(
         store.search_doc_count().unwrap(),

@@ -281,7 +281,7 @@ fn feedback_moves_the_score_and_a_search_explains_every_dimension() {
     assert!(text.contains("concept") && text.contains("recency"), "{text}");
     // Each search was logged as an access.
     let show = env.json(&["memory", "show", &id, "--json"]);
-    assert_eq!(show["learning"]["accesses"], 3, "{show}");
+    assert_eq!(show["learning"]["accesses"], 2, "{show}");
 }
 
 fn hook(env: &Project, which: &str, input: &str) -> Output {
