@@ -37,7 +37,9 @@ fn run(parsed: Cli) -> Result<ExitCode> {
     let ctx = match cli::load_ctx(&global) {
         Ok(ctx) => ctx,
         // A Claude Code hook never fails the session: it says why on stderr and goes on.
-        Err(e) if cli::is_hook(command.as_ref()) => return Ok(cli::hook_fail_open(command.as_ref(), &e)),
+        Err(e) if cli::is_hook(command.as_ref()) => {
+            return Ok(cli::hook_fail_open(command.as_ref(), &e));
+        }
         Err(e) => return Err(e),
     };
     cli::init_logging(&ctx, global.verbose);

@@ -50,12 +50,8 @@ fn ok_json(out: &Output) -> Value {
         "failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}",
-            String::from_utf8_lossy(&out.stdout)
-        )
-    })
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
 }
 
 /// A copy of the Claude Code transcript fixtures whose sessions ran in projects next to the
@@ -142,7 +138,10 @@ async fn backfill_twice_adds_nothing_the_second_time_and_the_replay_agrees() {
         "{check} {first}"
     );
     assert_eq!(queue["counts"]["deadLetter"], 0, "{queue}");
-    assert!(queue["counts"]["completed"].as_u64().unwrap() >= 3, "{queue}");
+    assert!(
+        queue["counts"]["completed"].as_u64().unwrap() >= 3,
+        "{queue}"
+    );
     assert!(first["sessions"].as_u64().unwrap() >= 3, "{first}");
     assert!(first["learnings"].as_u64().unwrap() >= 3, "{first}");
     for key in ["sessions", "learnings", "eventsAppended", "duplicates"] {
@@ -187,7 +186,13 @@ async fn as_of_and_as_at_bound_what_search_finds() {
         let search = |extra: &[&str]| -> usize {
             let mut args = vec!["memory", "search", "python tests", "--json"];
             args.extend_from_slice(extra);
-            let out = ok_json(&env.cmd().args(&args).current_dir(calc(&env)).output().unwrap());
+            let out = ok_json(
+                &env.cmd()
+                    .args(&args)
+                    .current_dir(calc(&env))
+                    .output()
+                    .unwrap(),
+            );
             out.as_array().unwrap().len()
         };
         (
@@ -202,7 +207,10 @@ async fn as_of_and_as_at_bound_what_search_finds() {
     .unwrap();
     assert_eq!(hits.0, 1, "found now");
     assert_eq!(hits.1, 0, "not known in 2020 (transaction time)");
-    assert_eq!(hits.2, 0, "no longer true after its valid_until (valid time)");
+    assert_eq!(
+        hits.2, 0,
+        "no longer true after its valid_until (valid time)"
+    );
     assert_eq!(hits.3, 1, "true at Christmas 2025");
     assert_eq!(hits.4, 0, "both bounds together");
 }
@@ -210,24 +218,72 @@ async fn as_of_and_as_at_bound_what_search_finds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn opposite_learnings_judged_a_contradiction_are_both_penalised_with_paired_events() {
     let env = Project::new();
-    let a = ok_json(&env.cmd().args([
-        "memory", "insert", "Releases go out on Fridays after the standup",
-        "--tags", "release,schedule,friday", "--json",
-    ]).output().unwrap())["ids"][0].as_str().unwrap().to_string();
-    let b = ok_json(&env.cmd().args([
-        "memory", "insert", "Releases never go out on Fridays",
-        "--tags", "release,schedule,friday", "--json",
-    ]).output().unwrap())["ids"][0].as_str().unwrap().to_string();
+    let a = ok_json(
+        &env.cmd()
+            .args([
+                "memory",
+                "insert",
+                "Releases go out on Fridays after the standup",
+                "--tags",
+                "release,schedule,friday",
+                "--json",
+            ])
+            .output()
+            .unwrap(),
+    )["ids"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let b = ok_json(
+        &env.cmd()
+            .args([
+                "memory",
+                "insert",
+                "Releases never go out on Fridays",
+                "--tags",
+                "release,schedule,friday",
+                "--json",
+            ])
+            .output()
+            .unwrap(),
+    )["ids"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
     // Unrelated, on other concepts: never judged.
-    env.run(&["memory", "insert", "The office plant needs water", "--tags", "plant"]);
-    let srv = server(vec![answer(r#"{"label":"contradiction","confidence":0.92}"#)]).await;
+    env.run(&[
+        "memory",
+        "insert",
+        "The office plant needs water",
+        "--tags",
+        "plant",
+    ]);
+    let srv = server(vec![answer(
+        r#"{"label":"contradiction","confidence":0.92}"#,
+    )])
+    .await;
     let url = format!("{}/v1", srv.url());
     let (first, again, sa, sb) = tokio::task::spawn_blocking(move || {
         let first = ok_json(&run_with(&env, &url, &["memory", "reconcile", "--json"]));
         let again = ok_json(&run_with(&env, &url, &["memory", "reconcile", "--json"]));
-        let sa = ok_json(&env.cmd().args(["memory", "show", &a, "--json"]).output().unwrap());
-        let sb = ok_json(&env.cmd().args(["memory", "show", &b, "--json"]).output().unwrap());
-        let check = ok_json(&env.cmd().args(["memory", "rebuild", "--check", "--json"]).output().unwrap());
+        let sa = ok_json(
+            &env.cmd()
+                .args(["memory", "show", &a, "--json"])
+                .output()
+                .unwrap(),
+        );
+        let sb = ok_json(
+            &env.cmd()
+                .args(["memory", "show", &b, "--json"])
+                .output()
+                .unwrap(),
+        );
+        let check = ok_json(
+            &env.cmd()
+                .args(["memory", "rebuild", "--check", "--json"])
+                .output()
+                .unwrap(),
+        );
         assert_eq!(check["differences"], 0, "{check}");
         (first, again, sa, sb)
     })
@@ -236,7 +292,10 @@ async fn opposite_learnings_judged_a_contradiction_are_both_penalised_with_paire
     assert_eq!(first["contradictions"], 1, "{first}");
     assert_eq!(first["eventsAppended"], 2, "{first}");
     assert_eq!(first["judged"], 1, "{first}");
-    assert_eq!(again["eventsAppended"], 0, "cached and already applied: {again}");
+    assert_eq!(
+        again["eventsAppended"], 0,
+        "cached and already applied: {again}"
+    );
     assert_eq!(again["judged"], 0, "{again}");
     assert_eq!(srv.requests().len(), 1, "one NLI call for one pair");
     for (show, other) in [(&sa, &sb), (&sb, &sa)] {
@@ -250,14 +309,24 @@ async fn opposite_learnings_judged_a_contradiction_are_both_penalised_with_paire
             .unwrap_or_else(|| panic!("no contradiction event: {show}"));
         assert_eq!(ev["payload"]["contradicted_with"], other["entry"]["id"]);
         assert_eq!(ev["payload"]["contradiction_multiplier"], 0.7);
-        assert_eq!(show["learning"]["contradictions"][0]["nli"]["label"], "contradiction");
+        assert_eq!(
+            show["learning"]["contradictions"][0]["nli"]["label"],
+            "contradiction"
+        );
     }
 }
 
 #[test]
 fn feedback_moves_the_score_and_a_search_explains_every_dimension() {
     let env = Project::new();
-    let id = env.json(&["memory", "insert", "Run the linter with cargo clippy before pushing", "--tags", "clippy,lint,ci", "--json"])["ids"][0]
+    let id = env.json(&[
+        "memory",
+        "insert",
+        "Run the linter with cargo clippy before pushing",
+        "--tags",
+        "clippy,lint,ci",
+        "--json",
+    ])["ids"][0]
         .as_str()
         .unwrap()
         .to_string();
@@ -273,12 +342,28 @@ fn feedback_moves_the_score_and_a_search_explains_every_dimension() {
     assert!((r - 0.4).abs() < 1e-9, "{r}");
     let hits = env.json(&["memory", "search", "clippy lint", "--json"]);
     let scores = &hits[0]["scores"];
-    for k in ["text", "concept", "vector", "graph", "reinforcement", "temporal", "recency", "total"] {
+    for k in [
+        "text",
+        "concept",
+        "vector",
+        "graph",
+        "reinforcement",
+        "temporal",
+        "recency",
+        "total",
+    ] {
         assert!(scores[k].is_number(), "{k}: {hits}");
     }
     assert!(scores["concept"].as_f64().unwrap() > 0.0, "{hits}");
-    let text = String::from_utf8(env.run(&["memory", "search", "clippy lint", "--explain"]).stdout).unwrap();
-    assert!(text.contains("concept") && text.contains("recency"), "{text}");
+    let text = String::from_utf8(
+        env.run(&["memory", "search", "clippy lint", "--explain"])
+            .stdout,
+    )
+    .unwrap();
+    assert!(
+        text.contains("concept") && text.contains("recency"),
+        "{text}"
+    );
     // Each search was logged as an access.
     let show = env.json(&["memory", "show", &id, "--json"]);
     assert_eq!(show["learning"]["accesses"], 2, "{show}");
@@ -293,30 +378,47 @@ fn hook(env: &Project, which: &str, input: &str) -> Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
     child.wait_with_output().unwrap()
 }
 
 #[test]
 fn the_session_start_hook_hands_back_the_projects_learnings_and_fails_open() {
     let env = Project::new();
-    env.run(&["memory", "insert", "Integration tests need the redis container running", "--tags", "redis,tests,docker"]);
+    env.run(&[
+        "memory",
+        "insert",
+        "Integration tests need the redis container running",
+        "--tags",
+        "redis,tests,docker",
+    ]);
     let input = json!({"session_id": "cc-1", "cwd": env.project, "source": "startup", "hook_event_name": "SessionStart"});
     let out = hook(&env, "session-start", &input.to_string());
     assert!(out.status.success());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["hookSpecificOutput"]["hookEventName"], "SessionStart");
-    let ctx = v["hookSpecificOutput"]["additionalContext"].as_str().unwrap();
+    let ctx = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
     assert!(ctx.contains("redis container"), "{ctx}");
     // Again: from the cache, same answer.
-    let again: Value = serde_json::from_slice(&hook(&env, "session-start", &input.to_string()).stdout).unwrap();
+    let again: Value =
+        serde_json::from_slice(&hook(&env, "session-start", &input.to_string()).stdout).unwrap();
     assert_eq!(again, v);
     // Bad input: valid hook JSON with no context, exit 0, one line on stderr.
     let bad = hook(&env, "session-start", "this is not json");
     assert!(bad.status.success());
     let v: Value = serde_json::from_slice(&bad.stdout).unwrap();
     assert_eq!(v["hookSpecificOutput"]["additionalContext"], "");
-    assert_eq!(String::from_utf8_lossy(&bad.stderr).trim().lines().count(), 1);
+    assert_eq!(
+        String::from_utf8_lossy(&bad.stderr).trim().lines().count(),
+        1
+    );
     // A config typo fails open too.
     std::fs::create_dir_all(env.data.join("config")).unwrap();
     std::fs::write(env.data.join("config/config.toml"), "[memory\nbroken").unwrap();
@@ -333,7 +435,11 @@ fn the_stop_hook_only_queues_the_transcript() {
     let file = dir.join("-home-ann-web/22222222-2222-4222-8222-222222222222.jsonl");
     let input = json!({"session_id": "22222222-2222-4222-8222-222222222222", "transcript_path": file, "cwd": env.project});
     let out = hook(&env, "stop", &input.to_string());
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.stdout.is_empty());
     // The same stop again is the same item.
     hook(&env, "stop", &input.to_string());
@@ -367,6 +473,9 @@ async fn an_unreadable_extraction_is_retried_once_then_dead_lettered_with_the_ra
     assert_eq!(srv.requests().len(), 2, "one retry");
     assert_eq!(q["counts"]["deadLetter"], 1, "{q}");
     let item = &q["items"][0];
-    assert!(item["raw"].as_str().unwrap().contains("about websites"), "{q}");
+    assert!(
+        item["raw"].as_str().unwrap().contains("about websites"),
+        "{q}"
+    );
     assert!(item["last_error"].as_str().unwrap().contains("JSON"), "{q}");
 }

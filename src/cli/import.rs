@@ -183,7 +183,9 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
             watch::watch(&mut importer, &paths, &opts, &stop, |round| {
                 if learn {
                     for s in round.touched() {
-                        if let Err(e) = queue::enqueue_session(&queue_store, s, EventSource::FsWatch) {
+                        if let Err(e) =
+                            queue::enqueue_session(&queue_store, s, EventSource::FsWatch)
+                        {
                             eprintln!("glassbox: cannot queue session {s} for learning: {e}");
                         }
                     }
@@ -247,10 +249,8 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
         for s in summary.touched() {
             queue::enqueue_session(&store, s, EventSource::HistoricalBackfill)?;
         }
-        let ex = super::memory::learn::extractor(
-            ctx,
-            super::memory::learn::base_memory(ctx, &store)?,
-        )?;
+        let ex =
+            super::memory::learn::extractor(ctx, super::memory::learn::base_memory(ctx, &store)?)?;
         let r = super::memory::learn::drain(&ex, json).await?;
         if json {
             print_json(&json!({ "import": summary, "learn": r }))?;

@@ -238,12 +238,18 @@ fn memory_learning_events_projections_cursors() {
         .unwrap();
     assert!(a.new && !b.new && a.event_id == 1, "{a:?} {b:?}");
     assert_eq!(store.memory(core.id).unwrap().unwrap(), core);
-    assert_eq!(store.memory(archival.id).unwrap().unwrap().content, archival.content);
+    assert_eq!(
+        store.memory(archival.id).unwrap().unwrap().content,
+        archival.content
+    );
     assert_eq!(
         store.scope_memories(&core.scope).unwrap(),
         vec![core.clone()]
     );
-    assert_eq!(store.learning(archival.id).unwrap().unwrap().content, "terse");
+    assert_eq!(
+        store.learning(archival.id).unwrap().unwrap().content,
+        "terse"
+    );
     assert_eq!(
         store.memory_vectors(&[archival.id, core.id]).unwrap(),
         vec![Some(vector), None]

@@ -33,7 +33,9 @@ pub fn parse_time(s: &str) -> Result<DateTime<Utc>, String> {
     }
     transcript::parse_since(s)
         .map(DateTime::<Utc>::from)
-        .map_err(|_| format!("'{s}': expected YYYY-MM-DD, an RFC 3339 time or a span like 7d or 12h"))
+        .map_err(|_| {
+            format!("'{s}': expected YYYY-MM-DD, an RFC 3339 time or a span like 7d or 12h")
+        })
 }
 
 pub(crate) fn extractor(ctx: &Ctx, memory: Memory) -> Result<Extractor> {
@@ -106,7 +108,13 @@ pub(crate) fn base_memory(ctx: &Ctx, store: &Store) -> Result<Memory> {
 }
 
 /// `memory learn SESSION`.
-pub async fn learn(ctx: &Ctx, store: &Store, session: &str, again: bool, json: bool) -> Result<ExitCode> {
+pub async fn learn(
+    ctx: &Ctx,
+    store: &Store,
+    session: &str,
+    again: bool,
+    json: bool,
+) -> Result<ExitCode> {
     let id = store.resolve_session(session)?;
     let base = open(ctx, store, &ScopeArgs::default(), false)?;
     let scope = queue::scope_of_session(store, id, base.scope());
@@ -127,13 +135,15 @@ pub async fn learn(ctx: &Ctx, store: &Store, session: &str, again: bool, json: b
             ..Default::default()
         };
         // A learned-from item is done; a pending one runs below.
-        let pending = store
-            .queue_items()?
-            .into_iter()
-            .any(|i| i.session.as_deref() == Some(&id.to_string()) && i.status == QueueStatus::Pending);
+        let pending = store.queue_items()?.into_iter().any(|i| {
+            i.session.as_deref() == Some(&id.to_string()) && i.status == QueueStatus::Pending
+        });
         if !pending {
             if !json {
-                eprintln!("glassbox: session {} was learned from as it is now (--again extracts anyway)", id.short());
+                eprintln!(
+                    "glassbox: session {} was learned from as it is now (--again extracts anyway)",
+                    id.short()
+                );
             }
             r.sessions = 1;
             print_report(&r, json)?;
@@ -142,7 +152,11 @@ pub async fn learn(ctx: &Ctx, store: &Store, session: &str, again: bool, json: b
     }
     let r = drain(&ex, json).await?;
     print_report(&r, json)?;
-    Ok(if r.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if r.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// The sessions of the transcript files under `paths` (their file names are Claude Code
@@ -226,14 +240,22 @@ pub async fn backfill(
             continue;
         }
         considered += 1;
-        queued += u64::from(queue::enqueue_session(store, s.id, EventSource::HistoricalBackfill)?);
+        queued += u64::from(queue::enqueue_session(
+            store,
+            s.id,
+            EventSource::HistoricalBackfill,
+        )?);
     }
     let ex = extractor(ctx, base)?;
     let mut r = drain(&ex, json).await?;
     r.skipped += considered.saturating_sub(queued);
     r.sessions = r.sessions.max(considered);
     print_report(&r, json)?;
-    Ok(if r.failures.is_empty() { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if r.failures.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 /// `memory queue [--run]`.
@@ -268,7 +290,10 @@ pub async fn queue_cmd(ctx: &Ctx, store: &Store, run: bool, json: bool) -> Resul
                 .unwrap_or_default()
         );
         if let Some(raw) = &i.raw {
-            println!("            raw answer: {}", crate::engines::llm::wire::one_line(raw, 200));
+            println!(
+                "            raw answer: {}",
+                crate::engines::llm::wire::one_line(raw, 200)
+            );
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -296,7 +321,11 @@ pub fn rebuild(store: &Store, check: bool, json: bool) -> Result<ExitCode> {
             println!("  {} entries without events became learnings", r.adopted);
         }
     }
-    Ok(if check && r.differences > 0 { ExitCode::from(1) } else { ExitCode::SUCCESS })
+    Ok(if check && r.differences > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// `memory reconcile`.
@@ -340,16 +369,33 @@ pub async fn reconcile(ctx: &Ctx, store: &Store, json: bool) -> Result<ExitCode>
 }
 
 /// `memory feedback ID --useful|--wrong`.
-pub fn feedback(ctx: &Ctx, store: &Store, ids: &[String], useful: bool, session: Option<String>, json: bool) -> Result<ExitCode> {
+pub fn feedback(
+    ctx: &Ctx,
+    store: &Store,
+    ids: &[String],
+    useful: bool,
+    session: Option<String>,
+    json: bool,
+) -> Result<ExitCode> {
     let ids = super::resolve(store, ids)?;
     for id in &ids {
         if store.learning(*id)?.is_none() {
-            bail!("memory {} is a core fact, not a learning; feedback applies to learnings", id.short());
+            bail!(
+                "memory {} is a core fact, not a learning; feedback applies to learnings",
+                id.short()
+            );
         }
     }
     let key = format!("cli:{}", uuid::Uuid::now_v7());
     let session = session.unwrap_or_else(|| "cli".to_string());
-    let n = nous::feedback(store, &ids, useful, &key, &session, &ctx.loaded.config.memory.learn)?;
+    let n = nous::feedback(
+        store,
+        &ids,
+        useful,
+        &key,
+        &session,
+        &ctx.loaded.config.memory.learn,
+    )?;
     if json {
         print_json(&json!({ "events": n }))?;
     } else {
@@ -364,12 +410,34 @@ pub fn feedback(ctx: &Ctx, store: &Store, ids: &[String], useful: bool, session:
 
 fn event_line(e: &LearningEvent) -> String {
     let detail = match e.event_type.as_str() {
-        "LearningExtracted" => e.payload.get("extractor_version").and_then(|v| v.as_str()).map(|v| format!("by {v}")),
-        "LearningReinforced" | "LearningWeakened" => e.payload.get("reinforcement_delta").map(|d| format!("{d:+}")),
-        "LearningContradicted" => e.payload.get("contradicted_with").and_then(|v| v.as_str()).map(|v| format!("with {}", &v[v.len().saturating_sub(8)..])),
-        "LearningSuperseded" => e.payload.get("superseded_by").and_then(|v| v.as_str()).map(|v| format!("by {}", &v[v.len().saturating_sub(8)..])),
-        "LearningArchived" => e.payload.get("reason").and_then(|v| v.as_str()).map(str::to_string),
-        _ => e.payload.get("relearning_of").map(|_| "re-learned".to_string()),
+        "LearningExtracted" => e
+            .payload
+            .get("extractor_version")
+            .and_then(|v| v.as_str())
+            .map(|v| format!("by {v}")),
+        "LearningReinforced" | "LearningWeakened" => e
+            .payload
+            .get("reinforcement_delta")
+            .map(|d| format!("{d:+}")),
+        "LearningContradicted" => e
+            .payload
+            .get("contradicted_with")
+            .and_then(|v| v.as_str())
+            .map(|v| format!("with {}", &v[v.len().saturating_sub(8)..])),
+        "LearningSuperseded" => e
+            .payload
+            .get("superseded_by")
+            .and_then(|v| v.as_str())
+            .map(|v| format!("by {}", &v[v.len().saturating_sub(8)..])),
+        "LearningArchived" => e
+            .payload
+            .get("reason")
+            .and_then(|v| v.as_str())
+            .map(str::to_string),
+        _ => e
+            .payload
+            .get("relearning_of")
+            .map(|_| "re-learned".to_string()),
     };
     format!(
         "#{:<6} {}  {:<20} {} {}",
@@ -427,7 +495,9 @@ pub fn print_learning(view: &nous::LearningView) {
     if !l.concepts.is_empty() {
         println!("concepts:   {}", l.concepts.join(", "));
     }
-    let when = |t: Option<DateTime<Utc>>| t.map_or("open".to_string(), |t| t.format("%Y-%m-%d").to_string());
+    let when = |t: Option<DateTime<Utc>>| {
+        t.map_or("open".to_string(), |t| t.format("%Y-%m-%d").to_string())
+    };
     println!(
         "valid:      {} → {} ({:?} confidence); learned {}",
         when(l.valid_from),
@@ -519,7 +589,11 @@ pub fn hook_stop(ctx: &Ctx) -> ExitCode {
             bail!("the hook's input has no transcript_path");
         };
         let store = ctx.open_store()?;
-        Ok(queue::enqueue_transcript(&store, Path::new(&path), &input.session_id)?)
+        Ok(queue::enqueue_transcript(
+            &store,
+            Path::new(&path),
+            &input.session_id,
+        )?)
     };
     if let Err(e) = run() {
         eprintln!("glassbox: memory hook stop: {e}");

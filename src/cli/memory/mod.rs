@@ -469,7 +469,9 @@ pub fn run(ctx: &Ctx, runtime: &tokio::runtime::Runtime, cmd: MemoryCmd) -> Resu
             return runtime.block_on(learn::queue_cmd(ctx, &store, run, json));
         }
         MemoryCmd::Rebuild { check, json } => return learn::rebuild(&store, check, json),
-        MemoryCmd::Reconcile { json } => return runtime.block_on(learn::reconcile(ctx, &store, json)),
+        MemoryCmd::Reconcile { json } => {
+            return runtime.block_on(learn::reconcile(ctx, &store, json));
+        }
         MemoryCmd::Feedback {
             ids,
             useful,
@@ -613,11 +615,10 @@ pub fn run(ctx: &Ctx, runtime: &tokio::runtime::Runtime, cmd: MemoryCmd) -> Resu
             let mid = learn::resolve_learning(&store, &id)?;
             let learning =
                 crate::engines::memory::learn::view(&store, mid, &ctx.loaded.config.memory.learn)?;
-            let Some(e) = store.memory(mid)?.or_else(|| {
-                learning
-                    .as_ref()
-                    .map(|v| v.learning.entry(None))
-            }) else {
+            let Some(e) = store
+                .memory(mid)?
+                .or_else(|| learning.as_ref().map(|v| v.learning.entry(None)))
+            else {
                 bail!("memory '{id}' not found")
             };
             let vector = store.memory_vectors(&[mid])?.pop().flatten();
@@ -880,7 +881,14 @@ fn print_hits(hits: &[Hit], json: bool, explain: bool) -> Result<()> {
             match &h.dims {
                 Some(d) => println!(
                     "       text {:.3} · concept {:.3} · vector {:.3} · graph {:.3} · reinforcement {:.3} · temporal {:.3} · recency {:.3} = {:.3}",
-                    d.text, d.concept, d.vector, d.graph, d.reinforcement, d.temporal, d.recency, d.total
+                    d.text,
+                    d.concept,
+                    d.vector,
+                    d.graph,
+                    d.reinforcement,
+                    d.temporal,
+                    d.recency,
+                    d.total
                 ),
                 None => println!(
                     "       keyword {:.3} · cosine {:.3}{}",

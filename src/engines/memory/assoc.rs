@@ -235,8 +235,8 @@ impl MemoryIndex {
             .collect();
         let mut qc = query_concepts(q.text, known.into_iter());
         qc.extend(q.filter.concepts.iter().map(|c| c.to_lowercase()));
-        let asking = !q.filter.browse
-            && (!q.text.trim().is_empty() || !qc.is_empty() || q.vector.is_some());
+        let asking =
+            !q.filter.browse && (!q.text.trim().is_empty() || !qc.is_empty() || q.vector.is_some());
         let now = q.filter.as_at.unwrap_or(q.now);
         let half_life = p.recency_half_life_days.max(0.001);
         let mut scored: Vec<(usize, Dims)> = Vec::new();

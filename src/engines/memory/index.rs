@@ -13,9 +13,9 @@ use std::collections::HashMap;
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::{Deserialize, Serialize};
 
-use crate::store::search::{BM25_TF_MAX, bm25_idf, bm25_tf, tokenize};
 use super::assoc::{Dims, LearnInfo, NousParams};
 use crate::store::learning::Learning;
+use crate::store::search::{BM25_TF_MAX, bm25_idf, bm25_tf, tokenize};
 use crate::store::{MemoryEntry, MemoryId, MemoryTier, StoredVector};
 
 /// The hybrid score's weights (`[memory.search]`; seed 000: term match + similarity +
@@ -592,14 +592,20 @@ mod tests {
         for e in [&a, &b, &c] {
             idx.upsert(e, None, None);
         }
-        let hits = idx.search(&q("staging database", None, SearchMode::Keyword), &Default::default(), &NousParams::default(),
+        let hits = idx.search(
+            &q("staging database", None, SearchMode::Keyword),
+            &Default::default(),
+            &NousParams::default(),
         );
         assert_eq!(hits[0].id, a.id);
         assert_eq!(hits.len(), 2);
         assert!(hits[0].keyword > 0.3 && hits[0].keyword < 1.0, "{hits:?}");
         assert!(hits[1].keyword < hits[0].keyword);
         idx.remove(a.id);
-        let hits = idx.search(&q("staging", None, SearchMode::Keyword), &Default::default(), &NousParams::default(),
+        let hits = idx.search(
+            &q("staging", None, SearchMode::Keyword),
+            &Default::default(),
+            &NousParams::default(),
         );
         assert!(hits.is_empty());
         // The slot is reused.
@@ -623,19 +629,30 @@ mod tests {
         idx.upsert(&c, Some(&sv("other/2", [1.0, 0.0])), None);
         assert_eq!(idx.vector_count(), 2);
         let v = [1.0f32, 0.0];
-        let hits = idx.search(&q("zzz", Some(&v), SearchMode::Vector), &Default::default(), &NousParams::default());
+        let hits = idx.search(
+            &q("zzz", Some(&v), SearchMode::Vector),
+            &Default::default(),
+            &NousParams::default(),
+        );
         assert_eq!(hits.len(), 2);
         assert_eq!(hits[0].id, a.id);
         assert!((hits[0].cosine - 1.0).abs() < 0.01);
         // Hybrid: a keyword hit on beta plus its importance beats nothing else matching.
-        let hits = idx.search(&q("beta", Some(&v), SearchMode::Hybrid), &Default::default(), &NousParams::default(),
+        let hits = idx.search(
+            &q("beta", Some(&v), SearchMode::Hybrid),
+            &Default::default(),
+            &NousParams::default(),
         );
         assert_eq!(hits[0].id, a.id, "cosine 1 outweighs the keyword alone");
         let w = SearchWeights {
             vector: 0.1,
             ..Default::default()
         };
-        let hits = idx.search(&q("beta", Some(&v), SearchMode::Hybrid), &w, &NousParams::default());
+        let hits = idx.search(
+            &q("beta", Some(&v), SearchMode::Hybrid),
+            &w,
+            &NousParams::default(),
+        );
         assert_eq!(hits[0].id, b.id);
     }
 
@@ -673,7 +690,10 @@ mod tests {
         );
         idx.upsert(&a, None, None);
         idx.upsert(&b, None, None);
-        let hits = idx.search(&q("what did we choose on March 4", None, SearchMode::Hybrid), &Default::default(), &NousParams::default(),
+        let hits = idx.search(
+            &q("what did we choose on March 4", None, SearchMode::Hybrid),
+            &Default::default(),
+            &NousParams::default(),
         );
         assert_eq!(hits[0].id, b.id);
         assert!(hits[0].date_match);

@@ -20,8 +20,8 @@ pub mod assoc;
 mod context;
 pub mod embed;
 pub mod index;
-pub mod learn;
 mod io;
+pub mod learn;
 mod ops;
 #[cfg(test)]
 mod tests;
@@ -33,12 +33,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use serde::{Deserialize, Serialize};
 
 pub use crate::engines::orchestrator::FinishedTurn;
+pub use assoc::{Dims, NousParams};
 pub use context::ContextBlock;
 pub use embed::{EmbedError, Embedder, EmbeddingParams};
-pub use assoc::{Dims, NousParams};
 pub use index::{Filter, Scored, SearchMode, SearchWeights};
-pub use learn::LearnParams;
 pub use io::{ExportLine, ImportReport};
+pub use learn::LearnParams;
 pub use ops::{Hit, Inserted, MemoryStats, NewMemory};
 pub use tools::memory_tools;
 

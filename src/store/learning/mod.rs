@@ -26,7 +26,8 @@ use super::{MemoryEntry, MemoryId, MemoryScope, MemoryTier, Provenance};
 
 pub use read::{RebuildReport, concept_key};
 pub use write::{
-    AccessRow, Appended, CachedInjection, EntryLearning, NliResult, QueueItem, QueueStatus, project_of,
+    AccessRow, Appended, CachedInjection, EntryLearning, NliResult, QueueItem, QueueStatus,
+    project_of,
 };
 
 /// The payload schema version new events are written with (2: extraction carries concepts
@@ -146,6 +147,16 @@ pub enum TemporalConfidence {
     #[default]
     Medium,
     High,
+}
+
+impl TemporalConfidence {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TemporalConfidence::Low => "low",
+            TemporalConfidence::Medium => "medium",
+            TemporalConfidence::High => "high",
+        }
+    }
 }
 
 /// A causal clock: session id → counter (seed 002's vector clock contract). A `BTreeMap`, so
@@ -474,6 +485,16 @@ pub enum LearningStatus {
     Superseded,
     /// Out of the active set (decayed, deleted or retracted); its events remain.
     Archived,
+}
+
+impl LearningStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LearningStatus::Active => "active",
+            LearningStatus::Superseded => "superseded",
+            LearningStatus::Archived => "archived",
+        }
+    }
 }
 
 /// A learning as the events left it: the `learnings` read model.

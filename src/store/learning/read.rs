@@ -294,18 +294,18 @@ impl Store {
         last: u64,
         report: &mut RebuildReport,
     ) -> Result<Vec<MemoryEntry>> {
-        let stored: BTreeMap<MemoryId, Learning> = self
-            .learnings()?
-            .into_iter()
-            .map(|l| (l.id, l))
-            .collect();
+        let stored: BTreeMap<MemoryId, Learning> =
+            self.learnings()?.into_iter().map(|l| (l.id, l)).collect();
         let r = self.read()?;
         let memories = r.open_table(MEMORIES)?;
         let mut d = Diff { report };
         for (id, l) in folded {
             match stored.get(id) {
                 Some(s) if s == l => {}
-                Some(_) => d.note(format!("learning {}: row differs from the replay", id.short())),
+                Some(_) => d.note(format!(
+                    "learning {}: row differs from the replay",
+                    id.short()
+                )),
                 None => d.note(format!("learning {}: row missing", id.short())),
             }
             let row: Option<MemoryEntry> = memories

@@ -203,7 +203,11 @@ impl Writer<'_> {
     }
 
     /// Writes a learning's read models, replacing what `old` left.
-    pub(super) fn project_learning(&mut self, old: Option<&Learning>, new: &Learning) -> Result<()> {
+    pub(super) fn project_learning(
+        &mut self,
+        old: Option<&Learning>,
+        new: &Learning,
+    ) -> Result<()> {
         self.txn
             .open_table(LEARNINGS)?
             .insert(new.id.to_bytes(), codec::encode(new)?.as_slice())?;
@@ -278,7 +282,12 @@ impl Writer<'_> {
         let mut ev = LearningEvent::new(
             LearningEventType::LearningExtracted,
             e.id,
-            idempotency_key(&project, &session, &e.id.to_string(), &how.extractor_version),
+            idempotency_key(
+                &project,
+                &session,
+                &e.id.to_string(),
+                &how.extractor_version,
+            ),
             &session,
             &project,
             how.source,
@@ -419,4 +428,3 @@ impl Writer<'_> {
         Ok(out)
     }
 }
-

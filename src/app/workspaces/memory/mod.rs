@@ -9,6 +9,7 @@
 //! in a task on the blocking pool and reports back here; searches go through a latest-wins
 //! queue so a burst of typing costs two searches, not one per key.
 
+mod assoc;
 mod tasks;
 #[cfg(test)]
 mod tests;
@@ -26,6 +27,7 @@ use crate::app::state::{Level, State};
 use crate::engines::memory::MemoryStats;
 use crate::store::{Change, ChangeKind, MemoryEntry, MemoryId, MemoryTier, NodeId, SessionId};
 use crate::views::ViewCx;
+use crate::views::memory::assoc::{AssocView, Associations};
 use crate::views::memory::{MemoryList, MemoryRow, MemoryView};
 
 pub const ID: WorkspaceId = "memory";
@@ -42,6 +44,7 @@ crate::workspace_actions! { MemoryAction for ID => {
     PrevList => ("prev_memory_list", "Previous memory list", Own),
     OpenSource => ("open_memory_source", "Open the node that produced the entry", Own),
     Refresh => ("refresh_memory", "Read memory again", Own),
+    Associations => ("memory_associations", "Show the learning's concepts, events, conflicts", Own),
 } }
 
 const SPEC: &Spec = &Spec {
@@ -124,6 +127,8 @@ pub struct MemoryWs {
     follow: Option<MemoryId>,
     /// The query changed: the next answer selects its best hit.
     to_top: bool,
+    /// The associative view of the selected entry.
+    pub assoc: assoc::AssocPanel,
 }
 
 /// News for the workspace from its tasks.
@@ -151,6 +156,12 @@ pub enum MemoryMsg {
     Open {
         session: SessionId,
         node: NodeId,
+    },
+    /// The associations of an entry, for the associative view.
+    Assoc {
+        id: MemoryId,
+        query: Option<String>,
+        result: Result<Box<Associations>, String>,
     },
 }
 
@@ -181,6 +192,11 @@ pub enum MemoryEffect {
     Source {
         session: Option<SessionId>,
         node: NodeId,
+    },
+    /// Read an entry's associations, scored against the shown search's query.
+    Assoc {
+        id: MemoryId,
+        query: Option<String>,
     },
 }
 
@@ -606,9 +622,55 @@ impl Workspace for MemoryWs {
 
     fn on_key(&mut self, k: KeyEvent, cx: &mut Ctx<'_>) {
         self.key(k, cx);
+        self.sync_assoc(cx);
     }
 
     fn on_action(&mut self, a: &Action, cx: &mut Ctx<'_>) -> bool {
+        let done = self.action(a, cx);
+        if done {
+            self.sync_assoc(cx);
+        }
+        done
+    }
+
+    fn on_msg(&mut self, m: MemoryMsg, cx: &mut Ctx<'_>) {
+        self.msg(m, cx);
+        self.sync_assoc(cx);
+    }
+
+    fn on_form(&mut self, form: FormPurpose, answer: Answer, cx: &mut Ctx<'_>) {
+        self.form(form, answer, cx);
+    }
+
+    fn run(e: MemoryEffect, svc: &Services, out: super::Outbox<MemoryMsg>) {
+        tasks::run(e, svc, out);
+    }
+
+    fn job(&self) -> Option<String> {
+        self.busy.as_ref().map(|b| format!("memory: {b}"))
+    }
+
+    fn draw(&mut self, f: &mut Frame, area: Rect, _state: &mut State, v: &ViewCx<'_>) {
+        self.draw_view(f, area, v);
+    }
+}
+
+impl MemoryWs {
+    /// Reads the associations of the selected entry when the view is on and shows another.
+    fn sync_assoc(&mut self, cx: &mut Ctx<'_>) {
+        let Some(id) = self.selected_entry().map(|e| e.id) else {
+            return;
+        };
+        let query = self.shown_search().map(|f| f.query.clone());
+        if !self.assoc.needs(id, query.as_deref()) {
+            return;
+        }
+        self.assoc.wanted = Some((id, query.clone()));
+        self.assoc.loading = true;
+        cx.run(MemoryEffect::Assoc { id, query });
+    }
+
+    fn action(&mut self, a: &Action, cx: &mut Ctx<'_>) -> bool {
         if let Some(m) = MemoryAction::of(a) {
             if self.error.is_some() && self.snapshot.is_none() && m != MemoryAction::Refresh {
                 let e = self.error.clone().unwrap_or_default();
@@ -634,6 +696,10 @@ impl Workspace for MemoryWs {
                         self.search_again(cx);
                     }
                 }
+                MemoryAction::Associations => {
+                    self.assoc.on = !self.assoc.on;
+                    self.assoc.wanted = None;
+                }
             }
             return true;
         }
@@ -656,8 +722,18 @@ impl Workspace for MemoryWs {
         true
     }
 
-    fn on_msg(&mut self, m: MemoryMsg, cx: &mut Ctx<'_>) {
+    fn msg(&mut self, m: MemoryMsg, cx: &mut Ctx<'_>) {
         match m {
+            MemoryMsg::Assoc { id, query, result } => {
+                if self.assoc.wanted != Some((id, query)) {
+                    return;
+                }
+                self.assoc.loading = false;
+                match result {
+                    Ok(a) => self.assoc.data = Some(*a),
+                    Err(e) => cx.notice(format!("memory associations: {e}"), Level::Error),
+                }
+            }
             MemoryMsg::Loaded { result, warnings } => {
                 self.loading = false;
                 if !warnings.is_empty() {
@@ -711,6 +787,8 @@ impl Workspace for MemoryWs {
                 follow,
             } => {
                 self.busy = None;
+                // What changed may be the shown learning: read its associations again.
+                self.assoc.wanted = None;
                 if follow.is_some() {
                     self.follow = follow;
                 }
@@ -735,7 +813,7 @@ impl Workspace for MemoryWs {
         }
     }
 
-    fn on_form(&mut self, form: FormPurpose, answer: Answer, cx: &mut Ctx<'_>) {
+    fn form(&mut self, form: FormPurpose, answer: Answer, cx: &mut Ctx<'_>) {
         match form {
             FormPurpose::InsertText { tier } => {
                 let start = self.snapshot.as_ref().map_or(0.5, |s| s.default_importance);
@@ -829,15 +907,7 @@ impl Workspace for MemoryWs {
         }
     }
 
-    fn run(e: MemoryEffect, svc: &Services, out: super::Outbox<MemoryMsg>) {
-        tasks::run(e, svc, out);
-    }
-
-    fn job(&self) -> Option<String> {
-        self.busy.as_ref().map(|b| format!("memory: {b}"))
-    }
-
-    fn draw(&mut self, f: &mut Frame, area: Rect, _state: &mut State, v: &ViewCx<'_>) {
+    fn draw_view(&mut self, f: &mut Frame, area: Rect, v: &ViewCx<'_>) {
         let Some(s) = &self.snapshot else {
             let status = match (&self.error, self.loading) {
                 (Some(e), _) => format!("memory is not available: {e}"),
@@ -893,6 +963,10 @@ impl Workspace for MemoryWs {
                 .busy
                 .clone()
                 .or_else(|| self.error.as_ref().map(|e| format!("memory: {e}"))),
+            assoc: self.assoc.on.then_some(AssocView {
+                data: self.assoc.data.as_ref(),
+                loading: self.assoc.loading,
+            }),
         };
         crate::views::memory::render(f, area, &view, v);
     }

@@ -33,6 +33,11 @@ pub(super) fn run(e: MemoryEffect, svc: &Services, out: Outbox<MemoryMsg>) {
                 });
             }));
         }
+        MemoryEffect::Assoc { id, query } => out.blocking(move || MemoryMsg::Assoc {
+            result: super::assoc::read(&memory, id, query.as_deref()).map(Box::new),
+            id,
+            query,
+        }),
         MemoryEffect::Source { session, node } => {
             let store = svc.store.clone();
             out.blocking(move || match store.node(node) {
@@ -208,7 +213,10 @@ pub(super) fn operate(
             };
             (text, None)
         }
-        MemoryEffect::Load | MemoryEffect::Search { .. } | MemoryEffect::Source { .. } => {
+        MemoryEffect::Load
+        | MemoryEffect::Search { .. }
+        | MemoryEffect::Source { .. }
+        | MemoryEffect::Assoc { .. } => {
             return Err(MemoryError::Invalid("not a change to memory".into()));
         }
     })

@@ -213,7 +213,10 @@ fn session_text(memory: &Memory, id: SessionId, chars: usize) -> Result<SessionT
     let mut read: Vec<MemoryId> = Vec::new();
     for n in &nodes {
         if let Some(Value::Array(a)) = n.meta.get("memory_used") {
-            read.extend(a.iter().filter_map(|v| v.as_str()?.parse::<MemoryId>().ok()));
+            read.extend(
+                a.iter()
+                    .filter_map(|v| v.as_str()?.parse::<MemoryId>().ok()),
+            );
         }
         let label = match n.kind {
             NodeType::Query => "user",
@@ -337,7 +340,10 @@ impl Extractor {
             user.push_str("(none)\n");
         }
         for (l, e) in labels.iter().zip(&candidates) {
-            user.push_str(&format!("{l}: {}\n", crate::engines::llm::wire::one_line(&e.content, 300)));
+            user.push_str(&format!(
+                "{l}: {}\n",
+                crate::engines::llm::wire::one_line(&e.content, 300)
+            ));
         }
         user.push_str(&format!(
             "\nSession ({}):\n{}",
@@ -438,7 +444,11 @@ impl Extractor {
                 let mut payload = Map::new();
                 payload.insert(
                     "reinforcement_delta".into(),
-                    json!(if high { p.recurrence_boost } else { p.useful_delta }),
+                    json!(if high {
+                        p.recurrence_boost
+                    } else {
+                        p.useful_delta
+                    }),
                 );
                 payload.insert("recurrence".into(), json!(true));
                 payload.insert("relearned".into(), json!(how));
@@ -542,7 +552,12 @@ impl Extractor {
                     let sup = LearningEvent::new(
                         LearningEventType::LearningSuperseded,
                         e.target,
-                        idempotency_key(&project, &st.session_key, &format!("{index}>{}", e.target), EXTRACTOR_VERSION),
+                        idempotency_key(
+                            &project,
+                            &st.session_key,
+                            &format!("{index}>{}", e.target),
+                            EXTRACTOR_VERSION,
+                        ),
                         &st.session_key,
                         &project,
                         source,
@@ -563,7 +578,12 @@ impl Extractor {
                     let v = LearningEvent::new(
                         LearningEventType::LearningValidated,
                         other,
-                        idempotency_key(&project, &st.session_key, &format!("{index}~{other}"), EXTRACTOR_VERSION),
+                        idempotency_key(
+                            &project,
+                            &st.session_key,
+                            &format!("{index}~{other}"),
+                            EXTRACTOR_VERSION,
+                        ),
                         &st.session_key,
                         &project,
                         source,

@@ -70,9 +70,8 @@ fn format(lines: &[(MemoryId, String, Vec<String>)], max_chars: usize) -> (Strin
     if lines.is_empty() {
         return (String::new(), Vec::new());
     }
-    let mut text = String::from(
-        "Learnings glassbox remembers about this project (most relevant first):\n",
-    );
+    let mut text =
+        String::from("Learnings glassbox remembers about this project (most relevant first):\n");
     let mut ids = Vec::new();
     for (id, content, concepts) in lines {
         let line = format!(
@@ -129,7 +128,8 @@ impl Memory {
             built_at: Utc::now(),
             checkpoint,
         };
-        self.store.write(|w| w.put_injection_cache(&project, &cache))?;
+        self.store
+            .write(|w| w.put_injection_cache(&project, &cache))?;
         Ok(Injection {
             text,
             ids,

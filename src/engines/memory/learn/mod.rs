@@ -187,7 +187,11 @@ pub fn feedback(
             continue;
         }
         let (kind, delta, label) = if useful {
-            (LearningEventType::LearningReinforced, p.useful_delta, "useful")
+            (
+                LearningEventType::LearningReinforced,
+                p.useful_delta,
+                "useful",
+            )
         } else {
             (LearningEventType::LearningWeakened, p.wrong_delta, "wrong")
         };
@@ -216,11 +220,7 @@ fn used_by(nodes: &[Node], target: NodeId) -> Vec<MemoryId> {
     upto.iter()
         .rev()
         .find_map(|n| n.meta.get("memory_used").and_then(Value::as_array))
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str()?.parse().ok())
-                .collect()
-        })
+        .map(|a| a.iter().filter_map(|v| v.as_str()?.parse().ok()).collect())
         .unwrap_or_default()
 }
 

@@ -28,9 +28,8 @@ fn worker_gone(claimed_by: Option<&str>) -> bool {
     let Some(pid) = claimed_by.and_then(|c| c.strip_prefix("pid:")) else {
         return false;
     };
-    pid.parse::<u32>().is_ok_and(|p| {
-        p != std::process::id() && !Path::new(&format!("/proc/{p}")).exists()
-    })
+    pid.parse::<u32>()
+        .is_ok_and(|p| p != std::process::id() && !Path::new(&format!("/proc/{p}")).exists())
 }
 
 /// The key of "learn from this session as it is now": a session that grows gets a new one.
@@ -58,7 +57,11 @@ fn item(key: String, source: EventSource, now: DateTime<Utc>) -> QueueItem {
 }
 
 /// Queues learning from a stored session as it is now. False when that was queued before.
-pub fn enqueue_session(store: &Store, session: SessionId, source: EventSource) -> StoreResult<bool> {
+pub fn enqueue_session(
+    store: &Store,
+    session: SessionId,
+    source: EventSource,
+) -> StoreResult<bool> {
     let through = store
         .session_nodes(session)?
         .last()
@@ -189,7 +192,9 @@ fn fail(
             it.status = QueueStatus::DeadLetter;
         } else {
             it.status = QueueStatus::Pending;
-            let backoff = p.retry_backoff_secs.saturating_mul(1 << it.attempts.min(10));
+            let backoff = p
+                .retry_backoff_secs
+                .saturating_mul(1 << it.attempts.min(10));
             it.next_attempt_at = now + Duration::seconds(backoff as i64);
         }
         w.put_queue_item(&it)?;

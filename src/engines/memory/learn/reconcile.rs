@@ -99,7 +99,11 @@ pub fn candidate_pairs(live: &[Learning], threshold: f64) -> Vec<(usize, usize)>
     for members in by_concept.values() {
         for (x, &i) in members.iter().enumerate() {
             for &j in &members[x + 1..] {
-                let (a, b) = if live[i].id < live[j].id { (i, j) } else { (j, i) };
+                let (a, b) = if live[i].id < live[j].id {
+                    (i, j)
+                } else {
+                    (j, i)
+                };
                 pairs.insert((a, b));
             }
         }
@@ -112,7 +116,10 @@ pub fn candidate_pairs(live: &[Learning], threshold: f64) -> Vec<(usize, usize)>
 
 impl Reconciler {
     /// Decay, then contradictions.
-    pub async fn reconcile(&self, cancel: &CancellationToken) -> Result<ReconcileReport, LearnError> {
+    pub async fn reconcile(
+        &self,
+        cancel: &CancellationToken,
+    ) -> Result<ReconcileReport, LearnError> {
         let mut report = ReconcileReport::default();
         let store = self.store.clone();
         let p = self.params.clone();
@@ -125,9 +132,8 @@ impl Reconciler {
                 for l in store.learnings()?.into_iter().filter(Learning::is_live) {
                     if decayed(&l, now, p.decay_half_life_days) < p.archive_below {
                         let key = format!("decay:{}:{}", l.id, l.last_event_id);
-                        archived += u64::from(
-                            store.write(|w| w.archive_learning(l.id, "decayed", &key))?,
-                        );
+                        archived +=
+                            u64::from(store.write(|w| w.archive_learning(l.id, "decayed", &key))?);
                     } else {
                         live.push(l);
                     }
@@ -250,7 +256,12 @@ impl Reconciler {
                 LearningEvent::new(
                     LearningEventType::LearningContradicted,
                     l.id,
-                    idempotency_key(&l.project_id, "reconcile", &format!("{pair}>{}", l.id), "nli"),
+                    idempotency_key(
+                        &l.project_id,
+                        "reconcile",
+                        &format!("{pair}>{}", l.id),
+                        "nli",
+                    ),
                     "reconcile",
                     &l.project_id,
                     EventSource::FsReconcile,

@@ -8,8 +8,8 @@ use crate::engines::memory::assoc::{LearnInfo, TemporalScores, s_temporal};
 use crate::engines::memory::index::{Filter, SearchMode};
 use crate::engines::memory::{MemoryParams, NewMemory};
 use crate::store::learning::{
-    CLOCK_MAX_KEYS, EventSource, LearningEvent, LearningEventType, LearningStatus, TemporalConfidence,
-    VectorClock, clock_compare, clock_merge, clock_trim, idempotency_key,
+    CLOCK_MAX_KEYS, EventSource, LearningEvent, LearningEventType, LearningStatus,
+    TemporalConfidence, VectorClock, clock_compare, clock_merge, clock_trim, idempotency_key,
 };
 use crate::store::{MemoryScope, MemoryTier, Node, NodeType, Session, SessionSource, Store};
 
@@ -32,7 +32,12 @@ fn insert(m: &Memory, text: &str, tags: &[&str]) -> MemoryId {
     m.insert(n).unwrap().ids[0]
 }
 
-fn event(kind: LearningEventType, id: MemoryId, key: &str, payload: serde_json::Value) -> LearningEvent {
+fn event(
+    kind: LearningEventType,
+    id: MemoryId,
+    key: &str,
+    payload: serde_json::Value,
+) -> LearningEvent {
     let Value::Object(p) = payload else { panic!() };
     LearningEvent::new(kind, id, key.into(), "s", "/p", EventSource::UserReview, p)
 }
@@ -48,7 +53,10 @@ fn an_insert_is_an_extraction_event_and_its_row_a_projection() {
     let l = m.store().learning(id).unwrap().unwrap();
     assert_eq!(l.concepts, vec!["redb", "storage"]);
     assert_eq!(m.store().concept_members("redb").unwrap(), vec![id]);
-    assert_eq!(m.store().memory(id).unwrap().unwrap().content, "Use redb for the store");
+    assert_eq!(
+        m.store().memory(id).unwrap().unwrap().content,
+        "Use redb for the store"
+    );
     assert_eq!(m.store().rebuild_learnings(false).unwrap().differences, 0);
 }
 
@@ -59,12 +67,20 @@ fn events_are_validated_and_deduplicated_by_key() {
     let store = m.store();
     // A missing payload key is refused with its name.
     let bad = event(LearningEventType::LearningReinforced, id, "k1", json!({}));
-    let err = store.write(|w| w.append_learning_event(bad)).unwrap_err().to_string();
+    let err = store
+        .write(|w| w.append_learning_event(bad))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("reinforcement_delta"), "{err}");
     // An unknown type does not even parse.
     let unknown = json!({"event_type": "LearningForgotten"});
     assert!(serde_json::from_value::<LearningEventType>(unknown["event_type"].clone()).is_err());
-    assert!("LearningForgotten".parse::<LearningEventType>().unwrap_err().contains("unknown"));
+    assert!(
+        "LearningForgotten"
+            .parse::<LearningEventType>()
+            .unwrap_err()
+            .contains("unknown")
+    );
     // Events on a learning that was never extracted are refused.
     let orphan = event(
         LearningEventType::LearningReinforced,
@@ -74,7 +90,14 @@ fn events_are_validated_and_deduplicated_by_key() {
     );
     assert!(store.write(|w| w.append_learning_event(orphan)).is_err());
     // The same key twice: one event.
-    let good = || event(LearningEventType::LearningReinforced, id, "k3", json!({"reinforcement_delta": 0.1}));
+    let good = || {
+        event(
+            LearningEventType::LearningReinforced,
+            id,
+            "k3",
+            json!({"reinforcement_delta": 0.1}),
+        )
+    };
     let a = store.write(|w| w.append_learning_event(good())).unwrap();
     let b = store.write(|w| w.append_learning_event(good())).unwrap();
     assert!(a.new && !b.new && a.event_id == b.event_id);
@@ -118,7 +141,10 @@ fn the_lifecycle_folds_and_a_replay_agrees_and_repairs() {
     // Removing archives: the row leaves memories, the events stay.
     assert_eq!(m.remove(&[b]).unwrap(), 1);
     assert!(store.memory(b).unwrap().is_none());
-    assert_eq!(store.learning(b).unwrap().unwrap().status, LearningStatus::Archived);
+    assert_eq!(
+        store.learning(b).unwrap().unwrap().status,
+        LearningStatus::Archived
+    );
     assert!(store.concept_members("deploy").unwrap() == vec![a]);
     let check = store.rebuild_learnings(false).unwrap();
     assert_eq!((check.differences, check.events), (0, 5), "{check:?}");
@@ -129,7 +155,10 @@ fn the_lifecycle_folds_and_a_replay_agrees_and_repairs() {
     assert_eq!(store.rebuild_learnings(false).unwrap().differences, 1);
     let fixed = store.rebuild_learnings(true).unwrap();
     assert!(fixed.repaired);
-    assert_eq!(store.memory(a).unwrap().unwrap().content, "Deploy on Fridays");
+    assert_eq!(
+        store.memory(a).unwrap().unwrap().content,
+        "Deploy on Fridays"
+    );
     assert_eq!(store.rebuild_learnings(false).unwrap().differences, 0);
 }
 
@@ -138,7 +167,10 @@ fn vector_clocks_compare_merge_and_stay_bounded() {
     let c = |pairs: &[(&str, u64)]| -> VectorClock {
         pairs.iter().map(|(k, v)| (k.to_string(), *v)).collect()
     };
-    assert_eq!(clock_compare(&c(&[("a", 1)]), &c(&[("a", 2)])), Some(std::cmp::Ordering::Less));
+    assert_eq!(
+        clock_compare(&c(&[("a", 1)]), &c(&[("a", 2)])),
+        Some(std::cmp::Ordering::Less)
+    );
     assert_eq!(clock_compare(&c(&[("a", 1)]), &c(&[("b", 1)])), None);
     let mut m = c(&[("a", 3), ("b", 1)]);
     clock_merge(&mut m, &c(&[("b", 4), ("c", 2)]));
@@ -176,10 +208,37 @@ fn s_temporal_takes_the_seeds_values() {
     };
     let t = TemporalScores::default();
     let last = Some(now - Duration::days(10));
-    assert_eq!(s_temporal(&info(None, Some(-1), TemporalConfidence::High), now, last, &t), 0.2);
-    assert_eq!(s_temporal(&info(Some(-2), None, TemporalConfidence::High), now, last, &t), 1.0);
-    assert_eq!(s_temporal(&info(Some(-20), None, TemporalConfidence::Low), now, last, &t), 0.5);
-    assert_eq!(s_temporal(&info(None, None, TemporalConfidence::Medium), now, last, &t), 0.8);
+    assert_eq!(
+        s_temporal(
+            &info(None, Some(-1), TemporalConfidence::High),
+            now,
+            last,
+            &t
+        ),
+        0.2
+    );
+    assert_eq!(
+        s_temporal(
+            &info(Some(-2), None, TemporalConfidence::High),
+            now,
+            last,
+            &t
+        ),
+        1.0
+    );
+    assert_eq!(
+        s_temporal(
+            &info(Some(-20), None, TemporalConfidence::Low),
+            now,
+            last,
+            &t
+        ),
+        0.5
+    );
+    assert_eq!(
+        s_temporal(&info(None, None, TemporalConfidence::Medium), now, last, &t),
+        0.8
+    );
 }
 
 #[test]
@@ -188,7 +247,13 @@ fn associative_search_scores_seven_dimensions_and_honours_time_bounds() {
     let a = insert(&m, "The cache uses redis streams", &["redis", "cache"]);
     let _b = insert(&m, "Lunch is at noon", &["lunch"]);
     let hits = m
-        .find_filtered("redis cache", &[], 5, SearchMode::Associative, Filter::default())
+        .find_filtered(
+            "redis cache",
+            &[],
+            5,
+            SearchMode::Associative,
+            Filter::default(),
+        )
         .unwrap();
     assert_eq!(hits[0].entry.id, a);
     let d = hits[0].dims.unwrap();
@@ -206,7 +271,11 @@ fn associative_search_scores_seven_dimensions_and_honours_time_bounds() {
         as_of: Some(Utc::now() - Duration::days(1)),
         ..Filter::default()
     };
-    assert!(m.find_filtered("redis cache", &[], 5, SearchMode::Associative, before).unwrap().is_empty());
+    assert!(
+        m.find_filtered("redis cache", &[], 5, SearchMode::Associative, before)
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
@@ -216,7 +285,8 @@ fn a_disagreement_weakens_what_the_turn_used_and_what_came_from_it() {
     let s = Session::new("s", SessionSource::Glassbox);
     let used = insert(&m, "The build needs clang", &["build"]);
     let mut q = Node::new(s.id, NodeType::Query, "How do I build?");
-    q.meta.insert("memory_used".into(), json!([used.to_string()]));
+    q.meta
+        .insert("memory_used".into(), json!([used.to_string()]));
     let r = Node::new(s.id, NodeType::Response, "Install gcc.");
     store
         .write(|w| {
@@ -241,7 +311,10 @@ fn a_disagreement_weakens_what_the_turn_used_and_what_came_from_it() {
     checkpoint_feedback(&store, &r, ann, true, &[], &p).unwrap();
     assert!((store.learning(used).unwrap().unwrap().reinforcement - 0.4).abs() < 1e-9);
     // The same checkpoint twice counts once.
-    assert_eq!(checkpoint_feedback(&store, &r, ann, true, &[], &p).unwrap(), 0);
+    assert_eq!(
+        checkpoint_feedback(&store, &r, ann, true, &[], &p).unwrap(),
+        0
+    );
 }
 
 #[test]
@@ -252,5 +325,8 @@ fn decay_halves_the_score_every_half_life() {
     l.reinforced_at = Utc::now() - Duration::days(60);
     let d = decayed(&l, Utc::now(), 30.0);
     assert!((d - 0.125).abs() < 1e-3, "{d}");
-    assert_eq!(m.store().learning(id).unwrap().unwrap().tier, MemoryTier::Archival);
+    assert_eq!(
+        m.store().learning(id).unwrap().unwrap().tier,
+        MemoryTier::Archival
+    );
 }

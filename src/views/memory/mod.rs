@@ -3,6 +3,8 @@
 //! lists (main context, recall, archival) as tabs, the search line that filters them, and
 //! the selected entry in full with where it came from.
 
+pub mod assoc;
+
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -109,6 +111,8 @@ pub struct MemoryView<'a> {
     pub search_status: Option<String>,
     /// What is under way or went wrong, shown on the gauge's line.
     pub status: Option<String>,
+    /// The associative view of the selected entry, in place of its details, when shown.
+    pub assoc: Option<assoc::AssocView<'a>>,
 }
 
 /// Draws the workspace into `area`.
@@ -130,7 +134,10 @@ pub fn render(f: &mut Frame, area: Rect, m: &MemoryView<'_>, v: &ViewCx<'_>) {
     let [list_area, detail_area] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(body);
     list(f, list_area, m, v);
-    detail(f, detail_area, m, v);
+    match &m.assoc {
+        Some(a) => assoc::render(f, detail_area, a, v),
+        None => detail(f, detail_area, m, v),
+    }
 }
 
 /// `1234567` as `1,234,567`.
@@ -273,6 +280,7 @@ fn main_context(f: &mut Frame, area: Rect, m: &MemoryView<'_>, v: &ViewCx<'_>) {
                 (&["search_memory"], "search"),
                 (&["open_memory_source"], "source node"),
                 (&["refresh_memory"], "refresh"),
+                (&["memory_associations"], "associations"),
             ],
         );
         if text.is_empty() {
@@ -688,6 +696,66 @@ mod tests {
     }
 
     fn screen(w: u16, h: u16, searching: bool) -> String {
+        screen_with(w, h, searching, None)
+    }
+
+    fn associations() -> assoc::Associations {
+        use assoc::{Contradiction, EventRow, Neighbour};
+        assoc::Associations {
+            id: Some(MemoryId(id(4))),
+            text: "91 is not prime: 91 = 7 × 13.".into(),
+            status: "active".into(),
+            score: 0.42,
+            reinforcement: 0.45,
+            recurrence: 2,
+            useful: 1,
+            wrong: 0,
+            validity: "2026-01-02 → open (high confidence)".into(),
+            dims: Some(crate::engines::memory::Dims {
+                text: 0.8,
+                concept: 0.5,
+                vector: 0.7,
+                graph: 0.25,
+                reinforcement: 0.45,
+                temporal: 0.8,
+                recency: 0.9,
+                total: 0.6,
+            }),
+            query: Some("prime".into()),
+            concepts: vec![
+                (
+                    "math".into(),
+                    vec![Neighbour {
+                        id: MemoryId(id(7)),
+                        text: "Use exact integers for money.".into(),
+                    }],
+                ),
+                ("primes".into(), vec![]),
+            ],
+            events: vec![
+                EventRow {
+                    id: 9,
+                    at: "01-04 10:00".into(),
+                    kind: "Reinforced".into(),
+                    detail: "+0.10 useful".into(),
+                },
+                EventRow {
+                    id: 3,
+                    at: "01-02 09:00".into(),
+                    kind: "Extracted".into(),
+                    detail: "by manual (user_review)".into(),
+                },
+            ],
+            contradictions: vec![Contradiction {
+                other: MemoryId(id(8)),
+                other_text: "91 is prime.".into(),
+                verdict: "contradiction 0.92 (m)".into(),
+            }],
+            note: None,
+        }
+    }
+
+    fn screen_with(w: u16, h: u16, searching: bool, a: Option<&assoc::Associations>) -> String {
         let mut human = entry(
             1,
             MemoryTier::Core,
@@ -784,6 +852,10 @@ mod tests {
             typing: searching,
             search_status: searching.then(|| "1 hit".to_string()),
             status: None,
+            assoc: a.map(|a| assoc::AssocView {
+                data: Some(a),
+                loading: false,
+            }),
         };
         let theme = Theme::builtin("dark", ColorDepth::TrueColor).unwrap();
         let highlights = HighlightCache::new(4);
@@ -818,6 +890,30 @@ mod tests {
         assert!(text.contains("~0.83"), "{text}");
         assert!(text.contains("session "), "{text}");
         insta::assert_snapshot!("memory_view_searching_160x45", text);
+    }
+
+    #[test]
+    fn memory_associations_80x24() {
+        insta::assert_snapshot!(
+            "memory_associations_80x24",
+            screen_with(80, 24, true, Some(&associations()))
+        );
+    }
+
+    #[test]
+    fn memory_associations_160x45() {
+        let text = screen_with(160, 45, true, Some(&associations()));
+        for want in [
+            "Associations",
+            "└─ primes",
+            "Reinforced",
+            "91 is prime.",
+            "contradiction 0.92",
+            "= 0.600",
+        ] {
+            assert!(text.contains(want), "{want}: {text}");
+        }
+        insta::assert_snapshot!("memory_associations_160x45", text);
     }
 
     #[test]
