@@ -483,8 +483,8 @@ pub fn resolve_learning(store: &Store, text: &str) -> Result<crate::store::Memor
 pub fn print_learning(view: &nous::LearningView) {
     let l = &view.learning;
     println!(
-        "learning:   {:?}, score {:.3} ({:.3} before decay), {} event{}, {} access{}",
-        l.status,
+        "learning:   {}, score {:.3} ({:.3} before decay), {} event{}, {} access{}",
+        l.status.as_str(),
         view.score,
         l.reinforcement,
         l.events,
@@ -499,10 +499,10 @@ pub fn print_learning(view: &nous::LearningView) {
         t.map_or("open".to_string(), |t| t.format("%Y-%m-%d").to_string())
     };
     println!(
-        "valid:      {} → {} ({:?} confidence); learned {}",
+        "valid:      {} → {} ({} confidence); learned {}",
         when(l.valid_from),
         when(l.valid_until),
-        l.temporal_confidence,
+        l.temporal_confidence.as_str(),
         l.extracted_at.format("%Y-%m-%d %H:%M:%S UTC")
     );
     println!("session:    {} ({})", l.session_id, l.source.as_str());

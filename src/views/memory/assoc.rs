@@ -114,7 +114,7 @@ pub fn render(f: &mut Frame, area: Rect, a: &AssocView<'_>, v: &ViewCx<'_>) {
             Span::styled(format!("{:<11}", ""), dim),
             Span::styled(
                 format!(
-                    "re-learned {}× · feedback +{}/−{}",
+                    "learned {}× · feedback +{}/−{}",
                     d.recurrence, d.useful, d.wrong
                 ),
                 fg,
