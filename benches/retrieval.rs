@@ -271,7 +271,14 @@ fn hybrid_retrieval(c: &mut Criterion) {
     let rank = |memory: &Memory, i: usize| {
         let (text, vector) = &queries[i % queries.len()];
         memory
-            .rank(black_box(text), Some(vector), &[], 10, SearchMode::Hybrid)
+            .rank(
+                black_box(text),
+                Some(vector),
+                &[],
+                10,
+                SearchMode::Hybrid,
+                Default::default(),
+            )
             .unwrap_or_else(|e| panic!("{e}"))
     };
 

@@ -39,7 +39,12 @@ use serde_json::json;
 
 use dataset::{Dataset, Kind, Question};
 
-const MODES: [SearchMode; 3] = [SearchMode::Keyword, SearchMode::Vector, SearchMode::Hybrid];
+const MODES: [SearchMode; 4] = [
+    SearchMode::Keyword,
+    SearchMode::Vector,
+    SearchMode::Hybrid,
+    SearchMode::Associative,
+];
 const DEPTH: usize = 10;
 
 struct Args {
@@ -171,6 +176,7 @@ fn mode_name(m: SearchMode) -> &'static str {
         SearchMode::Keyword => "keyword",
         SearchMode::Vector => "vector",
         SearchMode::Hybrid => "hybrid",
+        SearchMode::Associative => "associative",
     }
 }
 
@@ -221,7 +227,14 @@ fn rank_all(
                 .iter()
                 .map(|m| {
                     memory
-                        .rank(&q.text, Some(v), &[MemoryTier::Archival], DEPTH, *m)
+                        .rank(
+                            &q.text,
+                            Some(v),
+                            &[MemoryTier::Archival],
+                            DEPTH,
+                            *m,
+                            Default::default(),
+                        )
                         .map(|hits| {
                             hits.iter()
                                 .filter_map(|h| ids.get(&h.id).cloned())

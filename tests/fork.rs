@@ -886,7 +886,15 @@ fn checkpoints_store_the_right_types_and_propagate_downstream_only() {
         (Verdict::Questionable, EdgeType::Refines, 0.5),
         (Verdict::Disagree, EdgeType::Contradicts, 0.0),
     ] {
-        let (res, _) = record_verdict(&g.store, g.ids["u"], verdict, None, 5000).unwrap();
+        let (res, _) = record_verdict(
+            &g.store,
+            g.ids["u"],
+            verdict,
+            None,
+            5000,
+            &Default::default(),
+        )
+        .unwrap();
         let ann = g.store.node(res.annotation.id).unwrap().unwrap();
         assert_eq!(ann.kind, NodeType::HumanAnnotation);
         assert_eq!(ann.confidence, Some(conf));
@@ -897,21 +905,45 @@ fn checkpoints_store_the_right_types_and_propagate_downstream_only() {
     // u has nothing downstream.
     assert!(disputed(&g).is_empty());
 
-    let (res, _) = record_verdict(&g.store, t2, Verdict::Disagree, None, 5000).unwrap();
+    let (res, _) = record_verdict(
+        &g.store,
+        t2,
+        Verdict::Disagree,
+        None,
+        5000,
+        &Default::default(),
+    )
+    .unwrap();
     assert_eq!(disputed(&g), vec!["b", "r", "s"]);
     let r = g.store.node(g.ids["r"]).unwrap().unwrap();
     assert_eq!(r.meta["disputed_by"], json!(res.annotation.id));
     assert_eq!(res.disputed_nodes.len(), 3);
 
     // Questioning t1 marks everything after it (t2 included).
-    let (q1, _) = record_verdict(&g.store, g.ids["t1"], Verdict::Questionable, None, 5000).unwrap();
+    let (q1, _) = record_verdict(
+        &g.store,
+        g.ids["t1"],
+        Verdict::Questionable,
+        None,
+        5000,
+        &Default::default(),
+    )
+    .unwrap();
     assert_eq!(disputed(&g), vec!["b", "r", "s", "t2"]);
     assert_eq!(
         g.store.node(g.ids["r"]).unwrap().unwrap().meta["disputed_by"],
         json!(q1.annotation.id)
     );
     // Re-verifying t1 clears what its dispute marked; t2's own dispute still shows.
-    let (v, _) = record_verdict(&g.store, g.ids["t1"], Verdict::Verified, None, 5000).unwrap();
+    let (v, _) = record_verdict(
+        &g.store,
+        g.ids["t1"],
+        Verdict::Verified,
+        None,
+        5000,
+        &Default::default(),
+    )
+    .unwrap();
     assert_eq!(v.cleared_nodes.len(), 4);
     assert_eq!(disputed(&g), vec!["b", "r", "s"]);
     assert_eq!(
@@ -920,9 +952,25 @@ fn checkpoints_store_the_right_types_and_propagate_downstream_only() {
     );
 
     // A verified checkpoint on t2 clears only the marks t2's disputes caused.
-    record_verdict(&g.store, g.ids["b"], Verdict::Questionable, None, 5000).unwrap();
+    record_verdict(
+        &g.store,
+        g.ids["b"],
+        Verdict::Questionable,
+        None,
+        5000,
+        &Default::default(),
+    )
+    .unwrap();
     assert_eq!(disputed(&g), vec!["b", "r", "s"]);
-    record_verdict(&g.store, t2, Verdict::Verified, None, 5000).unwrap();
+    record_verdict(
+        &g.store,
+        t2,
+        Verdict::Verified,
+        None,
+        5000,
+        &Default::default(),
+    )
+    .unwrap();
     assert_eq!(disputed(&g), vec!["s"], "s still rests on the questioned b");
 
     let e = record_verdict(
@@ -931,6 +979,7 @@ fn checkpoints_store_the_right_types_and_propagate_downstream_only() {
         Verdict::Disagree,
         Some("x".repeat(5001)),
         5000,
+        &Default::default(),
     )
     .unwrap_err();
     assert!(

@@ -412,3 +412,38 @@ fn verifying_three_steps_gives_three_well_formed_verdicts() {
     assert_eq!(pb[0]["label"], first);
     assert_eq!(pb[0]["problem"], "What is the prime factorisation of 12?");
 }
+
+#[test]
+fn learning_from_a_transcript_gives_well_formed_learnings_and_is_idempotent() {
+    if model_path().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "tests/fixtures/claude_code/projects/-home-ann-calc/11111111-1111-4111-8111-111111111111.jsonl",
+    );
+    let first = local_json(
+        dir.path(),
+        &["memory", "backfill", file.to_str().unwrap(), "--json"],
+    );
+    assert_eq!(first["deadLetters"], 0, "{first}");
+    assert!(first["learnings"].as_u64().unwrap() >= 1, "{first}");
+    let events = local_json(dir.path(), &["memory", "events", "--json"]);
+    for e in events.as_array().unwrap() {
+        if e["event_type"] != "LearningExtracted" {
+            continue;
+        }
+        // Sampled under the extraction grammar: 3–8 concepts, text, a confidence.
+        let n = e["payload"]["concepts"].as_array().unwrap().len();
+        assert!((3..=8).contains(&n), "{e}");
+        assert!(!e["payload"]["content"].as_str().unwrap().trim().is_empty());
+    }
+    // The session was learned from as it is: a second backfill adds nothing.
+    let again = local_json(
+        dir.path(),
+        &["memory", "backfill", file.to_str().unwrap(), "--json"],
+    );
+    assert_eq!(again["eventsAppended"], 0, "{again}");
+    let check = local_json(dir.path(), &["memory", "rebuild", "--check", "--json"]);
+    assert_eq!(check["differences"], 0, "{check}");
+}

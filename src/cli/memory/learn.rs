@@ -46,6 +46,7 @@ pub(crate) fn extractor(ctx: &Ctx, memory: Memory) -> Result<Extractor> {
         provider: built.provider.clone(),
         call: call_settings(ctx, &built, Effort::Low, learn.max_tokens),
         prompt: ctx.prompts().get("memory/extract").to_string(),
+        prompt_nli: ctx.prompts().get("memory/nli").to_string(),
     })
 }
 
@@ -83,8 +84,49 @@ fn plural(n: u64) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
 
-/// Runs the queue until nothing is due, with a spinner naming the count.
+/// Runs the queue until nothing is due, with a spinner naming the count; when learnings
+/// came in, reconciles (decay, contradictions) and computes the SessionStart context of each
+/// project they went to, out of band as seed 002 has it.
 pub(crate) async fn drain(ex: &Extractor, json: bool) -> Result<LearnReport> {
+    let mut report = drain_queue(ex, json).await?;
+    if report.learnings == 0 {
+        return Ok(report);
+    }
+    let learn = ex.memory.learn_params().clone();
+    let r = Reconciler {
+        store: ex.memory.store().clone(),
+        provider: ex.provider.clone(),
+        call: ex.call.clone(),
+        prompt: ex.prompt_nli.clone(),
+        params: learn.clone(),
+    };
+    let spinner = super::super::working("looking for contradictions", json);
+    let rec = r.reconcile(&ctrl_c_token()).await;
+    if let Some(s) = spinner {
+        s.finish_and_clear();
+    }
+    match rec {
+        Ok(rec) => {
+            report.contradictions = rec.contradictions;
+            report.events_appended += rec.events_appended;
+            for f in rec.failures {
+                eprintln!("glassbox: reconcile: {f}");
+            }
+        }
+        Err(e) => eprintln!("glassbox: reconcile after learning: {e}"),
+    }
+    for scope in &report.scopes {
+        if let MemoryScope::Project(p) = scope {
+            let m = ex.memory.clone().for_scope(scope.clone());
+            if let Err(e) = m.refresh_injection(&fingerprint(Path::new(p)), &learn) {
+                eprintln!("glassbox: SessionStart context of {p}: {e}");
+            }
+        }
+    }
+    Ok(report)
+}
+
+async fn drain_queue(ex: &Extractor, json: bool) -> Result<LearnReport> {
     let spinner = super::super::working("learning from sessions", json);
     let s2 = spinner.clone();
     let report = queue::drain(ex, &ctrl_c_token(), move |done, r| {

@@ -314,25 +314,13 @@ impl Memory {
                 }
             },
         };
-        let scored = self.rank_filtered(text, vector.as_deref(), tiers, limit, mode, filter)?;
+        let scored = self.rank(text, vector.as_deref(), tiers, limit, mode, filter)?;
         self.hits(scored)
     }
 
-    /// Ranks with a query vector already made (the retrieval bench and the evaluation time
-    /// and compare the search alone).
+    /// Ranks with a query vector already made, within the filter's bounds (the retrieval
+    /// bench and the evaluation time and compare the search alone).
     pub fn rank(
-        &self,
-        text: &str,
-        vector: Option<&[f32]>,
-        tiers: &[MemoryTier],
-        limit: usize,
-        mode: SearchMode,
-    ) -> Result<Vec<Scored>> {
-        self.rank_filtered(text, vector, tiers, limit, mode, Filter::default())
-    }
-
-    /// [`Memory::rank`] within time bounds.
-    pub fn rank_filtered(
         &self,
         text: &str,
         vector: Option<&[f32]>,

@@ -424,9 +424,16 @@ fn import_embeds_lines_without_vectors_in_batches_and_reports_progress() {
     assert_eq!((report.imported, report.embedded), (600, 600));
     assert_eq!(seen, vec![(256, 600), (512, 600), (600, 600)]);
     assert_eq!(
-        m.rank("ferry", None, &[], 1000, SearchMode::Keyword)
-            .unwrap()
-            .len(),
+        m.rank(
+            "ferry",
+            None,
+            &[],
+            1000,
+            SearchMode::Keyword,
+            Default::default()
+        )
+        .unwrap()
+        .len(),
         600
     );
 }

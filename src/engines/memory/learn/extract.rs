@@ -13,7 +13,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::{LearnParams, content_jaccard};
-use crate::engines::got::{CallSettings, call_model};
+use crate::engines::got::CallSettings;
 use crate::engines::llm::{LlmError, Provider, ToolSpec};
 use crate::engines::memory::index::{SearchMode, embedding_text, quantize};
 use crate::engines::memory::{Memory, MemoryError};
@@ -165,7 +165,12 @@ pub struct LearnReport {
     pub skipped: u64,
     /// Queue items dead-lettered.
     pub dead_letters: u64,
+    /// Contradictions the reconcile after ingestion found.
+    pub contradictions: u64,
     pub failures: Vec<String>,
+    /// The memory scopes learnings went to.
+    #[serde(skip)]
+    pub scopes: Vec<crate::store::MemoryScope>,
 }
 
 impl LearnReport {
@@ -177,7 +182,13 @@ impl LearnReport {
         self.relearnings += o.relearnings;
         self.skipped += o.skipped;
         self.dead_letters += o.dead_letters;
+        self.contradictions += o.contradictions;
         self.failures.extend(o.failures.iter().cloned());
+        for s in &o.scopes {
+            if !self.scopes.contains(s) {
+                self.scopes.push(s.clone());
+            }
+        }
     }
 }
 
@@ -189,6 +200,8 @@ pub struct Extractor {
     pub call: CallSettings,
     /// The `memory/extract` prompt.
     pub prompt: String,
+    /// The `memory/nli` prompt, for the reconcile after ingestion.
+    pub prompt_nli: String,
 }
 
 /// A session as the extractor reads it.
@@ -351,34 +364,17 @@ impl Extractor {
             st.text
         ));
         let schema = extraction_schema(self.params(), &labels);
-        let mut last_err = String::new();
-        let mut raw = String::new();
-        let mut learned = None;
-        for _ in 0..2 {
-            let reply = call_model(
-                self.provider.as_ref(),
-                &self.call,
-                &self.prompt,
-                user.clone(),
-                schema.clone(),
-                cancel,
-            )
-            .await?;
-            raw = reply.text;
-            match read_answer(&raw, self.params()) {
-                Ok(l) => {
-                    learned = Some(l);
-                    break;
-                }
-                Err(e) => last_err = e,
-            }
-        }
-        let Some(learned) = learned else {
-            return Err(LearnError::Malformed {
-                reason: last_err,
-                raw,
-            });
-        };
+        let params = self.params().clone();
+        let learned = super::call_twice(
+            self.provider.as_ref(),
+            &self.call,
+            &self.prompt,
+            &user,
+            &schema,
+            cancel,
+            |raw| read_answer(raw, &params),
+        )
+        .await?;
         let me = self.clone();
         let r = self
             .memory

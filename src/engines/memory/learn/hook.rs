@@ -106,7 +106,7 @@ impl Memory {
             browse: true,
             ..Filter::default()
         };
-        let scored = self.rank_filtered(
+        let scored = self.rank(
             &fingerprint.join(" "),
             None,
             &[MemoryTier::Working, MemoryTier::Archival],

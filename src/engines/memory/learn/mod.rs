@@ -118,6 +118,38 @@ impl Default for LearnParams {
     }
 }
 
+/// One structured model call, asked again once when `read` cannot make sense of the answer;
+/// a second miss is [`LearnError::Malformed`] with the last raw answer.
+pub(crate) async fn call_twice<T>(
+    provider: &dyn crate::engines::llm::Provider,
+    call: &crate::engines::got::CallSettings,
+    system: &str,
+    user: &str,
+    schema: &crate::engines::llm::ToolSpec,
+    cancel: &tokio_util::sync::CancellationToken,
+    read: impl Fn(&str) -> std::result::Result<T, String>,
+) -> std::result::Result<T, extract::LearnError> {
+    let mut reason = String::new();
+    let mut raw = String::new();
+    for _ in 0..2 {
+        let reply = crate::engines::got::call_model(
+            provider,
+            call,
+            system,
+            user.to_string(),
+            schema.clone(),
+            cancel,
+        )
+        .await?;
+        raw = reply.text;
+        match read(&raw) {
+            Ok(v) => return Ok(v),
+            Err(e) => reason = e,
+        }
+    }
+    Err(extract::LearnError::Malformed { reason, raw })
+}
+
 /// What a learning's score is after decay at `now`.
 pub fn decayed(l: &Learning, now: DateTime<Utc>, half_life_days: f64) -> f64 {
     let days = (now - l.reinforced_at).num_seconds().max(0) as f64 / 86_400.0;

@@ -272,7 +272,12 @@ pub async fn drain(
                 ..extractor.clone()
             };
             match ex.learn(s, it.source, cancel).await {
-                Ok(r) => item_report.add(&r),
+                Ok(mut r) => {
+                    if r.learnings > 0 {
+                        r.scopes.push(ex.memory.scope().clone());
+                    }
+                    item_report.add(&r)
+                }
                 Err(e) => {
                     failed = Some(e);
                     break;

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::extract::LearnError;
 use super::{LearnParams, concept_jaccard, decayed};
-use crate::engines::got::{CallSettings, call_model, json_object};
+use crate::engines::got::{CallSettings, json_object};
 use crate::engines::llm::{Provider, ToolSpec};
 use crate::store::learning::{
     EventSource, Learning, LearningEvent, LearningEventType, NliResult, clock_compare,
@@ -207,33 +207,27 @@ impl Reconciler {
             a.content.trim(),
             b.content.trim()
         );
-        let mut last = String::new();
-        for _ in 0..2 {
-            let reply = call_model(
-                self.provider.as_ref(),
-                &self.call,
-                &self.prompt,
-                user.clone(),
-                NliAnswer::schema(),
-                cancel,
-            )
-            .await?;
-            let parsed = json_object(&reply.text)
-                .and_then(|o| serde_json::from_value::<NliAnswer>(Value::Object(o)).ok());
-            if let Some(ans) = parsed {
-                return Ok(NliResult {
+        let model = self.call.model.clone();
+        super::call_twice(
+            self.provider.as_ref(),
+            &self.call,
+            &self.prompt,
+            &user,
+            &NliAnswer::schema(),
+            cancel,
+            |raw| {
+                let ans = json_object(raw)
+                    .and_then(|o| serde_json::from_value::<NliAnswer>(Value::Object(o)).ok())
+                    .ok_or_else(|| "the NLI answer could not be read".to_string())?;
+                Ok(NliResult {
                     label: ans.label.as_str().to_string(),
                     confidence: ans.confidence.clamp(0.0, 1.0),
-                    model_version: self.call.model.clone(),
+                    model_version: model.clone(),
                     updated_at: Utc::now(),
-                });
-            }
-            last = reply.text;
-        }
-        Err(LearnError::Malformed {
-            reason: "the NLI answer could not be read".into(),
-            raw: last,
-        })
+                })
+            },
+        )
+        .await
     }
 
     /// The paired events; returns how many were new.
