@@ -133,11 +133,15 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
 
     if args.watch {
         let stop = Arc::new(AtomicBool::new(false));
+        // Ctrl-C stops the watch and the learning under way.
+        let cancel = tokio_util::sync::CancellationToken::new();
         tokio::spawn({
             let stop = stop.clone();
+            let cancel = cancel.clone();
             async move {
                 if tokio::signal::ctrl_c().await.is_ok() {
                     stop.store(true, Ordering::Relaxed);
+                    cancel.cancel();
                 }
             }
         });
@@ -154,10 +158,11 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
                 super::memory::learn::base_memory(ctx, &store)?,
             )?;
             let stop = stop.clone();
+            let cancel = cancel.clone();
             Some(tokio::spawn(async move {
                 let mut total = LearnReport::default();
                 while !stop.load(Ordering::Relaxed) {
-                    match super::memory::learn::drain(&ex, true).await {
+                    match super::memory::learn::drain(&ex, true, &cancel).await {
                         Ok(r) if r.sessions > 0 || !r.failures.is_empty() => {
                             if !json {
                                 eprint!("learned: ");
@@ -251,7 +256,7 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
         }
         let ex =
             super::memory::learn::extractor(ctx, super::memory::learn::base_memory(ctx, &store)?)?;
-        let r = super::memory::learn::drain(&ex, json).await?;
+        let r = super::memory::learn::drain(&ex, json, &super::got::ctrl_c_token()).await?;
         if json {
             print_json(&json!({ "import": summary, "learn": r }))?;
         } else {

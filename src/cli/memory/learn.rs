@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use chrono::{DateTime, Utc};
 use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
 use super::super::got::{call_settings, ctrl_c_token};
 use super::super::{Ctx, print_json};
@@ -87,8 +88,12 @@ fn plural(n: u64) -> &'static str {
 /// Runs the queue until nothing is due, with a spinner naming the count; when learnings
 /// came in, reconciles (decay, contradictions) and computes the SessionStart context of each
 /// project they went to, out of band as seed 002 has it.
-pub(crate) async fn drain(ex: &Extractor, json: bool) -> Result<LearnReport> {
-    let mut report = drain_queue(ex, json).await?;
+pub(crate) async fn drain(
+    ex: &Extractor,
+    json: bool,
+    cancel: &CancellationToken,
+) -> Result<LearnReport> {
+    let mut report = drain_queue(ex, json, cancel).await?;
     if report.learnings == 0 {
         return Ok(report);
     }
@@ -101,7 +106,7 @@ pub(crate) async fn drain(ex: &Extractor, json: bool) -> Result<LearnReport> {
         params: learn.clone(),
     };
     let spinner = super::super::working("looking for contradictions", json);
-    let rec = r.reconcile(&ctrl_c_token()).await;
+    let rec = r.reconcile(cancel).await;
     if let Some(s) = spinner {
         s.finish_and_clear();
     }
@@ -126,10 +131,14 @@ pub(crate) async fn drain(ex: &Extractor, json: bool) -> Result<LearnReport> {
     Ok(report)
 }
 
-async fn drain_queue(ex: &Extractor, json: bool) -> Result<LearnReport> {
+async fn drain_queue(
+    ex: &Extractor,
+    json: bool,
+    cancel: &CancellationToken,
+) -> Result<LearnReport> {
     let spinner = super::super::working("learning from sessions", json);
     let s2 = spinner.clone();
-    let report = queue::drain(ex, &ctrl_c_token(), move |done, r| {
+    let report = queue::drain(ex, cancel, move |done, r| {
         if let Some(s) = &s2 {
             s.set_message(format!(
                 "learning from sessions: {done} done, {} learnings",
@@ -192,7 +201,7 @@ pub async fn learn(
             return Ok(ExitCode::SUCCESS);
         }
     }
-    let r = drain(&ex, json).await?;
+    let r = drain(&ex, json, &ctrl_c_token()).await?;
     print_report(&r, json)?;
     Ok(if r.failures.is_empty() {
         ExitCode::SUCCESS
@@ -289,7 +298,7 @@ pub async fn backfill(
         )?);
     }
     let ex = extractor(ctx, base)?;
-    let mut r = drain(&ex, json).await?;
+    let mut r = drain(&ex, json, &ctrl_c_token()).await?;
     r.skipped += considered.saturating_sub(queued);
     r.sessions = r.sessions.max(considered);
     print_report(&r, json)?;
@@ -305,7 +314,7 @@ pub async fn queue_cmd(ctx: &Ctx, store: &Store, run: bool, json: bool) -> Resul
     if run {
         let base = open(ctx, store, &ScopeArgs::default(), false)?;
         let ex = extractor(ctx, base)?;
-        let r = drain(&ex, json).await?;
+        let r = drain(&ex, json, &ctrl_c_token()).await?;
         print_report(&r, json)?;
         return Ok(ExitCode::SUCCESS);
     }

@@ -331,10 +331,12 @@ impl Extractor {
                 let st = session_text(&memory, session, p.session_chars)?;
                 let query: String = st.text.chars().take(2_000).collect();
                 let hits = memory.find(&query, &[], p.edge_candidates, SearchMode::Hybrid)?;
+                // Learnings of this same session are left out, so extracting it again (a
+                // resumed backfill) asks the model exactly what it asked before.
                 let cands: Vec<MemoryEntry> = hits
                     .into_iter()
                     .map(|h| h.entry)
-                    .filter(|e| e.tier != MemoryTier::Core)
+                    .filter(|e| e.tier != MemoryTier::Core && e.provenance.session != Some(session))
                     .collect();
                 Ok((st, cands))
             })
