@@ -614,6 +614,12 @@ mod tests {
             got::merged_schema(),
             verify::StepJudgement::schema(),
             metacog::insights_schema(&[NodeId::new(), NodeId::new()]),
+            crate::engines::memory::learn::extract::extraction_schema(
+                &Default::default(),
+                &["m1".into(), "m2".into()],
+            ),
+            crate::engines::memory::learn::extract::extraction_schema(&Default::default(), &[]),
+            crate::engines::memory::learn::reconcile::NliAnswer::schema(),
         ];
         for schema in &schemas {
             let grammar = grammar_of(schema).unwrap_or_else(|e| panic!("{}: {e}", schema.name));

@@ -50,7 +50,7 @@ impl Relation {
 /// An edge the extractor proposes: the label of an existing learning shown to it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ExtractedEdge {
-    #[schemars(length(min = 1, max = 8))]
+    #[schemars(length(min = 1, max = 4))]
     pub target: String,
     pub relation: Relation,
     #[schemars(range(min = 0.0, max = 1.0))]
@@ -60,18 +60,19 @@ pub struct ExtractedEdge {
 /// One extracted learning.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ExtractedLearning {
-    #[schemars(length(min = 10, max = 300))]
+    #[schemars(length(min = 10, max = 200))]
     pub content: String,
-    /// Seed 002: 3–8 concept tags; [`extraction_schema`] sets the bounds from the config.
+    /// Seed 002: 3–8 concept tags; [`extraction_schema`] sets the bounds from the config
+    /// and caps each tag at [`CONCEPT_CHARS`].
     #[schemars(length(min = 1, max = 8))]
     pub concepts: Vec<String>,
-    #[schemars(length(max = 3))]
+    #[schemars(length(max = 2))]
     pub edges: Vec<ExtractedEdge>,
     /// An ISO 8601 date or "unknown".
-    #[schemars(length(min = 1, max = 25))]
+    #[schemars(length(min = 1, max = 12))]
     pub valid_from: String,
     /// "current", "unknown" or an ISO 8601 date.
-    #[schemars(length(min = 1, max = 25))]
+    #[schemars(length(min = 1, max = 12))]
     pub valid_until: String,
     pub temporal_confidence: TemporalConfidence,
 }
@@ -82,6 +83,10 @@ pub struct ExtractionAnswer {
     #[schemars(length(min = 1, max = 5))]
     pub learnings: Vec<ExtractedLearning>,
 }
+
+/// The longest concept tag the schema allows: a tag names a thing, and the limits together
+/// keep the local model's answer inside its structured-answer token cap.
+pub const CONCEPT_CHARS: usize = 24;
 
 /// The answer's schema with the configured bounds, and edge targets limited to `labels`
 /// (no edges at all when there are none).
@@ -95,15 +100,15 @@ pub fn extraction_schema(p: &LearnParams, labels: &[String]) -> ToolSpec {
     if let Some(v) = s.pointer_mut(&format!("{item}/concepts")) {
         v["minItems"] = json!(p.min_concepts);
         v["maxItems"] = json!(p.max_concepts.max(p.min_concepts));
+        v["items"]["minLength"] = json!(2);
+        v["items"]["maxLength"] = json!(CONCEPT_CHARS);
     }
     if labels.is_empty() {
         if let Some(v) = s.pointer_mut(&format!("{item}/edges")) {
             v["maxItems"] = json!(0);
         }
     }
-    let target = "/properties/learnings/items/properties/edges/items/properties/target";
-    let target = find_target(s, target);
-    if let Some(v) = target {
+    if let Some(v) = s.pointer_mut(&format!("{item}/edges/items/properties/target")) {
         let allowed: Vec<Value> = if labels.is_empty() {
             vec![json!("none")]
         } else {
@@ -112,20 +117,6 @@ pub fn extraction_schema(p: &LearnParams, labels: &[String]) -> ToolSpec {
         v["enum"] = Value::Array(allowed);
     }
     tool
-}
-
-/// The edge target's schema, inline or behind a `$ref` to the definitions.
-fn find_target<'a>(s: &'a mut Value, inline: &str) -> Option<&'a mut Value> {
-    if s.pointer(inline).is_some() {
-        return s.pointer_mut(inline);
-    }
-    for defs in ["$defs", "definitions"] {
-        let path = format!("/{defs}/ExtractedEdge/properties/target");
-        if s.pointer(&path).is_some() {
-            return s.pointer_mut(&path);
-        }
-    }
-    None
 }
 
 /// Extraction failures.

@@ -104,7 +104,7 @@ impl Default for LearnParams {
             nli_max_pairs: 200,
             min_concepts: 3,
             max_concepts: 8,
-            max_learnings: 5,
+            max_learnings: 3,
             edge_candidates: 5,
             session_chars: 12_000,
             max_tokens: 1024,
