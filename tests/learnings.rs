@@ -410,6 +410,41 @@ fn the_session_start_hook_hands_back_the_projects_learnings_and_fails_open() {
     let again: Value =
         serde_json::from_slice(&hook(&env, "session-start", &input.to_string()).stdout).unwrap();
     assert_eq!(again, v);
+    // A new learning makes the cache stale: the old context is served at once, and a
+    // background process has the new one ready for a later start.
+    env.run(&[
+        "memory",
+        "insert",
+        "Staging deploys need the VPN",
+        "--tags",
+        "vpn,staging,deploy",
+    ]);
+    let context = |out: Output| -> String {
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let old = v["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        context(hook(&env, "session-start", &input.to_string())),
+        old
+    );
+    let mut fresh = String::new();
+    for _ in 0..50 {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        fresh = context(hook(&env, "session-start", &input.to_string()));
+        if fresh.contains("VPN") {
+            break;
+        }
+    }
+    assert!(
+        fresh.contains("VPN") && fresh.contains("redis container"),
+        "{fresh}"
+    );
     // Bad input: valid hook JSON with no context, exit 0, one line on stderr.
     let bad = hook(&env, "session-start", "this is not json");
     assert!(bad.status.success());

@@ -232,7 +232,10 @@ pub fn is_hook(command: Option<&Command>) -> bool {
 /// answer (SessionStart: hook JSON with no context), exit 0.
 pub fn hook_fail_open(command: Option<&Command>, e: &anyhow::Error) -> ExitCode {
     eprintln!("glassbox: memory hook: {e}; no context given");
-    if let Some(Command::Memory(memory::MemoryCmd::Hook(memory::HookCmd::SessionStart))) = command {
+    if let Some(Command::Memory(memory::MemoryCmd::Hook(memory::HookCmd::SessionStart {
+        ..
+    }))) = command
+    {
         println!(
             "{}",
             crate::engines::memory::learn::hook::session_start_output("")

@@ -276,7 +276,6 @@ pub async fn backfill(
         let p = std::fs::canonicalize(&p).unwrap_or(p);
         MemoryScope::Project(project_root(&p).display().to_string())
     });
-    let mut queued = 0u64;
     let mut considered = 0u64;
     for s in store.sessions()? {
         if only.as_ref().is_some_and(|o| !o.contains(&s.id)) {
@@ -291,15 +290,12 @@ pub async fn backfill(
             continue;
         }
         considered += 1;
-        queued += u64::from(queue::enqueue_session(
-            store,
-            s.id,
-            EventSource::HistoricalBackfill,
-        )?);
+        queue::enqueue_session(store, s.id, EventSource::HistoricalBackfill)?;
     }
     let ex = extractor(ctx, base)?;
     let mut r = drain(&ex, json, &ctrl_c_token()).await?;
-    r.skipped += considered.saturating_sub(queued);
+    // Sessions not learned from now were learned from before, as they are.
+    r.skipped += considered.saturating_sub(r.sessions);
     r.sessions = r.sessions.max(considered);
     print_report(&r, json)?;
     Ok(if r.failures.is_empty() {
@@ -599,7 +595,7 @@ fn read_hook_input() -> Result<HookInput> {
 
 /// `memory hook session-start`: always prints hook JSON and exits 0 (fail-open): problems go
 /// to stderr as one line and the context is empty.
-pub fn hook_session_start(ctx: &Ctx) -> ExitCode {
+pub fn hook_session_start(ctx: &Ctx, fresh: bool) -> ExitCode {
     let params = ctx.loaded.config.memory.clone();
     let timeout = Duration::from_millis(params.learn.hook_timeout_ms);
     let paths_store = ctx.paths.store_file();
@@ -617,7 +613,11 @@ pub fn hook_session_start(ctx: &Ctx) -> ExitCode {
         let scope = crate::engines::memory::scope_for(ScopeKind::Project, &cwd, None)?;
         // No embedder: nothing inside a hook loads a model.
         let m = Memory::new(store, params.clone(), None, scope, Vec::new());
-        let out = m.session_start(&input.session_id, &fingerprint(&cwd), &params.learn)?;
+        let (out, stale) =
+            m.session_start(&input.session_id, &fingerprint(&cwd), fresh, &params.learn)?;
+        if stale {
+            refresh_in_background(&cwd);
+        }
         Ok(out.text)
     };
     let context = match with_timeout(timeout, work) {
@@ -629,6 +629,43 @@ pub fn hook_session_start(ctx: &Ctx) -> ExitCode {
     };
     println!("{}", session_start_output(&context));
     ExitCode::SUCCESS
+}
+
+/// Starts `glassbox memory hook refresh CWD` detached: the stale context is served now and
+/// the next session start gets a fresh one.
+fn refresh_in_background(cwd: &Path) {
+    let Ok(exe) = std::env::current_exe() else {
+        return;
+    };
+    let spawned = std::process::Command::new(exe)
+        .args(["memory", "hook", "refresh"])
+        .arg(cwd)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if let Err(e) = spawned {
+        eprintln!("glassbox: cannot refresh the SessionStart context: {e}");
+    }
+}
+
+/// `memory hook refresh CWD`: ranks the project's learnings and caches the context.
+pub fn hook_refresh(ctx: &Ctx, cwd: &Path) -> ExitCode {
+    let params = ctx.loaded.config.memory.clone();
+    let run = || -> Result<()> {
+        let store = ctx.open_store()?;
+        let scope = crate::engines::memory::scope_for(ScopeKind::Project, cwd, None)?;
+        let m = Memory::new(store, params.clone(), None, scope, Vec::new());
+        m.refresh_injection(&fingerprint(cwd), &params.learn)?;
+        Ok(())
+    };
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("glassbox: memory hook refresh: {e}");
+            ExitCode::from(1)
+        }
+    }
 }
 
 /// `memory hook stop`: queues the transcript for ingestion and returns (exit 0 whatever

@@ -259,7 +259,18 @@ pub enum MemoryCmd {
 pub enum HookCmd {
     /// SessionStart: prints the project's best learnings as additionalContext (within
     /// [memory.learn] hook_timeout_ms; on any problem, empty context and exit 0).
-    SessionStart,
+    SessionStart {
+        /// Rank now instead of serving the cached context.
+        #[arg(long)]
+        fresh: bool,
+    },
+    /// Computes a project's SessionStart context again (SessionStart starts it in the
+    /// background when its cache is stale).
+    #[command(hide = true)]
+    Refresh {
+        /// The project's folder.
+        cwd: PathBuf,
+    },
     /// Stop: queues the session's transcript for learning (run the queue with `memory queue
     /// --run` or `import claude-code --watch --learn`).
     Stop,
@@ -447,8 +458,9 @@ fn announce_evictions(ids: &[MemoryId]) {
 pub fn run(ctx: &Ctx, runtime: &tokio::runtime::Runtime, cmd: MemoryCmd) -> Result<ExitCode> {
     if let MemoryCmd::Hook(h) = &cmd {
         return Ok(match h {
-            HookCmd::SessionStart => learn::hook_session_start(ctx),
+            HookCmd::SessionStart { fresh } => learn::hook_session_start(ctx, *fresh),
             HookCmd::Stop => learn::hook_stop(ctx),
+            HookCmd::Refresh { cwd } => learn::hook_refresh(ctx, cwd),
         });
     }
     let store = ctx.open_store()?;

@@ -137,30 +137,38 @@ impl Memory {
         })
     }
 
-    /// The SessionStart context for `session`: the cache when no learning event came since
-    /// it was built, else ranked now. The learnings handed over are logged as accessed by
-    /// the session (their clocks then flow into what it teaches).
+    /// The SessionStart context for `session`, and whether the cache it came from is stale.
+    /// The cache is served when there is one (`fresh` = false): current, or stale — learning
+    /// events came since it was built — in which case the caller refreshes it out of band
+    /// ([`Memory::refresh_injection`]). Without a cache (or with `fresh`), the learnings are
+    /// ranked now. The learnings handed over are logged as accessed by the session (their
+    /// clocks then flow into what it teaches).
     pub fn session_start(
         &self,
         session: &str,
         fingerprint: &[String],
+        fresh: bool,
         p: &LearnParams,
-    ) -> Result<Injection> {
+    ) -> Result<(Injection, bool)> {
         let project = project_of(&self.scope);
         let checkpoint = self.store.learning_checkpoint()?;
-        let mut out = match self.store.injection_cache(&project)? {
-            Some(c) if c.checkpoint == checkpoint && !c.ids.is_empty() => Injection {
-                text: c.text,
-                ids: c.ids,
-                cached: true,
-            },
-            _ => self.refresh_injection(fingerprint, p)?,
+        let (mut out, stale) = match self.store.injection_cache(&project)? {
+            Some(c) if !fresh && !c.ids.is_empty() => {
+                let stale = c.checkpoint != checkpoint;
+                let out = Injection {
+                    text: c.text,
+                    ids: c.ids,
+                    cached: true,
+                };
+                (out, stale)
+            }
+            _ => (self.refresh_injection(fingerprint, p)?, false),
         };
         if !out.ids.is_empty() && !session.is_empty() {
             self.store
                 .write(|w| w.log_access(&out.ids, session, "hook"))?;
         }
         out.text = out.text.trim_end().to_string();
-        Ok(out)
+        Ok((out, stale))
     }
 }
