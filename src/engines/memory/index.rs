@@ -446,10 +446,10 @@ impl Doc {
         if q.filter.as_of.is_some_and(|t| learned > t) {
             return false;
         }
-        if let (Some(t), Some(l)) = (q.filter.as_at, &self.learn) {
-            if l.valid_from.is_some_and(|f| f > t) || l.valid_until.is_some_and(|u| u <= t) {
-                return false;
-            }
+        if let (Some(t), Some(l)) = (q.filter.as_at, &self.learn)
+            && (l.valid_from.is_some_and(|f| f > t) || l.valid_until.is_some_and(|u| u <= t))
+        {
+            return false;
         }
         true
     }

@@ -241,9 +241,7 @@ impl Store {
         let orphans = self.compare(&folded, last, &mut report)?;
         if repair && (report.differences > 0 || !orphans.is_empty()) {
             self.write(|w| {
-                for t in [LEARNINGS] {
-                    w.txn.open_table(t)?.retain(|_, _| false)?;
-                }
+                w.txn.open_table(LEARNINGS)?.retain(|_, _| false)?;
                 w.txn.open_table(CONCEPT_INDEX)?.retain(|_, _| false)?;
                 w.txn.open_table(LEARNING_EDGES)?.retain(|_, _| false)?;
                 for l in folded.values() {

@@ -103,10 +103,10 @@ pub fn extraction_schema(p: &LearnParams, labels: &[String]) -> ToolSpec {
         v["items"]["minLength"] = json!(2);
         v["items"]["maxLength"] = json!(CONCEPT_CHARS);
     }
-    if labels.is_empty() {
-        if let Some(v) = s.pointer_mut(&format!("{item}/edges")) {
-            v["maxItems"] = json!(0);
-        }
+    if labels.is_empty()
+        && let Some(v) = s.pointer_mut(&format!("{item}/edges"))
+    {
+        v["maxItems"] = json!(0);
     }
     if let Some(v) = s.pointer_mut(&format!("{item}/edges/items/properties/target")) {
         let allowed: Vec<Value> = if labels.is_empty() {
