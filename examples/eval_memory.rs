@@ -171,6 +171,14 @@ fn rows(data: &Dataset, ranked: &[Ranked]) -> Vec<(&'static str, Vec<Cell>)> {
     out
 }
 
+/// A mode's column title.
+fn mode_title(m: SearchMode) -> &'static str {
+    match m {
+        SearchMode::Keyword => "keyword (BM25)",
+        other => mode_name(other),
+    }
+}
+
 fn mode_name(m: SearchMode) -> &'static str {
     match m {
         SearchMode::Keyword => "keyword",
@@ -284,14 +292,16 @@ fn print_table(data: &Dataset, rows: &[(&'static str, Vec<Cell>)], model: &str, 
         w.keyword, w.vector, w.importance, w.recency, w.recency_half_life_days, w.date
     );
     println!();
-    println!(
-        "{:<11} {:>3}   {:>15}   {:>15}   {:>15}",
-        "", "", "keyword (BM25)", "vector", "hybrid"
-    );
-    println!(
-        "{:<11} {:>3}   {:>7} {:>7}   {:>7} {:>7}   {:>7} {:>7}",
-        "questions", "n", "R@5", "R@10", "R@5", "R@10", "R@5", "R@10"
-    );
+    print!("{:<11} {:>3}", "", "");
+    for m in MODES {
+        print!("   {:>15}", mode_title(m));
+    }
+    println!();
+    print!("{:<11} {:>3}", "questions", "n");
+    for _ in MODES {
+        print!("   {:>7} {:>7}", "R@5", "R@10");
+    }
+    println!();
     for (name, cells) in rows {
         print!("{:<11} {:>3}", name, cells[0].n);
         for c in cells {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Measures memory retrieval on the labelled data set in tests/data/memory-eval and prints
-# evidence recall@5 and recall@10 for keyword (BM25), vector (MiniLM) and hybrid search,
+# evidence recall@5 and recall@10 for keyword (BM25), vector (MiniLM), hybrid and associative
+# (seed 002's seven dimensions) search,
 # overall and per kind of question (lexical, paraphrase, date).
 #
 #   scripts/eval-memory.sh [--json] [--misses] [--grid] [--check] [--models-dir DIR]
