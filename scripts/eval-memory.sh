@@ -22,7 +22,7 @@ cd "$(dirname "$0")/.."
 
 for arg in "$@"; do
     case $arg in
-        -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h | --help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     esac
 done
 
