@@ -158,7 +158,12 @@ impl Reconciler {
                 report.cached += 1;
                 continue;
             }
-            let judged = match self.store.nli(la.id, lb.id)? {
+            // A judgement by another model is asked again of this one.
+            let cached = self
+                .store
+                .nli(la.id, lb.id)?
+                .filter(|r| r.model_version == self.call.model);
+            let judged = match cached {
                 Some(r) => {
                     report.cached += 1;
                     r
