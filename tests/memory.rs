@@ -134,7 +134,10 @@ fn a_stored_fact_is_found_first_by_its_words_and_by_a_paraphrase() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ask_sends_the_remembered_fact_to_an_openai_compatible_server() {
     let env = Project::new();
-    env.run(&["memory", "insert", FACT]);
+    let fact = env.json(&["memory", "insert", FACT, "--json"])["ids"][0]
+        .as_str()
+        .unwrap()
+        .to_string();
     env.run(&[
         "memory",
         "core",
@@ -196,6 +199,9 @@ async fn ask_sends_the_remembered_fact_to_an_openai_compatible_server() {
     );
     let stats = json(&env.run(&["memory", "stats", "--json"]));
     assert_eq!(stats["recallStorageEntries"], 2, "{stats}");
+    // The turn's session is logged as having been given the fact.
+    let shown = json(&env.run(&["memory", "show", &fact, "--json"]));
+    assert_eq!(shown["learning"]["accesses"], 1, "{shown}");
     let recall = json(&env.run(&["memory", "list", "--tier", "recall", "--json"]));
     assert!(
         recall.to_string().contains(session),

@@ -137,6 +137,27 @@ impl Memory {
         self.trim_recall()
     }
 
+    /// Logs the learnings a finished turn was given (its query node's `memory_used`) as
+    /// accessed by its session.
+    fn log_turn_access(&self, turn: &FinishedTurn) -> Result<()> {
+        let Some(q) = self.store.node(turn.query)? else {
+            return Ok(());
+        };
+        let ids: Vec<MemoryId> = q
+            .meta
+            .get("memory_used")
+            .and_then(serde_json::Value::as_array)
+            .map(|a| a.iter().filter_map(|v| v.as_str()?.parse().ok()).collect())
+            .unwrap_or_default();
+        if ids.is_empty() {
+            return Ok(());
+        }
+        let session = turn.session.to_string();
+        self.store
+            .write(|w| w.log_access(&ids, &session, "context"))?;
+        Ok(())
+    }
+
     /// Keeps at most `recall_window` recall entries in the write scope.
     fn trim_recall(&self) -> Result<()> {
         let mut recall: Vec<MemoryEntry> = self
@@ -190,6 +211,9 @@ impl crate::engines::orchestrator::KnowledgeContext for Memory {
     }
 
     fn remember(&self, turn: &crate::engines::orchestrator::FinishedTurn) {
+        if let Err(e) = self.log_turn_access(turn) {
+            self.warn(format!("the turn's memory accesses were not logged: {e}"));
+        }
         if !self.params.record_turns {
             return;
         }
