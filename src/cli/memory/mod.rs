@@ -212,12 +212,15 @@ pub enum MemoryCmd {
         json: bool,
     },
     /// Tell memory a learning helped (--useful) or was wrong (--wrong).
+    #[command(group(clap::ArgGroup::new("verdict").required(true).args(["useful", "wrong"])))]
     Feedback {
         /// Learning ids, each in full or a unique prefix or suffix of at least 4 hex digits.
         #[arg(required = true)]
         ids: Vec<String>,
-        #[arg(long, conflicts_with = "wrong", required_unless_present = "wrong")]
+        /// It helped: reinforce it ([memory.learn] useful_delta).
+        #[arg(long)]
         useful: bool,
+        /// It was wrong: weaken it ([memory.learn] wrong_delta).
         #[arg(long)]
         wrong: bool,
         /// The session the feedback comes from.
