@@ -44,6 +44,14 @@ fn run_with(env: &Project, url: &str, args: &[&str]) -> Output {
     cmd.output().unwrap()
 }
 
+/// `memory insert TEXT --tags TAGS`; returns the new learning's id.
+fn insert(env: &Project, text: &str, tags: &str) -> String {
+    env.json(&["memory", "insert", text, "--tags", tags, "--json"])["ids"][0]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
 fn ok_json(out: &Output) -> Value {
     assert!(
         out.status.success(),
@@ -218,46 +226,18 @@ async fn as_of_and_as_at_bound_what_search_finds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn opposite_learnings_judged_a_contradiction_are_both_penalised_with_paired_events() {
     let env = Project::new();
-    let a = ok_json(
-        &env.cmd()
-            .args([
-                "memory",
-                "insert",
-                "Releases go out on Fridays after the standup",
-                "--tags",
-                "release,schedule,friday",
-                "--json",
-            ])
-            .output()
-            .unwrap(),
-    )["ids"][0]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let b = ok_json(
-        &env.cmd()
-            .args([
-                "memory",
-                "insert",
-                "Releases never go out on Fridays",
-                "--tags",
-                "release,schedule,friday",
-                "--json",
-            ])
-            .output()
-            .unwrap(),
-    )["ids"][0]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let a = insert(
+        &env,
+        "Releases go out on Fridays after the standup",
+        "release,schedule,friday",
+    );
+    let b = insert(
+        &env,
+        "Releases never go out on Fridays",
+        "release,schedule,friday",
+    );
     // Unrelated, on other concepts: never judged.
-    env.run(&[
-        "memory",
-        "insert",
-        "The office plant needs water",
-        "--tags",
-        "plant",
-    ]);
+    insert(&env, "The office plant needs water", "plant");
     let srv = server(vec![answer(
         r#"{"label":"contradiction","confidence":0.92}"#,
     )])
@@ -319,17 +299,11 @@ async fn opposite_learnings_judged_a_contradiction_are_both_penalised_with_paire
 #[test]
 fn feedback_moves_the_score_and_a_search_explains_every_dimension() {
     let env = Project::new();
-    let id = env.json(&[
-        "memory",
-        "insert",
+    let id = insert(
+        &env,
         "Run the linter with cargo clippy before pushing",
-        "--tags",
         "clippy,lint,ci",
-        "--json",
-    ])["ids"][0]
-        .as_str()
-        .unwrap()
-        .to_string();
+    );
     env.run(&["memory", "feedback", &id, "--useful"]);
     let r = env.json(&["memory", "show", &id, "--json"])["learning"]["state"]["reinforcement"]
         .as_f64()
@@ -390,13 +364,11 @@ fn hook(env: &Project, which: &str, input: &str) -> Output {
 #[test]
 fn the_session_start_hook_hands_back_the_projects_learnings_and_fails_open() {
     let env = Project::new();
-    env.run(&[
-        "memory",
-        "insert",
+    insert(
+        &env,
         "Integration tests need the redis container running",
-        "--tags",
         "redis,tests,docker",
-    ]);
+    );
     let input = json!({"session_id": "cc-1", "cwd": env.project, "source": "startup", "hook_event_name": "SessionStart"});
     let out = hook(&env, "session-start", &input.to_string());
     assert!(out.status.success());
@@ -412,13 +384,7 @@ fn the_session_start_hook_hands_back_the_projects_learnings_and_fails_open() {
     assert_eq!(again, v);
     // A new learning makes the cache stale: the old context is served at once, and a
     // background process has the new one ready for a later start.
-    env.run(&[
-        "memory",
-        "insert",
-        "Staging deploys need the VPN",
-        "--tags",
-        "vpn,staging,deploy",
-    ]);
+    insert(&env, "Staging deploys need the VPN", "vpn,staging,deploy");
     let context = |out: Output| -> String {
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         v["hookSpecificOutput"]["additionalContext"]

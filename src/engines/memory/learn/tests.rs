@@ -259,13 +259,16 @@ fn associative_search_scores_seven_dimensions_and_honours_time_bounds() {
     let d = hits[0].dims.unwrap();
     assert!((d.concept - 1.0).abs() < 1e-6 && d.text > 0.0, "{d:?}");
     let w = &m.params().nous.weights;
-    let total = w.text * d.text
-        + w.concept * d.concept
-        + w.vector * d.vector
-        + w.graph * d.graph
-        + w.reinforcement * d.reinforcement
-        + w.temporal * d.temporal
-        + w.recency * d.recency;
+    let parts = [
+        (w.text, d.text),
+        (w.concept, d.concept),
+        (w.vector, d.vector),
+        (w.graph, d.graph),
+        (w.reinforcement, d.reinforcement),
+        (w.temporal, d.temporal),
+        (w.recency, d.recency),
+    ];
+    let total: f32 = parts.iter().map(|(w, x)| w * x).sum();
     assert!((total - d.total).abs() < 1e-6);
     let before = Filter {
         as_of: Some(Utc::now() - Duration::days(1)),
