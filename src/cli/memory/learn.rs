@@ -518,12 +518,31 @@ pub fn events(store: &Store, id: Option<String>, limit: usize, json: bool) -> Re
     Ok(ExitCode::SUCCESS)
 }
 
-/// A learning id: a memory id or prefix, or the full id of an archived learning.
+/// A learning id: a memory id or a unique prefix or suffix of one, archived learnings
+/// included.
 pub fn resolve_learning(store: &Store, text: &str) -> Result<crate::store::MemoryId> {
     if let Ok(id) = text.parse() {
         return Ok(id);
     }
-    Ok(store.resolve_memory(text)?)
+    match store.resolve_memory(text) {
+        Ok(id) => Ok(id),
+        Err(e) => {
+            let want = text.trim().to_lowercase().replace('-', "");
+            let found: Vec<_> = store
+                .learnings()?
+                .into_iter()
+                .filter(|l| {
+                    let hex = l.id.0.simple().to_string();
+                    want.len() >= 4 && (hex.starts_with(&want) || hex.ends_with(&want))
+                })
+                .map(|l| l.id)
+                .collect();
+            match found.as_slice() {
+                [one] => Ok(*one),
+                _ => Err(e.into()),
+            }
+        }
+    }
 }
 
 /// `memory show ID` for a learning: its state and events (text).
