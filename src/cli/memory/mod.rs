@@ -550,7 +550,7 @@ pub fn run(ctx: &Ctx, runtime: &tokio::runtime::Runtime, cmd: MemoryCmd) -> Resu
                 as_at,
                 ..Filter::default()
             };
-            let hits = m.search_filtered(&query, &tier.tiers(), limit, mode, filter)?;
+            let hits = m.search(&query, &tier.tiers(), limit, mode, filter)?;
             warn(&m);
             print_hits(&hits, json, explain)?;
         }

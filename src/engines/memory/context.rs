@@ -80,6 +80,7 @@ impl Memory {
             &[MemoryTier::Archival, MemoryTier::Recall],
             self.params.context_top_k,
             SearchMode::Hybrid,
+            Default::default(),
         )?;
         let relevant: Vec<_> = hits
             .into_iter()

@@ -251,19 +251,9 @@ impl Memory {
     }
 
     /// Seed `archival_search` / `recall_search` (and any tier): the best `limit` entries
-    /// of `tiers` (all when empty) for `text`, counted as a search.
+    /// of `tiers` (all when empty) for `text` within the filter's time bounds, counted as a
+    /// search; its hits are logged as accessed (`via search`).
     pub fn search(
-        &self,
-        text: &str,
-        tiers: &[MemoryTier],
-        limit: usize,
-        mode: SearchMode,
-    ) -> Result<Vec<Hit>> {
-        self.search_filtered(text, tiers, limit, mode, Filter::default())
-    }
-
-    /// A counted search within time bounds; its hits are logged as accessed (`via search`).
-    pub fn search_filtered(
         &self,
         text: &str,
         tiers: &[MemoryTier],
@@ -271,7 +261,7 @@ impl Memory {
         mode: SearchMode,
         filter: Filter,
     ) -> Result<Vec<Hit>> {
-        let hits = self.find_filtered(text, tiers, limit, mode, filter)?;
+        let hits = self.find(text, tiers, limit, mode, filter)?;
         let scope = self.scope.clone();
         let ids: Vec<MemoryId> = hits.iter().map(|h| h.entry.id).collect();
         self.store.write(|w| {
@@ -283,17 +273,6 @@ impl Memory {
 
     /// A search that is not counted (previews, the TUI's search-as-you-type, turn context).
     pub fn find(
-        &self,
-        text: &str,
-        tiers: &[MemoryTier],
-        limit: usize,
-        mode: SearchMode,
-    ) -> Result<Vec<Hit>> {
-        self.find_filtered(text, tiers, limit, mode, Filter::default())
-    }
-
-    /// [`Memory::find`] within time bounds.
-    pub fn find_filtered(
         &self,
         text: &str,
         tiers: &[MemoryTier],

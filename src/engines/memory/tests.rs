@@ -78,6 +78,7 @@ fn insert_then_search_finds_the_fact_first_and_counts() {
             &[],
             5,
             SearchMode::Hybrid,
+            Default::default(),
         )
         .unwrap();
     assert_eq!(hits[0].entry.id, id);
@@ -162,7 +163,13 @@ fn auto_eviction_keeps_the_main_context_at_most_80_percent() {
         assert!(e.meta.contains_key("evicted_at"));
     }
     let hits = m
-        .search("entry 00", &[MemoryTier::Archival], 3, SearchMode::Keyword)
+        .search(
+            "entry 00",
+            &[MemoryTier::Archival],
+            3,
+            SearchMode::Keyword,
+            Default::default(),
+        )
         .unwrap();
     assert_eq!(hits[0].entry.id, all[0]);
     // The store's journal announces them.
@@ -365,13 +372,25 @@ fn a_second_handle_sees_the_first_ones_writes() {
         .unwrap()
         .ids[0];
     let hits = other
-        .find("shared note", &[], 5, SearchMode::Hybrid)
+        .find(
+            "shared note",
+            &[],
+            5,
+            SearchMode::Hybrid,
+            Default::default(),
+        )
         .unwrap();
     assert_eq!(hits[0].entry.id, id);
     m.remove(&[id]).unwrap();
     assert!(
         other
-            .find("shared note", &[], 5, SearchMode::Hybrid)
+            .find(
+                "shared note",
+                &[],
+                5,
+                SearchMode::Hybrid,
+                Default::default()
+            )
             .unwrap()
             .is_empty()
     );
@@ -387,7 +406,13 @@ fn a_second_handle_sees_the_first_ones_writes() {
         .unwrap();
     assert!(
         global_only
-            .find("project note", &[], 5, SearchMode::Hybrid)
+            .find(
+                "project note",
+                &[],
+                5,
+                SearchMode::Hybrid,
+                Default::default()
+            )
             .unwrap()
             .is_empty()
     );

@@ -276,7 +276,13 @@ impl Memory {
                 };
                 let limit = s.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
                 let hits = self
-                    .search(&s.query, &[tier], limit, SearchMode::Hybrid)
+                    .search(
+                        &s.query,
+                        &[tier],
+                        limit,
+                        SearchMode::Hybrid,
+                        Default::default(),
+                    )
                     .map_err(fail)?;
                 json!({"results": hits.iter().map(hit_json).collect::<Vec<_>>()})
             }

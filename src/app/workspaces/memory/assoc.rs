@@ -120,7 +120,7 @@ pub fn read(memory: &Memory, id: MemoryId, query: Option<&str>) -> Result<Associ
     }
     let dims = match query.filter(|q| !q.trim().is_empty()) {
         Some(q) => memory
-            .find_filtered(q, &[], SCORED, SearchMode::Associative, Filter::default())
+            .find(q, &[], SCORED, SearchMode::Associative, Filter::default())
             .map_err(|e| e.to_string())?
             .into_iter()
             .find(|h| h.entry.id == id)

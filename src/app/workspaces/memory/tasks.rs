@@ -22,7 +22,13 @@ pub(super) fn run(e: MemoryEffect, svc: &Services, out: Outbox<MemoryMsg>) {
         MemoryEffect::Search { seq, query } => {
             svc.memory_search.submit(Box::new(move || {
                 let hits = memory
-                    .find(&query, &[], SEARCH_LIMIT, SearchMode::Hybrid)
+                    .find(
+                        &query,
+                        &[],
+                        SEARCH_LIMIT,
+                        SearchMode::Hybrid,
+                        Default::default(),
+                    )
                     .map(|hits| hits.into_iter().map(|h| (h.entry, h.score)).collect())
                     .map_err(|e| e.to_string());
                 out.send(MemoryMsg::Found {

@@ -456,6 +456,7 @@ fn operations_on_a_real_store() {
             &[],
             SEARCH_LIMIT,
             crate::engines::memory::SearchMode::Hybrid,
+            Default::default(),
         )
         .unwrap();
     assert_eq!(hits[0].entry.id, a);

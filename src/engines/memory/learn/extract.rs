@@ -321,7 +321,13 @@ impl Extractor {
             .run_blocking(move |_| -> Result<_, LearnError> {
                 let st = session_text(&memory, session, p.session_chars)?;
                 let query: String = st.text.chars().take(2_000).collect();
-                let hits = memory.find(&query, &[], p.edge_candidates, SearchMode::Hybrid)?;
+                let hits = memory.find(
+                    &query,
+                    &[],
+                    p.edge_candidates,
+                    SearchMode::Hybrid,
+                    Default::default(),
+                )?;
                 // Learnings of this same session are left out, so extracting it again (a
                 // resumed backfill) asks the model exactly what it asked before.
                 let cands: Vec<MemoryEntry> = hits
@@ -408,7 +414,7 @@ impl Extractor {
             // Seed 002's re-learning tiers against what memory holds.
             let hits = self
                 .memory
-                .find(&l.content, &[], 5, SearchMode::Hybrid)?
+                .find(&l.content, &[], 5, SearchMode::Hybrid, Default::default())?
                 .into_iter()
                 .filter(|h| h.entry.tier != MemoryTier::Core)
                 .collect::<Vec<_>>();

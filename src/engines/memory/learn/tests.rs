@@ -247,7 +247,7 @@ fn associative_search_scores_seven_dimensions_and_honours_time_bounds() {
     let a = insert(&m, "The cache uses redis streams", &["redis", "cache"]);
     let _b = insert(&m, "Lunch is at noon", &["lunch"]);
     let hits = m
-        .find_filtered(
+        .find(
             "redis cache",
             &[],
             5,
@@ -275,7 +275,7 @@ fn associative_search_scores_seven_dimensions_and_honours_time_bounds() {
         ..Filter::default()
     };
     assert!(
-        m.find_filtered("redis cache", &[], 5, SearchMode::Associative, before)
+        m.find("redis cache", &[], 5, SearchMode::Associative, before)
             .unwrap()
             .is_empty()
     );
