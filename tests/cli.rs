@@ -364,30 +364,20 @@ async fn the_question_can_come_from_stdin() {
     let dir = tempfile::tempdir().unwrap();
     let (url, data) = (server.url(), dir.path().to_path_buf());
     let out = tokio::task::spawn_blocking(move || {
-        let mut child = glassbox(&data)
-            .args([
-                "ask",
-                "--answer-only",
-                "--provider",
-                "anthropic",
-                "--base-url",
-                &url,
-                "-",
-            ])
-            .env("ANTHROPIC_API_KEY", KEY)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(b"Question from a pipe\n")
-            .unwrap();
-        child.wait_with_output().unwrap()
+        support::bin::with_stdin(
+            glassbox(&data)
+                .args([
+                    "ask",
+                    "--answer-only",
+                    "--provider",
+                    "anthropic",
+                    "--base-url",
+                    &url,
+                    "-",
+                ])
+                .env("ANTHROPIC_API_KEY", KEY),
+            b"Question from a pipe\n",
+        )
     })
     .await
     .unwrap();

@@ -6,9 +6,8 @@
 
 mod support;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Output, Stdio};
+use std::process::Output;
 
 use serde_json::{Value, json};
 use support::bin::Project;
@@ -344,21 +343,7 @@ fn feedback_moves_the_score_and_a_search_explains_every_dimension() {
 }
 
 fn hook(env: &Project, which: &str, input: &str) -> Output {
-    let mut child = env
-        .cmd()
-        .args(["memory", "hook", which])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    support::bin::with_stdin(env.cmd().args(["memory", "hook", which]), input.as_bytes())
 }
 
 #[test]

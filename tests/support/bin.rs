@@ -24,6 +24,19 @@ pub fn glassbox(data: &Path) -> Command {
     c
 }
 
+/// Runs `cmd` with `input` on its standard input; returns its output whatever the exit.
+pub fn with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 /// Runs `cmd`, failing the test with its stderr when it does not succeed.
 pub fn ok(cmd: &mut Command) -> Output {
     let out = cmd.output().unwrap();
