@@ -177,6 +177,9 @@ async fn a_search_grows_on_screen_and_the_best_thought_opens() {
     assert!(text.contains("Thought · j/k scroll"), "{text}");
     press(&mut app, KeyCode::Esc);
     assert!(view(&app).detail.is_none(), "Esc closes the popup");
+    // The run's session reaches the tab bar through the store's journal: wait for it, so
+    // the screen does not depend on how fast that was.
+    pump_until(&mut app, |a| a.state.loaded.session.is_some()).await;
     let term = draw(&mut app, 160, 45);
     insta::assert_snapshot!("got_done_160x45", term.backend());
 
