@@ -51,6 +51,9 @@ screen | grep -qF "local:SmolLM2" || fail "status bar does not show the local mo
 
 tmux send-keys -t "$S" "Why is the sky blue?" Enter
 wait_for "done" 180
+# The finished turn is read back from the store into the graph (confidence included) just
+# after "done" shows; wait for that rather than race it.
+wait_for_re "thinking [0-9]+%" 30
 
 out=$(screen)
 echo "$out" | grep -qF "Why is the sky blue?" || fail "the question is not in the graph"
