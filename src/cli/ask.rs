@@ -16,9 +16,24 @@ use crate::engines::llm::{Effort, StopReason};
 use crate::engines::orchestrator::{TurnEvent, TurnRequest, classify};
 
 #[derive(Debug, Args)]
+#[command(
+    after_help = "Modes (--mode, or [pipeline] default_mode):\n  plain       one think turn (the default)\n  auto        the cortex classifies the question and picks instant, deep or ultra-deep\n  instant     one pass with thinking\n  deep        decomposition → solver → critic → refiner → confidence gate; escalates to\n              ultra-deep below [pipeline] escalation_confidence or on missing angles\n  ultra-deep  three solvers at once → skeptic → verifier → synthesizer → meta-critic →\n              (re-synthesis) → final confidence\n\nEvery pipeline layer is kept as a node; a run stopped by Ctrl-C, a crash or a provider\nerror continues with --resume RUN.\n\nExamples:\n  glassbox ask \"Why is the sky blue?\"\n  glassbox ask --mode deep \"Rent or buy if I may move in 3 years?\"\n  glassbox ask --mode ultra-deep --json \"Should we rewrite the service in Rust?\"\n  glassbox ask --resume 1a2b3c4d"
+)]
 pub struct AskArgs {
     /// The question; `-` reads it from stdin.
-    pub question: String,
+    #[arg(required_unless_present = "resume")]
+    pub question: Option<String>,
+    /// Reasoning mode: plain (one think turn) or a DeepEx pipeline (auto, instant, deep,
+    /// ultra-deep). Default from [pipeline] default_mode.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub mode: Option<crate::engines::pipeline::DefaultMode>,
+    /// Continue a pipeline run (id or unique prefix) stopped by Ctrl-C, a crash or an error,
+    /// from its first unfinished layer.
+    #[arg(long, value_name = "RUN", conflicts_with_all = ["question", "mode", "session", "from"])]
+    pub resume: Option<String>,
+    /// Never escalate deep to ultra-deep (overrides [pipeline] escalate).
+    #[arg(long)]
+    pub no_escalate: bool,
     /// Continue this session (id or unique prefix), sending its history.
     #[arg(long, value_name = "ID", conflicts_with = "from")]
     pub session: Option<String>,
@@ -60,16 +75,21 @@ struct Printer {
     cancel: CancellationToken,
 }
 
+/// Writes to stdout; a closed stdout (`| head`) cancels the run instead of panicking.
+pub(crate) fn write_out(s: &str, cancel: &CancellationToken) {
+    let mut out = std::io::stdout().lock();
+    if out
+        .write_all(s.as_bytes())
+        .and_then(|_| out.flush())
+        .is_err()
+    {
+        cancel.cancel();
+    }
+}
+
 impl Printer {
     fn write(&self, s: &str) {
-        let mut out = std::io::stdout().lock();
-        if out
-            .write_all(s.as_bytes())
-            .and_then(|_| out.flush())
-            .is_err()
-        {
-            self.cancel.cancel();
-        }
+        write_out(s, &self.cancel);
     }
 
     fn line(&self, v: serde_json::Value) {
@@ -114,20 +134,49 @@ impl Printer {
     }
 }
 
-pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
-    let question = if args.question == "-" {
+/// The question argument, read from stdin for `-`.
+pub(crate) fn read_question(arg: &str) -> Result<String> {
+    let question = if arg == "-" {
         let mut s = String::new();
         std::io::stdin()
             .read_to_string(&mut s)
             .context("cannot read the question from stdin")?;
         s
     } else {
-        args.question.clone()
+        arg.to_string()
     };
     if question.trim().is_empty() {
         bail!("the question is empty");
     }
+    Ok(question)
+}
+
+/// Whether a flag only a plain turn takes was given.
+fn plain_flags(args: &AskArgs) -> bool {
+    args.from.is_some()
+        || args.effort.is_some()
+        || args.no_thinking
+        || args.max_tokens.is_some()
+        || args.temperature.is_some()
+}
+
+pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
     let cfg = &ctx.loaded.config;
+    let mode = match args.mode {
+        Some(m) => m.mode(),
+        // A plain-turn flag keeps a configured pipeline default out of the way.
+        None if plain_flags(&args) => None,
+        None => cfg.pipeline.default_mode.mode(),
+    };
+    if args.resume.is_some() || mode.is_some() {
+        if args.mode.is_some() && plain_flags(&args) {
+            bail!(
+                "--from, --effort, --no-thinking, --max-tokens and --temperature apply to a plain turn; a pipeline's layers take theirs from [pipeline.layers]"
+            );
+        }
+        return super::pipeline::run(ctx, &args, mode).await;
+    }
+    let question = read_question(args.question.as_deref().unwrap_or_default())?;
     let store = ctx.open_store()?;
     let mut session = args
         .session

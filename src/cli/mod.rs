@@ -11,6 +11,7 @@ mod import;
 mod insights;
 mod mcp;
 mod memory;
+mod pipeline;
 pub mod replay;
 mod search;
 mod sessions;

@@ -54,6 +54,59 @@ pub(super) fn check_values(config: &Config) -> Vec<(String, String)> {
         "mcp.sampling_timeout_secs",
         "must be at least 1".into(),
     );
+    let pl = &config.pipeline;
+    check(
+        pl.escalation_confidence <= 100,
+        "pipeline.escalation_confidence",
+        format!("must be 0 to 100, got {}", pl.escalation_confidence),
+    );
+    check(
+        pl.instant_confidence <= 100,
+        "pipeline.instant_confidence",
+        format!("must be 0 to 100, got {}", pl.instant_confidence),
+    );
+    check(
+        pl.repair_retries <= 5,
+        "pipeline.repair_retries",
+        format!("must be 0 to 5, got {}", pl.repair_retries),
+    );
+    check(
+        pl.input_chars > 0,
+        "pipeline.input_chars",
+        "must be at least 1".into(),
+    );
+    for layer in crate::engines::pipeline::Layer::ALL {
+        let s = pl.layers.get(layer);
+        let key = format!("pipeline.layers.{}", layer.as_str());
+        check(
+            s.temperature.is_finite() && (0.0..=2.0).contains(&s.temperature),
+            &format!("{key}.temperature"),
+            format!("must be in [0, 2], got {}", s.temperature),
+        );
+        check(
+            s.max_tokens > 0,
+            &format!("{key}.max_tokens"),
+            "must be at least 1".into(),
+        );
+    }
+    let search = &config.search;
+    check(
+        (1..=2).contains(&search.max_queries),
+        "search.max_queries",
+        format!("must be 1 or 2, got {}", search.max_queries),
+    );
+    check(
+        (1..=20).contains(&search.max_results),
+        "search.max_results",
+        format!("must be 1 to 20, got {}", search.max_results),
+    );
+    check(
+        search.searxng_url.is_empty()
+            || search.searxng_url.starts_with("http://")
+            || search.searxng_url.starts_with("https://"),
+        "search.searxng_url",
+        format!("must start with http:// or https://, got {:?}", search.searxng_url),
+    );
     let nous = &config.memory.nous;
     let w = &nous.weights;
     for (name, v) in [

@@ -32,6 +32,7 @@ use crate::engines::mcp::McpParams;
 use crate::engines::memory::{EmbeddingParams, MemoryParams};
 use crate::engines::metacog::MetacogParams;
 use crate::engines::orchestrator::{BudgetParams, RoutingParams};
+use crate::engines::pipeline::{PipelineParams, SearchParams};
 use crate::engines::verify::VerifyParams;
 
 pub use ctx::Ctx;
@@ -163,6 +164,10 @@ pub struct Config {
     pub memory: MemoryParams,
     /// `[embeddings]`: the embedder memory search uses.
     pub embeddings: EmbeddingParams,
+    /// `[pipeline]`: the DeepEx modes (seed 003).
+    pub pipeline: PipelineParams,
+    /// `[search]`: where a pipeline's sources come from (seed 003 §5.6).
+    pub search: SearchParams,
     /// `[loop]`: spotting a model that repeats itself, and what to do then.
     #[serde(rename = "loop")]
     pub r#loop: LoopParams,

@@ -286,3 +286,34 @@ impl ForkSettings {
         s
     }
 }
+
+/// A DeepEx pipeline engine for a built provider: `[pipeline]` and `[search]` from the
+/// config, the `pipeline/*` prompts, sources from the store and `memory`. The embedded model
+/// thinks only in free-text layers (within its thinking cap); Anthropic counts thinking
+/// inside the token cap.
+pub fn pipeline_engine(
+    cfg: &Config,
+    prompts: &crate::engines::prompts::Prompts,
+    kind: ProviderKind,
+    provider: Arc<dyn crate::engines::llm::Provider>,
+    model: String,
+    store: Store,
+    memory: Option<crate::engines::memory::Memory>,
+) -> crate::engines::pipeline::PipelineEngine {
+    use crate::engines::pipeline::{Grounder, PipelineEngine, PipelinePrompts, LayerThinking};
+    let local = matches!(kind, ProviderKind::Local | ProviderKind::Auto);
+    PipelineEngine {
+        grounder: Grounder::new(store.clone(), memory.map(Arc::new), cfg.search.clone()),
+        store,
+        provider,
+        model,
+        params: cfg.pipeline.clone(),
+        prompts: PipelinePrompts::from(prompts),
+        thinking: LayerThinking {
+            inside_max_tokens: kind == ProviderKind::Anthropic,
+            for_structured: !local,
+            for_text: true,
+        },
+        seed: Some(cfg.generation.seed),
+    }
+}

@@ -9,6 +9,7 @@ pub mod mcp;
 pub mod memory;
 pub mod metacog;
 pub mod orchestrator;
+pub mod pipeline;
 pub mod prompts;
 pub mod replay;
 pub mod thinkgraph;

@@ -59,6 +59,23 @@ impl Store {
         .map(NodeId::from_bytes)
     }
 
+    /// Resolves a full run id, or a unique prefix or suffix of its hex form.
+    pub fn resolve_run(&self, text: &str) -> Result<RunId> {
+        if let Ok(id) = text.parse::<RunId>() {
+            return Ok(id);
+        }
+        let want = normalise_prefix(text);
+        let r = self.read()?;
+        let t = r.open_table(RUNS)?;
+        resolve_prefix(
+            t.iter()?.map(|row| row.map(|(k, _)| k.value())),
+            &want,
+            text,
+            "run",
+        )
+        .map(RunId::from_bytes)
+    }
+
     pub fn node(&self, id: NodeId) -> Result<Option<Node>> {
         get16(&self.read()?, NODES, "nodes", id.to_bytes())
     }

@@ -19,6 +19,7 @@ pub mod markdown;
 pub mod memory;
 pub mod overlay;
 pub mod palette;
+pub mod pipeline;
 pub mod replay;
 pub mod search;
 pub mod sessions;
