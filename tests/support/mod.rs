@@ -328,6 +328,8 @@ pub struct Recorded {
     /// The body parsed as JSON (`Null` if it was not JSON).
     pub json: serde_json::Value,
     pub body: Bytes,
+    /// When the request arrived.
+    pub at: std::time::Instant,
 }
 
 impl Recorded {
@@ -413,6 +415,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         headers,
         json,
         body,
+        at: std::time::Instant::now(),
     });
 
     let step = {

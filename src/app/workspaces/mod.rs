@@ -32,6 +32,7 @@ pub mod got;
 pub mod insights;
 pub mod ledger;
 pub mod memory;
+pub mod pipeline;
 pub mod replay;
 pub mod sessions;
 pub mod think;
@@ -49,6 +50,7 @@ pub const REGISTRY: &[Entry] = &[
     entry::<insights::Insights>(),
     entry::<replay::Replay>(),
     entry::<memory::MemoryWs>(),
+    entry::<pipeline::Pipeline>(),
 ];
 
 /// A workspace's name: its keymap section (`[fork]`), its `workspace_<id>` action and its
