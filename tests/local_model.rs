@@ -447,3 +447,94 @@ fn learning_from_a_transcript_gives_well_formed_learnings_and_is_idempotent() {
     let check = local_json(dir.path(), &["memory", "rebuild", "--check", "--json"]);
     assert_eq!(check["differences"], 0, "{check}");
 }
+
+#[test]
+fn a_deep_pipeline_leaves_its_five_layers_as_well_formed_nodes() {
+    if model_path().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = glassbox(dir.path());
+    // Short layers: the machinery is under test, not the answer.
+    for layer in [
+        "cortex",
+        "decomposition",
+        "primary_solver",
+        "fast_critic",
+        "refiner",
+        "confidence_gate",
+    ] {
+        cmd.env(
+            format!(
+                "GLASSBOX_PIPELINE__LAYERS__{}__MAX_TOKENS",
+                layer.to_uppercase()
+            ),
+            "64",
+        );
+    }
+    let out = cmd
+        .env("GLASSBOX_PROVIDERS__LOCAL__DECODING__THINKING_TOKENS", "32")
+        .args([
+            "--provider",
+            "local",
+            "ask",
+            "--mode",
+            "deep",
+            "--no-escalate",
+            "--json",
+        ])
+        .arg("Is it better to rent or buy a home in a city you may leave in 3 years?")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let fin = events
+        .iter()
+        .find(|e| e["type"] == "final_complete")
+        .expect("a final_complete event");
+    // Every JSON layer was sampled under its grammar: none failed.
+    assert_eq!(fin["failed_layers"], serde_json::json!([]), "{fin}");
+    let confidence = fin["confidence"].as_u64().expect("a confidence");
+    assert!(confidence <= 100);
+    let done = events.last().unwrap();
+    assert_eq!(done["type"], "done");
+    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let run: glassbox::store::RunId = done["runId"].as_str().unwrap().parse().unwrap();
+    let layers = glassbox::engines::pipeline::run_layers(&store, run).unwrap();
+    let names: Vec<&str> = layers.iter().map(|r| r.layer.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "cortex",
+            "decomposition",
+            "primary_solver",
+            "fast_critic",
+            "refiner",
+            "confidence_gate"
+        ]
+    );
+    for r in &layers {
+        assert_eq!(r.node.status, NodeStatus::Complete, "{}", r.layer.as_str());
+        assert_eq!(r.node.kind, NodeType::PipelineLayer);
+        if r.layer.structured() {
+            assert!(
+                r.artifact().is_some_and(|a| a.is_object()),
+                "{}",
+                r.layer.as_str()
+            );
+        } else {
+            assert!(
+                !r.node.text.trim().is_empty(),
+                "{} is empty",
+                r.layer.as_str()
+            );
+        }
+    }
+}

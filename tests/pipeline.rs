@@ -95,10 +95,7 @@ fn request(question: &str, mode: Mode) -> PipelineRequest {
 async fn run(
     e: &PipelineEngine,
     req: PipelineRequest,
-) -> (
-    Result<PipelineOutcome, PipelineError>,
-    Vec<PipelineEvent>,
-) {
+) -> (Result<PipelineOutcome, PipelineError>, Vec<PipelineEvent>) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let out = e.run(req, tx, CancellationToken::new()).await;
     let mut events = Vec::new();
@@ -166,7 +163,15 @@ async fn low_confidence_escalates_deep_and_the_three_solvers_run_at_once() {
     let starts: Vec<usize> = kinds
         .iter()
         .enumerate()
-        .filter(|(_, e)| matches!(e, PipelineEvent::LayerStart { parallel_group: Some(_), .. }))
+        .filter(|(_, e)| {
+            matches!(
+                e,
+                PipelineEvent::LayerStart {
+                    parallel_group: Some(_),
+                    ..
+                }
+            )
+        })
         .map(|(i, _)| i)
         .collect();
     let first_done = kinds
@@ -189,7 +194,11 @@ async fn low_confidence_escalates_deep_and_the_three_solvers_run_at_once() {
     assert_eq!(solver_requests.len(), 3);
     let first = solver_requests.iter().map(|r| r.at).min().unwrap();
     let last = solver_requests.iter().map(|r| r.at).max().unwrap();
-    assert!(last - first < Duration::from_millis(250), "{:?}", last - first);
+    assert!(
+        last - first < Duration::from_millis(250),
+        "{:?}",
+        last - first
+    );
     // The solvers' temperatures are the seed's.
     let temps: Vec<f64> = solver_requests
         .iter()
@@ -205,7 +214,9 @@ async fn low_confidence_escalates_deep_and_the_three_solvers_run_at_once() {
     let layers = run_layers(&store, out.run).unwrap();
     let id = |l: Layer| layers.iter().find(|r| r.layer == l).unwrap().node.id;
     for s in Layer::SOLVERS {
-        let branch = store.edges_from(id(s), Some(EdgeType::BranchesFrom)).unwrap();
+        let branch = store
+            .edges_from(id(s), Some(EdgeType::BranchesFrom))
+            .unwrap();
         assert_eq!(branch[0].dst, id(Layer::DeepDecomposition));
     }
     let agg = store
@@ -233,7 +244,11 @@ async fn confident_deep_runs_its_five_layers_and_stops() {
     let mut want = vec![Layer::Cortex];
     want.extend(Layer::DEEP);
     assert_eq!(layers, want);
-    assert!(!events.iter().any(|e| matches!(e, PipelineEvent::Escalation { .. })));
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, PipelineEvent::Escalation { .. }))
+    );
     // Layers are linked in order from the query.
     let records = run_layers(&store, out.run).unwrap();
     for pair in records.windows(2) {
@@ -275,7 +290,11 @@ async fn malformed_json_is_asked_again_once_then_the_layer_fails_and_the_refiner
     let out = out.unwrap();
     assert_eq!(out.answer, "The refined answer.");
     assert_eq!(out.fin.failed_layers, vec![Layer::FastCritic]);
-    assert!(out.fin.notes.iter().any(|n| n.contains("no critique")), "{:?}", out.fin.notes);
+    assert!(
+        out.fin.notes.iter().any(|n| n.contains("no critique")),
+        "{:?}",
+        out.fin.notes
+    );
     let reqs = server.requests();
     assert_eq!(reqs.len(), 7);
     assert!(user_text(&reqs[4]).contains("not json at all"));
@@ -324,7 +343,16 @@ async fn a_provider_error_leaves_a_run_that_resumes_without_running_a_layer_twic
     let e = engine(&store, &server.url());
     let (out, _) = run(&e, request("Should I rent?", Mode::Deep)).await;
     let err = out.unwrap_err();
-    assert!(matches!(&err, PipelineError::Layer { layer: "primary_solver", .. }), "{err}");
+    assert!(
+        matches!(
+            &err,
+            PipelineError::Layer {
+                layer: "primary_solver",
+                ..
+            }
+        ),
+        "{err}"
+    );
     assert!(err.to_string().contains("glassbox ask --resume"));
     let run_id = err.resumable().unwrap();
     let failed = store.run(run_id).unwrap().unwrap();
@@ -340,7 +368,10 @@ async fn a_provider_error_leaves_a_run_that_resumes_without_running_a_layer_twic
     let good = ScriptedServer::start(Script::forever(answer(&every(93)))).await;
     let e = engine(&store, &good.url());
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let out = e.resume(run_id, tx, CancellationToken::new()).await.unwrap();
+    let out = e
+        .resume(run_id, tx, CancellationToken::new())
+        .await
+        .unwrap();
     // Only the four layers left were asked for.
     assert_eq!(good.requests().len(), 4);
     let per = nodes_per_layer(&store, run_id);
@@ -371,9 +402,14 @@ async fn a_provider_error_leaves_a_run_that_resumes_without_running_a_layer_twic
 async fn grounding_finds_sessions_and_searxng_deduplicated_and_shows_them_to_later_layers() {
     let (_d, store) = store();
     // A past session about the topic.
-    let mut s = glassbox::store::Session::new("Mortgage notes", glassbox::store::SessionSource::Glassbox);
+    let mut s =
+        glassbox::store::Session::new("Mortgage notes", glassbox::store::SessionSource::Glassbox);
     s.id = glassbox::store::SessionId::new();
-    let n = Node::new(s.id, NodeType::Response, "Mortgage rates in 2026 rose to six percent.");
+    let n = Node::new(
+        s.id,
+        NodeType::Response,
+        "Mortgage rates in 2026 rose to six percent.",
+    );
     store
         .write(|w| {
             w.put_session(&s)?;
@@ -399,8 +435,14 @@ async fn grounding_finds_sessions_and_searxng_deduplicated_and_shows_them_to_lat
     let out = out.unwrap();
     let urls: Vec<&str> = out.fin.sources.iter().map(|s| s.url.as_str()).collect();
     assert!(urls.contains(&"https://a.example/1") && urls.contains(&"https://b.example/2"));
-    assert_eq!(urls.iter().filter(|u| **u == "https://a.example/1").count(), 1);
-    assert!(out.fin.sources.iter().any(|s| s.origin == "sessions"), "{urls:?}");
+    assert_eq!(
+        urls.iter().filter(|u| **u == "https://a.example/1").count(),
+        1
+    );
+    assert!(
+        out.fin.sources.iter().any(|s| s.origin == "sessions"),
+        "{urls:?}"
+    );
     // Two queries went to SearXNG as JSON API calls.
     let asked = searx.requests();
     assert_eq!(asked.len(), 2);
@@ -408,9 +450,15 @@ async fn grounding_finds_sessions_and_searxng_deduplicated_and_shows_them_to_lat
     // The instant layer saw the sources.
     let reqs = server.requests();
     let last = user_text(reqs.last().unwrap());
-    assert!(last.contains("Sources:") && last.contains("https://b.example/2"), "{last}");
+    assert!(
+        last.contains("Sources:") && last.contains("https://b.example/2"),
+        "{last}"
+    );
     let layers: Vec<Layer> = out.layers.iter().map(|(l, _)| *l).collect();
-    assert_eq!(layers, vec![Layer::Cortex, Layer::WebSearch, Layer::Instant]);
+    assert_eq!(
+        layers,
+        vec![Layer::Cortex, Layer::WebSearch, Layer::Instant]
+    );
 
     // SearXNG down: a note, and the run goes on.
     drop(searx);
@@ -423,15 +471,25 @@ async fn grounding_finds_sessions_and_searxng_deduplicated_and_shows_them_to_lat
     let e = engine_with(&store, &server.url(), search);
     let (out, _) = run(&e, request("What are mortgage rates now?", Mode::Auto)).await;
     let out = out.unwrap();
-    assert!(out.fin.notes.iter().any(|n| n.contains("SearXNG")), "{:?}", out.fin.notes);
+    assert!(
+        out.fin.notes.iter().any(|n| n.contains("SearXNG")),
+        "{:?}",
+        out.fin.notes
+    );
 }
 
 fn ask_cmd(data: &std::path::Path, url: &str, args: &[&str]) -> std::process::Command {
     let mut c = glassbox(data);
-    c.args(["ask", "--provider", "openai", "--base-url", &format!("{url}/v1")])
-        .args(args)
-        .env("OPENAI_API_KEY", "k")
-        .env("GLASSBOX_NETWORK__MAX_RETRIES", "0");
+    c.args([
+        "ask",
+        "--provider",
+        "openai",
+        "--base-url",
+        &format!("{url}/v1"),
+    ])
+    .args(args)
+    .env("OPENAI_API_KEY", "k")
+    .env("GLASSBOX_NETWORK__MAX_RETRIES", "0");
     c
 }
 
@@ -449,13 +507,21 @@ async fn ask_mode_deep_json_prints_the_seed_events() {
     let url = server.url();
     let data = dir.path().to_path_buf();
     let out = tokio::task::spawn_blocking(move || {
-        ask_cmd(&data, &url, &["--mode", "deep", "--json", "Should I rent or buy?"])
-            .output()
-            .unwrap()
+        ask_cmd(
+            &data,
+            &url,
+            &["--mode", "deep", "--json", "Should I rent or buy?"],
+        )
+        .output()
+        .unwrap()
     })
     .await
     .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let ev = lines(&out.stdout);
     assert_eq!(ev[0]["type"], "start");
     assert!(ev[0]["runId"].is_string() && ev[0]["sessionId"].is_string());
@@ -534,14 +600,22 @@ async fn kill_9_after_the_critic_then_resume_leaves_one_node_per_layer() {
     let out = tokio::task::spawn_blocking({
         let (data, url, run_id) = (data.clone(), url.clone(), run_id.clone());
         move || {
-            ask_cmd(&data, &url, &["--resume", &run_id[run_id.len() - 8..], "--json"])
-                .output()
-                .unwrap()
+            ask_cmd(
+                &data,
+                &url,
+                &["--resume", &run_id[run_id.len() - 8..], "--json"],
+            )
+            .output()
+            .unwrap()
         }
     })
     .await
     .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let ev = lines(&out.stdout);
     assert_eq!(ev[0]["type"], "start");
     assert_eq!(ev[0]["resumed"], true);
@@ -569,8 +643,14 @@ async fn bad_input_gets_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().to_path_buf();
     let out = tokio::task::spawn_blocking(move || {
-        let a = glassbox(&data).args(["ask", "--resume", "nope"]).output().unwrap();
-        let b = glassbox(&data).args(["ask", "--mode", "sideways", "q"]).output().unwrap();
+        let a = glassbox(&data)
+            .args(["ask", "--resume", "nope"])
+            .output()
+            .unwrap();
+        let b = glassbox(&data)
+            .args(["ask", "--mode", "sideways", "q"])
+            .output()
+            .unwrap();
         let c = glassbox(&data)
             .args(["ask", "--mode", "deep", "--effort", "high", "q"])
             .output()

@@ -79,9 +79,12 @@ impl Printer {
                 } else if !layer.structured() {
                     if self.current == Some((*layer, false)) && *thinking {
                         self.current = Some((*layer, true));
+                        if !self.styled {
+                            self.write("(thinking)\n");
+                        }
                     } else if self.current == Some((*layer, true)) && !thinking {
                         self.current = Some((*layer, false));
-                        self.write("\n");
+                        self.write(if self.styled { "\n" } else { "\n(answer)\n" });
                     }
                     let text = if *thinking {
                         self.dim(content)

@@ -105,7 +105,10 @@ pub(super) fn check_values(config: &Config) -> Vec<(String, String)> {
             || search.searxng_url.starts_with("http://")
             || search.searxng_url.starts_with("https://"),
         "search.searxng_url",
-        format!("must start with http:// or https://, got {:?}", search.searxng_url),
+        format!(
+            "must start with http:// or https://, got {:?}",
+            search.searxng_url
+        ),
     );
     let nous = &config.memory.nous;
     let w = &nous.weights;

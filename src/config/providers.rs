@@ -300,7 +300,7 @@ pub fn pipeline_engine(
     store: Store,
     memory: Option<crate::engines::memory::Memory>,
 ) -> crate::engines::pipeline::PipelineEngine {
-    use crate::engines::pipeline::{Grounder, PipelineEngine, PipelinePrompts, LayerThinking};
+    use crate::engines::pipeline::{Grounder, LayerThinking, PipelineEngine, PipelinePrompts};
     let local = matches!(kind, ProviderKind::Local | ProviderKind::Auto);
     PipelineEngine {
         grounder: Grounder::new(store.clone(), memory.map(Arc::new), cfg.search.clone()),

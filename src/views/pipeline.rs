@@ -334,7 +334,14 @@ fn header(f: &mut Frame, area: Rect, ws: &PipelineView<'_>, v: &ViewCx<'_>) {
     let room = (ask.width as usize).saturating_sub(lead + 1);
     let mut spans = vec![
         Span::styled(tag, theme.style(Role::Accent).add_modifier(Modifier::BOLD)),
-        Span::styled("▏", if ws.typing { theme.style(Role::Accent) } else { dim }),
+        Span::styled(
+            "▏",
+            if ws.typing {
+                theme.style(Role::Accent)
+            } else {
+                dim
+            },
+        ),
     ];
     let text = ws.input.text().replace('\n', " ");
     let (_, col) = ws.input.cursor_position();
@@ -394,7 +401,10 @@ fn header(f: &mut Frame, area: Rect, ws: &PipelineView<'_>, v: &ViewCx<'_>) {
                 );
             }
             None => f.render_widget(
-                Paragraph::new(Span::styled("confidence unknown", theme.style(Role::Warning))),
+                Paragraph::new(Span::styled(
+                    "confidence unknown",
+                    theme.style(Role::Warning),
+                )),
                 gauge,
             ),
         }
@@ -546,7 +556,13 @@ impl Item {
     /// Rows it wants, borders included.
     fn full(&self) -> usize {
         if self.open {
-            self.cols.iter().map(|c| c.lines.len()).max().unwrap_or(0).max(1) + 2
+            self.cols
+                .iter()
+                .map(|c| c.lines.len())
+                .max()
+                .unwrap_or(0)
+                .max(1)
+                + 2
         } else {
             1
         }
@@ -596,12 +612,7 @@ fn item(ws: &PipelineView<'_>, unit: Unit, width: usize, theme: &Theme) -> Item 
             } else {
                 Vec::new()
             };
-            (
-                "Solvers side by side".to_string(),
-                duration,
-                summary,
-                cols,
-            )
+            ("Solvers side by side".to_string(), duration, summary, cols)
         }
         Unit::Final => {
             let conf = run
@@ -681,7 +692,10 @@ fn summary(p: &LayerPane) -> String {
 }
 
 fn layer_col(p: &LayerPane, width: usize, theme: &Theme) -> Col {
-    let took = p.duration_ms.map(millis).map_or(String::new(), |d| format!(" · {d}"));
+    let took = p
+        .duration_ms
+        .map(millis)
+        .map_or(String::new(), |d| format!(" · {d}"));
     let resumed = if p.resumed { " · earlier attempt" } else { "" };
     Col {
         title: format!(" {} {}{took}{resumed} ", p.status.marker(), p.layer.label()),
@@ -767,11 +781,7 @@ fn scalar(v: &Value) -> String {
 
 /// Rows of a key → value table: each key once, lists one bullet per item, long values
 /// wrapped under their column.
-fn table(
-    rows: &[(String, Vec<String>, Style)],
-    width: usize,
-    theme: &Theme,
-) -> Vec<Line<'static>> {
+fn table(rows: &[(String, Vec<String>, Style)], width: usize, theme: &Theme) -> Vec<Line<'static>> {
     let key_w = rows
         .iter()
         .map(|(k, _, _)| k.chars().count())
@@ -799,10 +809,7 @@ fn table(
                 first = false;
                 out.push(Line::from(vec![
                     Span::styled(format!("{k:<key_w$}  "), key_style),
-                    Span::styled(
-                        format!("{}{l}", if i == 0 { lead } else { rest }),
-                        *style,
-                    ),
+                    Span::styled(format!("{}{l}", if i == 0 { lead } else { rest }), *style),
                 ]));
             }
         }
@@ -950,7 +957,8 @@ fn stack(f: &mut Frame, area: Rect, ws: &PipelineView<'_>, theme: &Theme) {
     let mut spare = room.saturating_sub(heights.iter().sum());
     let mut order: Vec<usize> = vec![fi];
     order.extend(
-        (0..items.len()).filter(|n| *n != fi && ws.run.status(items[*n].unit) == LayerStatus::Running),
+        (0..items.len())
+            .filter(|n| *n != fi && ws.run.status(items[*n].unit) == LayerStatus::Running),
     );
     order.extend((0..items.len()).filter(|n| items[*n].unit == Unit::Final && *n != fi));
     for n in order {
@@ -981,7 +989,10 @@ fn stack(f: &mut Frame, area: Rect, ws: &PipelineView<'_>, theme: &Theme) {
             height: 1,
             ..area
         };
-        f.render_widget(Paragraph::new(Span::styled(text, theme.style(Role::Dim))), rect);
+        f.render_widget(
+            Paragraph::new(Span::styled(text, theme.style(Role::Dim))),
+            rect,
+        );
     };
     if first > 0 && y < bottom {
         more(f, y, format!("  ↑ {first} more above"));

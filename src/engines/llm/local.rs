@@ -621,7 +621,8 @@ mod tests {
             crate::engines::memory::learn::extract::extraction_schema(&Default::default(), &[]),
             crate::engines::memory::learn::reconcile::NliAnswer::schema(),
         ];
-        for schema in &schemas {
+        let pipeline = crate::engines::pipeline::artifacts::all_schemas();
+        for schema in schemas.iter().chain(&pipeline) {
             let grammar = grammar_of(schema).unwrap_or_else(|e| panic!("{}: {e}", schema.name));
             assert!(grammar.contains("root ::="), "{}: {grammar}", schema.name);
         }

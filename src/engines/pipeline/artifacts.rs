@@ -219,7 +219,10 @@ pub fn read<T: Artifact>(raw: &str) -> Result<T, String> {
     // Small models write 62, 62.0 or "62%"; the type wants a whole number.
     for key in ["score", "confidence"] {
         if let Some(n) = crate::engines::got::number(obj.get(key)) {
-            obj.insert(key.into(), serde_json::json!(n.round().clamp(0.0, 100.0) as u32));
+            obj.insert(
+                key.into(),
+                serde_json::json!(n.round().clamp(0.0, 100.0) as u32),
+            );
         }
     }
     serde_json::from_value(serde_json::Value::Object(obj))
@@ -258,7 +261,10 @@ mod tests {
     #[test]
     fn schemas_carry_their_limits_and_enums() {
         let s = Classification::schema().input_schema.to_string();
-        assert!(s.contains("ultra_deep") && s.contains("needs_web_search"), "{s}");
+        assert!(
+            s.contains("ultra_deep") && s.contains("needs_web_search"),
+            "{s}"
+        );
         let s = ConfidenceResult::schema().input_schema.to_string();
         assert!(s.contains("\"maximum\":100"), "{s}");
     }

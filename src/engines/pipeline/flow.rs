@@ -80,12 +80,7 @@ impl RunState {
                 (id, Vec::new())
             }
         };
-        let history = history(
-            &nodes,
-            None,
-            e.params.history_turns,
-            e.params.history_chars,
-        );
+        let history = history(&nodes, None, e.params.history_turns, e.params.history_chars);
         let prev = nodes
             .iter()
             .rev()
@@ -261,7 +256,11 @@ impl Flow<'_, '_> {
             "layers": self.layers.len(),
         });
         let run = self.run.clone();
-        self.sh.engine.store.write_async(move |w| w.put_run(&run)).await?;
+        self.sh
+            .engine
+            .store
+            .write_async(move |w| w.put_run(&run))
+            .await?;
         Ok(())
     }
 
@@ -337,10 +336,21 @@ impl Flow<'_, '_> {
 
     /// Searches for sources and records them as the `web_search` layer (replayed, not
     /// searched again, on a resume).
-    async fn search(&mut self, cls: &Classification, prev: NodeId) -> Result<LayerOut, PipelineError> {
+    async fn search(
+        &mut self,
+        cls: &Classification,
+        prev: NodeId,
+    ) -> Result<LayerOut, PipelineError> {
         let sh = self.sh;
-        let out = match sh.prior.get(&Layer::WebSearch).filter(|n| layer::finished(n)) {
-            Some(_) => sh.record(Layer::WebSearch, &[], String::new(), Value::Null).await?,
+        let out = match sh
+            .prior
+            .get(&Layer::WebSearch)
+            .filter(|n| layer::finished(n))
+        {
+            Some(_) => {
+                sh.record(Layer::WebSearch, &[], String::new(), Value::Null)
+                    .await?
+            }
             None => {
                 let queries = grounding::queries(&sh.question, cls, &sh.engine.grounder.params);
                 let found = sh.engine.grounder.search(&queries, Some(sh.session)).await;
@@ -597,7 +607,9 @@ impl Flow<'_, '_> {
         let _ = sh.events.send(PipelineEvent::FinalChunk {
             content: answer.clone(),
         });
-        let _ = sh.events.send(PipelineEvent::FinalComplete(self.fin.clone()));
+        let _ = sh
+            .events
+            .send(PipelineEvent::FinalComplete(self.fin.clone()));
         Ok(PipelineOutcome {
             run: self.run.id,
             session: sh.session,

@@ -79,7 +79,10 @@ pub fn queries(question: &str, c: &Classification, p: &SearchParams) -> Vec<Stri
         .take(p.max_queries.max(1))
         .collect();
     if out.is_empty() {
-        let line = question.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let line = question
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
         out.push(line.trim().chars().take(200).collect());
     }
     out
@@ -148,9 +151,11 @@ impl Grounder {
                     q.clone(),
                     self.params.max_results,
                 );
-                tokio::task::spawn_blocking(move || local_sources(&store, memory.as_deref(), &q, n, exclude))
-                    .await
-                    .unwrap_or_else(|e| (Vec::new(), vec![format!("local search failed: {e}")]))
+                tokio::task::spawn_blocking(move || {
+                    local_sources(&store, memory.as_deref(), &q, n, exclude)
+                })
+                .await
+                .unwrap_or_else(|e| (Vec::new(), vec![format!("local search failed: {e}")]))
             };
             add(&mut found, local.0);
             found.failures.extend(local.1);
@@ -213,18 +218,21 @@ fn local_sources(
 }
 
 /// One query against SearXNG's JSON API.
-async fn searxng(client: &reqwest::Client, p: &SearchParams, q: &str) -> Result<Vec<Source>, String> {
+async fn searxng(
+    client: &reqwest::Client,
+    p: &SearchParams,
+    q: &str,
+) -> Result<Vec<Source>, String> {
     let base = p.searxng_url.trim_end_matches('/');
-    let url = reqwest::Url::parse_with_params(
-        &format!("{base}/search"),
-        &[("q", q), ("format", "json")],
-    )
-    .map_err(|e| format!("SearXNG at {base}: bad URL ({e})"))?;
-    let resp = client
-        .get(url)
-        .send()
-        .await
-        .map_err(|e| format!("SearXNG at {base}: {}", crate::engines::llm::http::error_chain(&e)))?;
+    let url =
+        reqwest::Url::parse_with_params(&format!("{base}/search"), &[("q", q), ("format", "json")])
+            .map_err(|e| format!("SearXNG at {base}: bad URL ({e})"))?;
+    let resp = client.get(url).send().await.map_err(|e| {
+        format!(
+            "SearXNG at {base}: {}",
+            crate::engines::llm::http::error_chain(&e)
+        )
+    })?;
     let status = resp.status();
     if !status.is_success() {
         return Err(format!("SearXNG at {base}: HTTP {}", status.as_u16()));
@@ -242,7 +250,12 @@ async fn searxng(client: &reqwest::Client, p: &SearchParams, q: &str) -> Result<
             let url = r["url"].as_str()?.to_string();
             Some(Source {
                 title: r["title"].as_str().unwrap_or(&url).to_string(),
-                snippet: r["content"].as_str().unwrap_or("").chars().take(300).collect(),
+                snippet: r["content"]
+                    .as_str()
+                    .unwrap_or("")
+                    .chars()
+                    .take(300)
+                    .collect(),
                 url,
                 origin: "searxng".into(),
             })
@@ -260,13 +273,19 @@ mod tests {
     fn the_heuristic_searches_for_current_facts_but_not_in_no_search_domains() {
         let general = Classification::default();
         assert!(should_search("What is the latest Rust release?", &general));
-        assert!(should_search("Is it true that stock prices fell?", &general));
+        assert!(should_search(
+            "Is it true that stock prices fell?",
+            &general
+        ));
         assert!(!should_search("Should I rent or buy a home?", &general));
         let math = Classification {
             domain: Domain::Math,
             ..Default::default()
         };
-        assert!(!should_search("What is the latest bound on twin primes?", &math));
+        assert!(!should_search(
+            "What is the latest bound on twin primes?",
+            &math
+        ));
         let asked = Classification {
             domain: Domain::Math,
             needs_web_search: true,

@@ -200,7 +200,10 @@ impl Shared<'_> {
 
     async fn put(&self, node: &Node) -> Result<(), PipelineError> {
         let n = node.clone();
-        self.engine.store.write_async(move |w| w.put_node(&n)).await?;
+        self.engine
+            .store
+            .write_async(move |w| w.put_node(&n))
+            .await?;
         Ok(())
     }
 
@@ -336,9 +339,7 @@ impl Shared<'_> {
                 }
             }
         }
-        let out = self
-            .close(layer, node, started, None, Some(reason))
-            .await?;
+        let out = self.close(layer, node, started, None, Some(reason)).await?;
         Ok((out, None))
     }
 
@@ -365,7 +366,7 @@ impl Shared<'_> {
         let mut req = ChatRequest::new(e.model.clone(), messages);
         let system = e.prompts.get(layer);
         req.system = (!system.is_empty()).then(|| system.to_string());
-        req.temperature = Some(s.temperature);
+        req.temperature = Some(s.temperature as f32);
         req.seed = e.seed;
         req.thinking = if budget > 0 {
             ThinkingMode::Budget { tokens: budget }

@@ -232,12 +232,12 @@ impl FromStr for Layer {
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LayerSettings {
-    pub temperature: f32,
+    pub temperature: f64,
     pub thinking: u32,
     pub max_tokens: u32,
 }
 
-const fn ls(temperature: f32, thinking: u32, max_tokens: u32) -> LayerSettings {
+const fn ls(temperature: f64, thinking: u32, max_tokens: u32) -> LayerSettings {
     LayerSettings {
         temperature,
         thinking,

@@ -278,7 +278,15 @@ fn finished_deep_run_80x24() {
 fn finished_deep_run_160x45() {
     // The decomposition has the focus: its artifact is drawn as a table.
     let run = finished_deep();
-    let text = screen(160, 45, &run, Some(Unit::Layer(Layer::Decomposition)), "", false, None);
+    let text = screen(
+        160,
+        45,
+        &run,
+        Some(Unit::Layer(Layer::Decomposition)),
+        "",
+        false,
+        None,
+    );
     assert!(text.contains("• sunlight is white"), "{text}");
     assert!(text.contains("output type"), "{text}");
     insta::assert_snapshot!("finished_deep_run_160x45", text);
@@ -286,14 +294,30 @@ fn finished_deep_run_160x45() {
 
 #[test]
 fn escalated_ultra_deep_run_80x24() {
-    let text = screen(80, 24, &escalated_ultra(), Some(Unit::Solvers), "", false, None);
+    let text = screen(
+        80,
+        24,
+        &escalated_ultra(),
+        Some(Unit::Solvers),
+        "",
+        false,
+        None,
+    );
     assert!(text.contains("ESCALATED"), "{text}");
     insta::assert_snapshot!("escalated_ultra_deep_run_80x24", text);
 }
 
 #[test]
 fn escalated_ultra_deep_run_160x45() {
-    let text = screen(160, 45, &escalated_ultra(), Some(Unit::Solvers), "", false, None);
+    let text = screen(
+        160,
+        45,
+        &escalated_ultra(),
+        Some(Unit::Solvers),
+        "",
+        false,
+        None,
+    );
     // The three solvers share one row.
     let row = text
         .lines()
@@ -313,7 +337,10 @@ fn running_layer_80x24() {
 #[test]
 fn running_layer_160x45() {
     let text = screen(160, 45, &running(), None, "", false, None);
-    assert!(text.contains("┆ Scattering depends on wavelength"), "{text}");
+    assert!(
+        text.contains("┆ Scattering depends on wavelength"),
+        "{text}"
+    );
     assert!(text.contains("○ Critiquing"), "{text}");
     insta::assert_snapshot!("running_layer_160x45", text);
 }

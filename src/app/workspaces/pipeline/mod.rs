@@ -379,7 +379,10 @@ impl Pipeline {
             run,
             cancel,
         });
-        cx.notice("resuming the run from its first unfinished layer", Level::Info);
+        cx.notice(
+            "resuming the run from its first unfinished layer",
+            Level::Info,
+        );
     }
 
     /// A new run's bookkeeping: its number, its job, the focus following it.

@@ -42,7 +42,10 @@ pub enum PipelineMsg {
     },
     LoadFailed(String),
     /// An event of run `seq` (older runs' events are dropped).
-    Event { seq: u64, event: PipelineEvent },
+    Event {
+        seq: u64,
+        event: PipelineEvent,
+    },
     Done {
         seq: u64,
         outcome: Result<Finished, Failure>,
@@ -129,7 +132,13 @@ fn engine(svc: &Services) -> Result<PipelineEngine, String> {
     ))
 }
 
-fn spawn(svc: &Services, seq: u64, work: Work, cancel: CancellationToken, out: Outbox<PipelineMsg>) {
+fn spawn(
+    svc: &Services,
+    seq: u64,
+    work: Work,
+    cancel: CancellationToken,
+    out: Outbox<PipelineMsg>,
+) {
     let engine = match engine(svc) {
         Ok(e) => e,
         Err(error) => {
@@ -210,11 +219,15 @@ fn escalation_reason(layers: &[LayerPane]) -> String {
     if let Some(score) = artifact(Layer::ConfidenceGate).and_then(|a| a.get("score")) {
         why.push(format!("the gate's confidence was {score}"));
     }
-    if let Some(Value::Array(missing)) = artifact(Layer::FastCritic).and_then(|a| a.get("missing_angles"))
+    if let Some(Value::Array(missing)) =
+        artifact(Layer::FastCritic).and_then(|a| a.get("missing_angles"))
         && !missing.is_empty()
     {
         let angles: Vec<&str> = missing.iter().filter_map(Value::as_str).collect();
-        why.push(format!("the critic found missing angles: {}", angles.join("; ")));
+        why.push(format!(
+            "the critic found missing angles: {}",
+            angles.join("; ")
+        ));
     }
     if why.is_empty() {
         "deep was not confident enough".to_string()
@@ -259,7 +272,11 @@ pub fn load_last(store: &Store, session: SessionId) -> Result<Option<RunView>, S
         .and_then(|f| f.mode)
         .or_else(|| parse::<Option<Mode>>(s.get("mode")).flatten());
     let escalated = fin.as_ref().map_or_else(
-        || s.get("was_escalated").and_then(Value::as_bool).unwrap_or(false),
+        || {
+            s.get("was_escalated")
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        },
         |f| f.was_escalated,
     );
     let phase = match &run.status {

@@ -100,10 +100,18 @@ fn the_question_line_starts_a_run_in_the_mode_shown() {
     let fx = ask_deep(&mut ws, &mut st, "Plan a trip");
     assert!(!ws.typing());
     match effects(&fx).as_slice() {
-        [PipelineEffect::Start {
-            question, mode, session, ..
-        }] => {
-            assert_eq!((question.as_str(), *mode, *session), ("Plan a trip", Mode::Deep, None));
+        [
+            PipelineEffect::Start {
+                question,
+                mode,
+                session,
+                ..
+            },
+        ] => {
+            assert_eq!(
+                (question.as_str(), *mode, *session),
+                ("Plan a trip", Mode::Deep, None)
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -113,7 +121,12 @@ fn the_question_line_starts_a_run_in_the_mode_shown() {
     let layers: Vec<Layer> = ws.view.layers.iter().map(|p| p.layer).collect();
     assert_eq!(layers[0], Layer::Cortex);
     assert_eq!(&layers[1..], &Layer::DEEP);
-    assert!(ws.view.layers.iter().all(|p| p.status == LayerStatus::Pending));
+    assert!(
+        ws.view
+            .layers
+            .iter()
+            .all(|p| p.status == LayerStatus::Pending)
+    );
     // A second question while it runs is refused.
     ws.input.set_text("again");
     let fx = key(&mut ws, &mut st, KeyCode::Enter);
@@ -130,23 +143,54 @@ fn events_stream_into_panes_and_a_resume_runs_only_unfinished_layers_again() {
     ask_deep(&mut ws, &mut st, "Plan a trip");
     let run = RunId::new();
     let session = crate::store::SessionId::new();
-    event(&mut ws, &mut st, PipelineEvent::Start { run, session, mode: Mode::Deep, resumed: false });
+    event(
+        &mut ws,
+        &mut st,
+        PipelineEvent::Start {
+            run,
+            session,
+            mode: Mode::Deep,
+            resumed: false,
+        },
+    );
     event(&mut ws, &mut st, start(Layer::Cortex));
-    assert_eq!(ws.focus, Some(Unit::Layer(Layer::Cortex)), "the focus follows the run");
+    assert_eq!(
+        ws.focus,
+        Some(Unit::Layer(Layer::Cortex)),
+        "the focus follows the run"
+    );
     event(&mut ws, &mut st, chunk(Layer::Cortex, "hmm", true));
-    event(&mut ws, &mut st, chunk(Layer::Cortex, "{\"domain\":", false));
+    event(
+        &mut ws,
+        &mut st,
+        chunk(Layer::Cortex, "{\"domain\":", false),
+    );
     event(&mut ws, &mut st, chunk(Layer::Cortex, "\"math\"}", false));
     event(
         &mut ws,
         &mut st,
-        PipelineEvent::LayerArtifact { layer: Layer::Cortex, artifact: json!({"domain": "math"}) },
+        PipelineEvent::LayerArtifact {
+            layer: Layer::Cortex,
+            artifact: json!({"domain": "math"}),
+        },
     );
     event(&mut ws, &mut st, complete(Layer::Cortex, false));
-    event(&mut ws, &mut st, PipelineEvent::ModeSelected { mode: Mode::Deep });
+    event(
+        &mut ws,
+        &mut st,
+        PipelineEvent::ModeSelected { mode: Mode::Deep },
+    );
     event(&mut ws, &mut st, start(Layer::Decomposition));
-    event(&mut ws, &mut st, chunk(Layer::Decomposition, "partial", false));
+    event(
+        &mut ws,
+        &mut st,
+        chunk(Layer::Decomposition, "partial", false),
+    );
     let cortex = ws.view.pane(Layer::Cortex).unwrap().clone();
-    assert_eq!((cortex.text.as_str(), cortex.thinking.as_str()), ("{\"domain\":\"math\"}", "hmm"));
+    assert_eq!(
+        (cortex.text.as_str(), cortex.thinking.as_str()),
+        ("{\"domain\":\"math\"}", "hmm")
+    );
     assert_eq!(cortex.status, LayerStatus::Done);
     assert_eq!(cortex.duration_ms, Some(120));
     let seq = ws.seq;
@@ -155,36 +199,78 @@ fn events_stream_into_panes_and_a_resume_runs_only_unfinished_layers_again() {
         &mut st,
         PipelineMsg::Done {
             seq,
-            outcome: Err(Failure { error: "cancelled".into(), run: Some(run), cancelled: true }),
+            outcome: Err(Failure {
+                error: "cancelled".into(),
+                run: Some(run),
+                cancelled: true,
+            }),
         },
     );
     assert!(!ws.running());
     assert_eq!(ws.view.phase, Phase::Interrupted);
-    assert_eq!(ws.view.pane(Layer::Decomposition).unwrap().status, LayerStatus::Interrupted);
+    assert_eq!(
+        ws.view.pane(Layer::Decomposition).unwrap().status,
+        LayerStatus::Interrupted
+    );
 
     // r resumes: the classification replays from the store (no chunks), the decomposition
     // runs again and its old text goes.
     let fx = act(&mut ws, &mut st, PipelineAction::Resume.action());
-    assert!(matches!(effects(&fx).as_slice(), [PipelineEffect::Resume { run: r, .. }] if *r == run));
-    event(&mut ws, &mut st, PipelineEvent::Start { run, session, mode: Mode::Deep, resumed: true });
-    event(&mut ws, &mut st, start(Layer::Cortex));
-    event(&mut ws, &mut st, complete(Layer::Cortex, true));
-    event(&mut ws, &mut st, start(Layer::Decomposition));
-    event(&mut ws, &mut st, chunk(Layer::Decomposition, "fresh", false));
-    assert_eq!(ws.view.pane(Layer::Cortex).unwrap().text, cortex.text);
-    assert!(ws.view.pane(Layer::Cortex).unwrap().resumed);
-    assert_eq!(ws.view.pane(Layer::Decomposition).unwrap().text, "fresh");
-    event(&mut ws, &mut st, PipelineEvent::FinalChunk { content: "answer".into() });
+    assert!(
+        matches!(effects(&fx).as_slice(), [PipelineEffect::Resume { run: r, .. }] if *r == run)
+    );
     event(
         &mut ws,
         &mut st,
-        PipelineEvent::FinalComplete(Final { confidence: Some(88), mode: Some(Mode::Deep), ..Final::default() }),
+        PipelineEvent::Start {
+            run,
+            session,
+            mode: Mode::Deep,
+            resumed: true,
+        },
+    );
+    event(&mut ws, &mut st, start(Layer::Cortex));
+    event(&mut ws, &mut st, complete(Layer::Cortex, true));
+    event(&mut ws, &mut st, start(Layer::Decomposition));
+    event(
+        &mut ws,
+        &mut st,
+        chunk(Layer::Decomposition, "fresh", false),
+    );
+    assert_eq!(ws.view.pane(Layer::Cortex).unwrap().text, cortex.text);
+    assert!(ws.view.pane(Layer::Cortex).unwrap().resumed);
+    assert_eq!(ws.view.pane(Layer::Decomposition).unwrap().text, "fresh");
+    event(
+        &mut ws,
+        &mut st,
+        PipelineEvent::FinalChunk {
+            content: "answer".into(),
+        },
+    );
+    event(
+        &mut ws,
+        &mut st,
+        PipelineEvent::FinalComplete(Final {
+            confidence: Some(88),
+            mode: Some(Mode::Deep),
+            ..Final::default()
+        }),
     );
     let seq = ws.seq;
-    let fx = msg(&mut ws, &mut st, PipelineMsg::Done { seq, outcome: Ok(Finished { run, session }) });
+    let fx = msg(
+        &mut ws,
+        &mut st,
+        PipelineMsg::Done {
+            seq,
+            outcome: Ok(Finished { run, session }),
+        },
+    );
     assert_eq!(ws.view.phase, Phase::Done);
     assert_eq!(ws.focus, Some(Unit::Final));
-    assert!(fx.iter().any(|e| matches!(e, Effect::LoadSession(s) if *s == session)));
+    assert!(
+        fx.iter()
+            .any(|e| matches!(e, Effect::LoadSession(s) if *s == session))
+    );
     // A finished run is not resumed.
     let fx = act(&mut ws, &mut st, PipelineAction::Resume.action());
     assert!(effects(&fx).is_empty());
@@ -199,13 +285,24 @@ fn moving_the_focus_stops_following_and_folding_flips_the_focused_pane() {
     act(&mut ws, &mut st, Action::MoveDown);
     assert_eq!(ws.focus, Some(Unit::Layer(Layer::Decomposition)));
     event(&mut ws, &mut st, start(Layer::PrimarySolver));
-    assert_eq!(ws.focus, Some(Unit::Layer(Layer::Decomposition)), "no longer following");
+    assert_eq!(
+        ws.focus,
+        Some(Unit::Layer(Layer::Decomposition)),
+        "no longer following"
+    );
     act(&mut ws, &mut st, PipelineAction::ToggleLayer.action());
-    assert_eq!(ws.toggled.get(&Unit::Layer(Layer::Decomposition)), Some(&false));
+    assert_eq!(
+        ws.toggled.get(&Unit::Layer(Layer::Decomposition)),
+        Some(&false)
+    );
     act(&mut ws, &mut st, Action::Bottom);
     assert_eq!(ws.focus, Some(Unit::Final));
     event(&mut ws, &mut st, start(Layer::FastCritic));
-    assert_eq!(ws.focus, Some(Unit::Layer(Layer::FastCritic)), "G follows the run again");
+    assert_eq!(
+        ws.focus,
+        Some(Unit::Layer(Layer::FastCritic)),
+        "G follows the run again"
+    );
 }
 
 #[test]
@@ -213,15 +310,41 @@ fn a_loaded_run_of_another_session_is_dropped() {
     let (mut ws, mut st) = (Pipeline::default(), state());
     let a = crate::store::SessionId::new();
     ws.looked_up = Some(a);
-    let shown = RunView { run: Some(RunId::new()), session: Some(a), phase: Phase::Done, ..RunView::default() };
-    msg(&mut ws, &mut st, PipelineMsg::Loaded { session: a, run: Some(Box::new(shown.clone())) });
+    let shown = RunView {
+        run: Some(RunId::new()),
+        session: Some(a),
+        phase: Phase::Done,
+        ..RunView::default()
+    };
+    msg(
+        &mut ws,
+        &mut st,
+        PipelineMsg::Loaded {
+            session: a,
+            run: Some(Box::new(shown.clone())),
+        },
+    );
     assert_eq!(ws.view, shown);
     // An answer for a session no longer asked for is ignored.
     let b = crate::store::SessionId::new();
-    msg(&mut ws, &mut st, PipelineMsg::Loaded { session: b, run: None });
+    msg(
+        &mut ws,
+        &mut st,
+        PipelineMsg::Loaded {
+            session: b,
+            run: None,
+        },
+    );
     assert_eq!(ws.view, shown);
     ws.looked_up = Some(b);
-    msg(&mut ws, &mut st, PipelineMsg::Loaded { session: b, run: None });
+    msg(
+        &mut ws,
+        &mut st,
+        PipelineMsg::Loaded {
+            session: b,
+            run: None,
+        },
+    );
     assert_eq!(ws.view.run, None);
     assert!(ws.hint.is_some());
 }

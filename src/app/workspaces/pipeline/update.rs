@@ -35,7 +35,10 @@ impl Pipeline {
                 if self.view.phase == Phase::Loading {
                     self.view.phase = Phase::Empty;
                 }
-                cx.notice(format!("cannot read the last pipeline run: {e}"), Level::Error);
+                cx.notice(
+                    format!("cannot read the last pipeline run: {e}"),
+                    Level::Error,
+                );
             }
             PipelineMsg::Event { seq, event } => {
                 if seq == self.seq && self.running() {
@@ -219,7 +222,11 @@ impl Pipeline {
                         }
                     }
                 }
-                let again = if v.run.is_some() { " — r resumes" } else { "" };
+                let again = if v.run.is_some() {
+                    " — r resumes"
+                } else {
+                    ""
+                };
                 if f.cancelled {
                     v.phase = Phase::Interrupted;
                     cx.notice(format!("pipeline interrupted{again}"), Level::Warn);
