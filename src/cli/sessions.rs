@@ -120,6 +120,7 @@ pub fn run(ctx: &Ctx, cmd: SessionsCmd) -> Result<ExitCode> {
                     "meta": s.meta,
                     "nodes": nodes,
                     "edges": edges,
+                    "runs": store.session_runs(sid)?,
                 }))?;
             } else {
                 println!("{}  {}", s.id, s.title);
@@ -132,13 +133,36 @@ pub fn run(ctx: &Ctx, cmd: SessionsCmd) -> Result<ExitCode> {
                 );
                 println!("{} nodes, {} edges", nodes.len(), edges.len());
                 for n in &nodes {
+                    // A pipeline layer says which layer it is.
+                    let layer = n
+                        .meta
+                        .get("layer")
+                        .and_then(|v| v.as_str())
+                        .filter(|_| n.kind == crate::store::NodeType::PipelineLayer)
+                        .map(|l| format!("[{l}] "))
+                        .unwrap_or_default();
                     println!(
-                        "  {}  {:<16} {}{}",
+                        "  {}  {:<16} {layer}{}{}",
                         n.id.short(),
                         n.kind.as_str(),
                         excerpt(&n.text, 90),
                         status_label(n)
                     );
+                }
+                for r in store.session_runs(sid)? {
+                    let status = match &r.status {
+                        crate::store::RunStatus::Running => "running".to_string(),
+                        crate::store::RunStatus::Done => "done".to_string(),
+                        crate::store::RunStatus::Interrupted => "interrupted".to_string(),
+                        crate::store::RunStatus::Failed { error } => {
+                            format!("failed: {}", excerpt(error, 60))
+                        }
+                    };
+                    let kind = serde_json::to_value(r.kind)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default();
+                    println!("  run {}  {kind:<9} {status}", r.id.short());
                 }
                 for e in &edges {
                     println!(
