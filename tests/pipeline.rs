@@ -669,3 +669,65 @@ async fn bad_input_gets_one_line_errors() {
         assert!(err.contains(want), "{err}");
     }
 }
+
+#[tokio::test]
+async fn an_instant_stream_with_no_content_falls_back_to_a_plain_request() {
+    let steps = vec![
+        answer(&json!({"recommended_mode": "instant"}).to_string()),
+        Step::status(200).header("content-type", "text/event-stream"),
+        Step::fixture(support::fixtures().join("openai_nonstream.json")),
+    ];
+    let server = ScriptedServer::start(Script::new(steps)).await;
+    let (_d, store) = store();
+    let e = engine(&store, &server.url());
+    let (out, _) = run(&e, request("Say hello", Mode::Instant)).await;
+    let out = out.unwrap();
+    assert_eq!(out.answer, "Non-streamed answer.");
+    assert_eq!(out.fin.confidence, Some(95));
+    let reqs = server.requests();
+    assert_eq!(reqs[2].json["stream"], json!(false));
+    let instant = run_layers(&store, out.run)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.layer == Layer::Instant)
+        .unwrap();
+    assert_eq!(instant.node.text, "Non-streamed answer.");
+}
+
+#[tokio::test]
+async fn cancelling_interrupts_the_layer_and_the_run_resumes_from_it() {
+    let server = ScriptedServer::start(Script::forever(slow(&every(96), 300))).await;
+    let (_d, store) = store();
+    let e = engine(&store, &server.url());
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let task = {
+        let cancel = cancel.clone();
+        let req = request("Rent or buy?", Mode::Deep);
+        async move { e.run(req, tx, cancel).await }
+    };
+    let watcher = async {
+        while let Some(ev) = rx.recv().await {
+            if matches!(ev, PipelineEvent::LayerStart { layer: Layer::PrimarySolver, .. }) {
+                cancel.cancel();
+            }
+        }
+    };
+    let (out, ()) = tokio::join!(task, watcher);
+    let run_id = match out {
+        Err(PipelineError::Cancelled(r)) => r,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(store.run(run_id).unwrap().unwrap().status, RunStatus::Interrupted);
+    let solver = run_layers(&store, run_id)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.layer == Layer::PrimarySolver)
+        .unwrap();
+    assert_eq!(solver.node.status, NodeStatus::Interrupted);
+    let e = engine(&store, &server.url());
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let out = e.resume(run_id, tx, CancellationToken::new()).await.unwrap();
+    assert_eq!(out.fin.confidence, Some(96));
+    assert!(nodes_per_layer(&store, run_id).values().all(|&n| n == 1));
+}
