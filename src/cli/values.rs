@@ -155,6 +155,28 @@ impl ValueEnum for crate::store::CoreSection {
     }
 }
 
+impl ValueEnum for crate::engines::pipeline::DefaultMode {
+    fn value_variants<'a>() -> &'a [Self] {
+        use crate::engines::pipeline::DefaultMode as M;
+        &[M::Plain, M::Auto, M::Instant, M::Deep, M::UltraDeep]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        use crate::engines::pipeline::DefaultMode as M;
+        Some(match self {
+            M::Plain => PossibleValue::new("plain").help("One think turn (no pipeline)"),
+            M::Auto => PossibleValue::new("auto").help("The cortex classifies and picks the mode"),
+            M::Instant => PossibleValue::new("instant").help("One pass with thinking"),
+            M::Deep => PossibleValue::new("deep").help(
+                "Decompose, solve, critique, refine, gauge confidence; escalates when unsure",
+            ),
+            M::UltraDeep => PossibleValue::new("ultra-deep")
+                .alias("ultra_deep")
+                .help("Three solvers at once, then skeptic, verifier, synthesis, meta-critic"),
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,27 +219,5 @@ mod tests {
             Ok(Strategy::BestFirst)
         );
         assert!(Strategy::from_str("best first", false).is_err());
-    }
-}
-
-impl ValueEnum for crate::engines::pipeline::DefaultMode {
-    fn value_variants<'a>() -> &'a [Self] {
-        use crate::engines::pipeline::DefaultMode as M;
-        &[M::Plain, M::Auto, M::Instant, M::Deep, M::UltraDeep]
-    }
-
-    fn to_possible_value(&self) -> Option<PossibleValue> {
-        use crate::engines::pipeline::DefaultMode as M;
-        Some(match self {
-            M::Plain => PossibleValue::new("plain").help("One think turn (no pipeline)"),
-            M::Auto => PossibleValue::new("auto").help("The cortex classifies and picks the mode"),
-            M::Instant => PossibleValue::new("instant").help("One pass with thinking"),
-            M::Deep => PossibleValue::new("deep").help(
-                "Decompose, solve, critique, refine, gauge confidence; escalates when unsure",
-            ),
-            M::UltraDeep => PossibleValue::new("ultra-deep")
-                .alias("ultra_deep")
-                .help("Three solvers at once, then skeptic, verifier, synthesis, meta-critic"),
-        })
     }
 }

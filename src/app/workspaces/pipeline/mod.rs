@@ -34,7 +34,7 @@ pub const ID: WorkspaceId = "pipeline";
 
 crate::workspace_actions! { PipelineAction for ID => {
     Ask => ("ask_pipeline", "Type a question for the pipeline", Own),
-    CycleMode => ("pipeline_mode", "Next pipeline mode: auto, instant, deep, ultra-deep", Own),
+    CycleMode => ("pipeline_mode", "Next mode: auto, instant, deep, ultra-deep", Own),
     ToggleLayer => ("toggle_layer", "Fold or unfold the focused layer", Own),
     Resume => ("resume_pipeline", "Resume the shown run (interrupted or failed)", Own),
 } }
