@@ -90,7 +90,10 @@ async fn one_run() -> (Duration, Duration) {
                 _ => {}
             }
         }
-        (end.unwrap() - start.unwrap(), Duration::from_millis(slowest))
+        (
+            end.unwrap() - start.unwrap(),
+            Duration::from_millis(slowest),
+        )
     });
     let req = PipelineRequest {
         question: "Which way?".into(),

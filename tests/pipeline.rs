@@ -708,7 +708,13 @@ async fn cancelling_interrupts_the_layer_and_the_run_resumes_from_it() {
     };
     let watcher = async {
         while let Some(ev) = rx.recv().await {
-            if matches!(ev, PipelineEvent::LayerStart { layer: Layer::PrimarySolver, .. }) {
+            if matches!(
+                ev,
+                PipelineEvent::LayerStart {
+                    layer: Layer::PrimarySolver,
+                    ..
+                }
+            ) {
                 cancel.cancel();
             }
         }
@@ -718,7 +724,10 @@ async fn cancelling_interrupts_the_layer_and_the_run_resumes_from_it() {
         Err(PipelineError::Cancelled(r)) => r,
         other => panic!("{other:?}"),
     };
-    assert_eq!(store.run(run_id).unwrap().unwrap().status, RunStatus::Interrupted);
+    assert_eq!(
+        store.run(run_id).unwrap().unwrap().status,
+        RunStatus::Interrupted
+    );
     let solver = run_layers(&store, run_id)
         .unwrap()
         .into_iter()
@@ -727,7 +736,77 @@ async fn cancelling_interrupts_the_layer_and_the_run_resumes_from_it() {
     assert_eq!(solver.node.status, NodeStatus::Interrupted);
     let e = engine(&store, &server.url());
     let (tx, _rx) = mpsc::unbounded_channel();
-    let out = e.resume(run_id, tx, CancellationToken::new()).await.unwrap();
+    let out = e
+        .resume(run_id, tx, CancellationToken::new())
+        .await
+        .unwrap();
     assert_eq!(out.fin.confidence, Some(96));
     assert!(nodes_per_layer(&store, run_id).values().all(|&n| n == 1));
+}
+
+#[tokio::test]
+async fn the_configured_default_mode_runs_without_a_flag_and_plain_overrides_it() {
+    let server = ScriptedServer::start(Script::forever(answer(&every(97)))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_path_buf();
+    std::fs::create_dir_all(data.join("config")).unwrap();
+    std::fs::write(
+        data.join("config/config.toml"),
+        "[pipeline]\ndefault_mode = \"instant\"\n",
+    )
+    .unwrap();
+    let url = server.url();
+    let (pipeline, plain) = tokio::task::spawn_blocking(move || {
+        let a = ask_cmd(&data, &url, &["--json", "Hello?"])
+            .output()
+            .unwrap();
+        let b = ask_cmd(&data, &url, &["--json", "--mode", "plain", "Hello?"])
+            .output()
+            .unwrap();
+        (a, b)
+    })
+    .await
+    .unwrap();
+    assert!(
+        pipeline.status.success(),
+        "{}",
+        String::from_utf8_lossy(&pipeline.stderr)
+    );
+    let ev = lines(&pipeline.stdout);
+    assert_eq!(ev[0]["type"], "start");
+    assert_eq!(ev[0]["mode"], "instant");
+    assert_eq!(ev.last().unwrap()["confidence"], 95);
+    assert!(
+        plain.status.success(),
+        "{}",
+        String::from_utf8_lossy(&plain.stderr)
+    );
+    let ev = lines(&plain.stdout);
+    assert!(ev.iter().all(|e| e["type"] != "start"));
+    assert_eq!(ev.last().unwrap()["type"], "done");
+}
+
+#[tokio::test]
+async fn a_continued_session_sends_its_history_to_every_layer() {
+    let server = ScriptedServer::start(Script::forever(answer(&every(97)))).await;
+    let (_d, store) = store();
+    let e = engine(&store, &server.url());
+    let (first, _) = run(&e, request("First question?", Mode::Instant)).await;
+    let first = first.unwrap();
+    let mut req = request("Second question?", Mode::Instant);
+    req.session = Some(first.session);
+    let (second, _) = run(&e, req).await;
+    let second = second.unwrap();
+    assert_eq!(second.session, first.session);
+    let reqs = server.requests();
+    let last = &reqs[reqs.len() - 1];
+    let msgs = last.json["messages"].as_array().unwrap();
+    let texts: Vec<&str> = msgs.iter().filter_map(|m| m["content"].as_str()).collect();
+    assert!(texts.iter().any(|t| *t == "First question?"), "{texts:?}");
+    assert!(texts.iter().any(|t| *t == first.answer), "{texts:?}");
+    // The new query follows the first answer.
+    let next = store
+        .edges_from(first.response, Some(EdgeType::Influences))
+        .unwrap();
+    assert!(next.iter().any(|e| e.dst == second.query));
 }
