@@ -57,7 +57,7 @@ pub fn render_tabs(f: &mut Frame, area: Rect, view: &TabsView<'_>, theme: &Theme
         } else {
             theme.style(Role::Dim)
         };
-        spans.push(Span::styled(format!(" {} {title} ", i + 1), style));
+        spans.push(Span::styled(format!(" {} {title} ", (i + 1) % 10), style));
     }
     if let Some(title) = view.title {
         spans.push(Span::styled(format!("  {title}"), theme.style(Role::Title)));

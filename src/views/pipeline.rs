@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Modifier, Style};
+use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{LineGauge, Paragraph};
 use serde_json::Value;
@@ -20,7 +20,6 @@ use self::content::{clip, final_lines, layer_lines, millis, one_line, summary};
 use super::input::InputBox;
 use super::theme::{Role, Theme};
 use super::think::pane;
-use super::verify::wrap;
 use super::{ViewCx, hints};
 use crate::engines::pipeline::{Final, Layer, Mode};
 use crate::store::{RunId, SessionId};
