@@ -24,56 +24,51 @@ impl Store {
         Ok(out)
     }
 
-    /// Resolves a full session id, or a unique prefix or suffix (as shown by `short()`) of
-    /// its hex form.
-    pub fn resolve_session(&self, text: &str) -> Result<SessionId> {
-        if let Ok(id) = text.parse::<SessionId>() {
-            return Ok(id);
-        }
+    /// The key of `table` that `text` names: a unique prefix or suffix (as `short()` shows)
+    /// of its hex form.
+    fn resolve_key(
+        &self,
+        table: redb::TableDefinition<[u8; 16], &[u8]>,
+        text: &str,
+        what: &'static str,
+    ) -> Result<[u8; 16]> {
         let want = normalise_prefix(text);
         let r = self.read()?;
-        let t = r.open_table(SESSIONS)?;
+        let t = r.open_table(table)?;
         resolve_prefix(
             t.iter()?.map(|row| row.map(|(k, _)| k.value())),
             &want,
             text,
-            "session",
+            what,
         )
-        .map(SessionId::from_bytes)
+    }
+
+    /// Resolves a full session id, or a unique prefix or suffix of its hex form.
+    pub fn resolve_session(&self, text: &str) -> Result<SessionId> {
+        match text.parse::<SessionId>() {
+            Ok(id) => Ok(id),
+            Err(_) => self
+                .resolve_key(SESSIONS, text, "session")
+                .map(SessionId::from_bytes),
+        }
     }
 
     /// Resolves a full node id, or a unique prefix or suffix of its hex form.
     pub fn resolve_node(&self, text: &str) -> Result<NodeId> {
-        if let Ok(id) = text.parse::<NodeId>() {
-            return Ok(id);
+        match text.parse::<NodeId>() {
+            Ok(id) => Ok(id),
+            Err(_) => self
+                .resolve_key(NODES, text, "node")
+                .map(NodeId::from_bytes),
         }
-        let want = normalise_prefix(text);
-        let r = self.read()?;
-        let t = r.open_table(NODES)?;
-        resolve_prefix(
-            t.iter()?.map(|row| row.map(|(k, _)| k.value())),
-            &want,
-            text,
-            "node",
-        )
-        .map(NodeId::from_bytes)
     }
 
     /// Resolves a full run id, or a unique prefix or suffix of its hex form.
     pub fn resolve_run(&self, text: &str) -> Result<RunId> {
-        if let Ok(id) = text.parse::<RunId>() {
-            return Ok(id);
+        match text.parse::<RunId>() {
+            Ok(id) => Ok(id),
+            Err(_) => self.resolve_key(RUNS, text, "run").map(RunId::from_bytes),
         }
-        let want = normalise_prefix(text);
-        let r = self.read()?;
-        let t = r.open_table(RUNS)?;
-        resolve_prefix(
-            t.iter()?.map(|row| row.map(|(k, _)| k.value())),
-            &want,
-            text,
-            "run",
-        )
-        .map(RunId::from_bytes)
     }
 
     pub fn node(&self, id: NodeId) -> Result<Option<Node>> {

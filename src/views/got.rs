@@ -24,21 +24,7 @@ use crate::engines::got::{GotParams, GotStats, Thought, ThoughtState};
 use crate::store::NodeId;
 
 /// Where the search shown is.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub enum Phase {
-    /// Nothing shown yet.
-    #[default]
-    Empty,
-    /// A store read is under way.
-    Loading,
-    /// A search runs in this TUI (paused or not: see [`SearchView::paused`]).
-    Running,
-    Done,
-    Interrupted,
-    Failed(String),
-    /// A stored run that was still marked running (another process, or one that died).
-    StoredRunning,
-}
+pub use super::JobPhase as Phase;
 
 /// The outcome shown once a search has ended.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -155,7 +141,7 @@ impl SearchView {
             Phase::Done => "done".into(),
             Phase::Interrupted => "interrupted".into(),
             Phase::Failed(e) => format!("failed: {e}"),
-            Phase::StoredRunning => "unfinished (stored)".into(),
+            Phase::Elsewhere => "unfinished (stored)".into(),
         }
     }
 
@@ -272,7 +258,7 @@ fn render_header(f: &mut Frame, area: Rect, ws: &SearchView, theme: &Theme) {
         Phase::Running => theme.style(Role::Accent),
         Phase::Done => theme.style(Role::Success),
         Phase::Failed(_) => theme.style(Role::Error),
-        Phase::Interrupted | Phase::StoredRunning => theme.style(Role::Warning),
+        Phase::Interrupted | Phase::Elsewhere => theme.style(Role::Warning),
         Phase::Empty | Phase::Loading => dim,
     };
     let strategy = ws

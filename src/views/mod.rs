@@ -61,3 +61,21 @@ pub fn body_area(area: Rect) -> Rect {
     .areas(area);
     body
 }
+
+/// Where an engine run a workspace shows is (GoT, Pipeline).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum JobPhase {
+    /// Nothing to show.
+    #[default]
+    Empty,
+    /// A store read is under way.
+    Loading,
+    /// Running in this TUI.
+    Running,
+    Done,
+    Interrupted,
+    Failed(String),
+    /// Stored as running, but not by this TUI (another process, or one that stopped
+    /// without saying so).
+    Elsewhere,
+}

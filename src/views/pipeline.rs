@@ -92,22 +92,7 @@ impl LayerPane {
 }
 
 /// Where the shown run is.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub enum Phase {
-    /// Nothing to show.
-    #[default]
-    Empty,
-    /// Reading the session's last run.
-    Loading,
-    /// Running here.
-    Running,
-    Done,
-    Interrupted,
-    Failed(String),
-    /// Stored as running, but not by this TUI (another process, or one that stopped
-    /// without saying so).
-    Elsewhere,
-}
+pub use super::JobPhase as Phase;
 
 /// A stack of panes: a layer, the three solvers together, or the final answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -11,8 +11,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::artifacts::{
-    Classification, ConfidenceResult, CriticReport, MetaCriticReport, ProblemMap, Recommended,
-    SkepticReport, VerificationReport,
+    Artifact, Classification, ConfidenceResult, CriticReport, MetaCriticReport, ProblemMap,
+    Recommended, SkepticReport, VerificationReport,
 };
 use super::grounding::{self, Source};
 use super::layer::{self, LayerOut, Link, Shared};
@@ -292,14 +292,14 @@ impl Flow<'_, '_> {
         response: Option<NodeId>,
     ) -> Result<PipelineOutcome, PipelineError> {
         let sh = self.sh;
-        let input = self.input(&[]);
-        let (out, cls) = sh
-            .structured::<Classification>(Layer::Cortex, &[Link::After(query)], input)
+        let (out, cls) = self
+            .structured::<Classification>(
+                Layer::Cortex,
+                &[Link::After(query)],
+                &[],
+                "no classification: the defaults were used",
+            )
             .await?;
-        self.done(&out).await?;
-        if cls.is_none() {
-            self.note("no classification: the defaults were used");
-        }
         let cls = cls.unwrap_or_default();
         let _ = sh.events.send(PipelineEvent::Classification {
             metadata: cls.clone(),
@@ -321,10 +321,7 @@ impl Flow<'_, '_> {
         }
         let (answer, last) = match mode {
             Mode::Instant | Mode::Auto => {
-                let out = sh
-                    .text(Layer::Instant, &[Link::After(prev)], self.input(&[]))
-                    .await?;
-                self.done(&out).await?;
+                let out = self.text(Layer::Instant, &[Link::After(prev)], &[]).await?;
                 self.fin.confidence = Some(sh.engine.params.instant_confidence);
                 (out.text, out.node)
             }
@@ -373,52 +370,87 @@ impl Flow<'_, '_> {
         Ok(out)
     }
 
+    /// A free-text layer, recorded.
+    async fn text(
+        &mut self,
+        layer: Layer,
+        links: &[Link],
+        parts: &[(&str, &str)],
+    ) -> Result<LayerOut, PipelineError> {
+        let out = self.sh.text(layer, links, self.input(parts)).await?;
+        self.done(&out).await?;
+        Ok(out)
+    }
+
+    /// A structured layer, recorded; when its answer could not be read, `missing` says what
+    /// the pipeline does without it.
+    async fn structured<T: Artifact>(
+        &mut self,
+        layer: Layer,
+        links: &[Link],
+        parts: &[(&str, &str)],
+        missing: &str,
+    ) -> Result<(LayerOut, Option<T>), PipelineError> {
+        let (out, value) = self
+            .sh
+            .structured::<T>(layer, links, self.input(parts))
+            .await?;
+        self.done(&out).await?;
+        if value.is_none() {
+            self.note(missing);
+        }
+        Ok((out, value))
+    }
+
     /// Deep mode (seed 003 §5.3), escalating to ultra-deep per §5.5.
     async fn deep(&mut self, prev: NodeId) -> Result<(String, NodeId), PipelineError> {
-        let sh = self.sh;
-        let (dec, map) = sh
-            .structured::<ProblemMap>(Layer::Decomposition, &[Link::After(prev)], self.input(&[]))
+        let (dec, _) = self
+            .structured::<ProblemMap>(
+                Layer::Decomposition,
+                &[Link::After(prev)],
+                &[],
+                "no decomposition: the solver worked from the question alone",
+            )
             .await?;
-        self.done(&dec).await?;
-        let map_text = artifact_text(&dec, "no decomposition: solve from the question alone");
-        if map.is_none() {
-            self.note("no decomposition: the solver worked from the question alone");
-        }
-        let input = self.input(&[("Problem map", &map_text)]);
-        let solver = sh
-            .text(Layer::PrimarySolver, &[Link::After(dec.node)], input)
+        let map = artifact_text(
+            &dec,
+            "No problem map is available; solve from the question.",
+        );
+        let solver = self
+            .text(
+                Layer::PrimarySolver,
+                &[Link::After(dec.node)],
+                &[("Problem map", &map)],
+            )
             .await?;
-        self.done(&solver).await?;
-        let input = self.input(&[("Problem map", &map_text), ("Solution", &solver.text)]);
-        let (critic, report) = sh
-            .structured::<CriticReport>(Layer::FastCritic, &[Link::After(solver.node)], input)
+        let (critic, report) = self
+            .structured::<CriticReport>(
+                Layer::FastCritic,
+                &[Link::After(solver.node)],
+                &[("Problem map", &map), ("Solution", &solver.text)],
+                "no critique: the refiner ran without one",
+            )
             .await?;
-        self.done(&critic).await?;
-        let critique = match &report {
-            Some(_) => artifact_text(&critic, ""),
-            None => {
-                self.note("no critique: the refiner ran without one");
-                "No critique is available; check the solution yourself.".to_string()
-            }
-        };
-        let input = self.input(&[("Solution", &solver.text), ("Critique", &critique)]);
-        let refiner = sh
-            .text(Layer::Refiner, &[Link::After(critic.node)], input)
+        let critique = artifact_text(
+            &critic,
+            "No critique is available; check the solution yourself.",
+        );
+        let refiner = self
+            .text(
+                Layer::Refiner,
+                &[Link::After(critic.node)],
+                &[("Solution", &solver.text), ("Critique", &critique)],
+            )
             .await?;
-        self.done(&refiner).await?;
-        let input = self.input(&[("Answer", &refiner.text)]);
-        let (gate, conf) = sh
+        let (gate, conf) = self
             .structured::<ConfidenceResult>(
                 Layer::ConfidenceGate,
                 &[Link::After(refiner.node)],
-                input,
+                &[("Answer", &refiner.text)],
+                "no confidence: the gate's answer could not be read",
             )
             .await?;
-        self.done(&gate).await?;
-        if conf.is_none() {
-            self.note("no confidence: the gate's answer could not be read");
-        }
-        let threshold = sh.engine.params.escalation_confidence;
+        let threshold = self.sh.engine.params.escalation_confidence;
         let mut reasons = Vec::new();
         if let Some(c) = &conf
             && c.score < threshold
@@ -432,14 +464,15 @@ impl Flow<'_, '_> {
             ));
         }
         if self.escalate && !reasons.is_empty() {
-            let _ = sh.events.send(PipelineEvent::Escalation {
+            let events = &self.sh.events;
+            let _ = events.send(PipelineEvent::Escalation {
                 content: reasons.join("; "),
+            });
+            let _ = events.send(PipelineEvent::ModeSelected {
+                mode: Mode::UltraDeep,
             });
             self.fin.was_escalated = true;
             self.fin.mode = Some(Mode::UltraDeep);
-            let _ = sh.events.send(PipelineEvent::ModeSelected {
-                mode: Mode::UltraDeep,
-            });
             return self.ultra(gate.node, Some(&refiner.text)).await;
         }
         self.take_confidence(conf);
@@ -465,19 +498,19 @@ impl Flow<'_, '_> {
         if let Some(a) = earlier {
             parts.push(("An earlier answer that was not confident enough", a));
         }
-        let (dec, map) = sh
+        let (dec, _) = self
             .structured::<ProblemMap>(
                 Layer::DeepDecomposition,
                 &[Link::After(prev)],
-                self.input(&parts),
+                &parts,
+                "no deep decomposition: the solvers worked from the question alone",
             )
             .await?;
-        self.done(&dec).await?;
-        if map.is_none() {
-            self.note("no deep decomposition: the solvers worked from the question alone");
-        }
-        let map_text = artifact_text(&dec, "");
-        let input = self.input(&[("Problem map", &map_text)]);
+        let map = artifact_text(
+            &dec,
+            "No problem map is available; solve from the question.",
+        );
+        let input = self.input(&[("Problem map", &map)]);
         let _ = sh.events.send(PipelineEvent::ParallelStart {
             parallel_group: super::SOLVER_GROUP,
         });
@@ -492,75 +525,65 @@ impl Flow<'_, '_> {
             self.done(s).await?;
         }
         let [a, b, c] = &solvers;
-        let sols = [
+        let mut parts = vec![
             ("Solution A (mainstream)", a.text.as_str()),
             ("Solution B (failure modes)", b.text.as_str()),
             ("Solution C (contrarian)", c.text.as_str()),
         ];
         let after_solvers: Vec<Link> = solvers.iter().map(|s| Link::After(s.node)).collect();
-        let (skeptic, sk) = sh
-            .structured::<SkepticReport>(Layer::Skeptic, &after_solvers, self.input(&sols))
+        let (skeptic, _) = self
+            .structured::<SkepticReport>(
+                Layer::Skeptic,
+                &after_solvers,
+                &parts,
+                "no skeptic's report: the synthesis went on without it",
+            )
             .await?;
-        self.done(&skeptic).await?;
         let skeptic_text = artifact_text(&skeptic, "No skeptic's report is available.");
-        if sk.is_none() {
-            self.note("no skeptic's report: the synthesis went on without it");
-        }
-        let mut parts = sols.to_vec();
         parts.push(("Skeptic's report", &skeptic_text));
-        let (verifier, ver) = sh
+        let (verifier, _) = self
             .structured::<VerificationReport>(
                 Layer::Verifier,
                 &[Link::After(skeptic.node)],
-                self.input(&parts),
+                &parts,
+                "no verification: the synthesis went on without it",
             )
             .await?;
-        self.done(&verifier).await?;
-        if ver.is_none() {
-            self.note("no verification: the synthesis went on without it");
-        }
         let verifier_text = artifact_text(&verifier, "No verification is available.");
         parts.push(("Verification", &verifier_text));
         let mut links = vec![Link::After(verifier.node)];
         links.extend(solvers.iter().map(|s| Link::Aggregates(s.node)));
-        let synth = sh
-            .text(Layer::Synthesizer, &links, self.input(&parts))
-            .await?;
-        self.done(&synth).await?;
-        let (meta, report) = sh
+        let synth = self.text(Layer::Synthesizer, &links, &parts).await?;
+        let (meta, report) = self
             .structured::<MetaCriticReport>(
                 Layer::MetaCritic,
                 &[Link::After(synth.node)],
-                self.input(&[("Answer", &synth.text)]),
+                &[("Answer", &synth.text)],
+                "no meta-critique: the synthesis stands as it is",
             )
             .await?;
-        self.done(&meta).await?;
-        if report.is_none() {
-            self.note("no meta-critique: the synthesis stands as it is");
-        }
         let (answer, last) = match report.filter(|r| !r.missing_elements.is_empty()) {
             Some(r) => {
-                let gaps = r.missing_elements.join("\n- ");
-                let input = self.input(&[("Answer", &synth.text), ("Gaps", &format!("- {gaps}"))]);
-                let re = sh
-                    .text(Layer::ReSynthesis, &[Link::After(meta.node)], input)
+                let gaps = format!("- {}", r.missing_elements.join("\n- "));
+                let re = self
+                    .text(
+                        Layer::ReSynthesis,
+                        &[Link::After(meta.node)],
+                        &[("Answer", &synth.text), ("Gaps", &gaps)],
+                    )
                     .await?;
-                self.done(&re).await?;
                 (re.text, re.node)
             }
             None => (synth.text, meta.node),
         };
-        let (fc, conf) = sh
+        let (fc, conf) = self
             .structured::<ConfidenceResult>(
                 Layer::FinalConfidence,
                 &[Link::After(last)],
-                self.input(&[("Answer", &answer)]),
+                &[("Answer", &answer)],
+                "no confidence: the final gate's answer could not be read",
             )
             .await?;
-        self.done(&fc).await?;
-        if conf.is_none() {
-            self.note("no confidence: the final gate's answer could not be read");
-        }
         self.take_confidence(conf);
         Ok((answer, fc.node))
     }

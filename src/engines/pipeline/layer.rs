@@ -110,6 +110,22 @@ impl Shared<'_> {
         let _ = self.events.send(ev);
     }
 
+    /// Says a layer ended: failed with its reason, or complete.
+    fn complete(&self, layer: Layer, failed: &Option<String>, resumed: bool, duration_ms: u64) {
+        self.emit(PipelineEvent::LayerComplete {
+            layer,
+            layer_label: layer.label(),
+            state: if failed.is_some() {
+                LayerState::Failed
+            } else {
+                LayerState::Complete
+            },
+            error: failed.clone(),
+            resumed,
+            duration_ms,
+        });
+    }
+
     /// A layer an earlier attempt finished: its events again, nothing run.
     fn replay(&self, layer: Layer, n: &Node) -> LayerOut {
         self.emit(PipelineEvent::LayerStart {
@@ -130,18 +146,8 @@ impl Shared<'_> {
             NodeStatus::Failed { error } => Some(error.clone()),
             _ => None,
         };
-        self.emit(PipelineEvent::LayerComplete {
-            layer,
-            layer_label: layer.label(),
-            state: if failed.is_some() {
-                LayerState::Failed
-            } else {
-                LayerState::Complete
-            },
-            error: failed.clone(),
-            resumed: true,
-            duration_ms: n.meta.get(DURATION).and_then(Value::as_u64).unwrap_or(0),
-        });
+        let duration = n.meta.get(DURATION).and_then(Value::as_u64).unwrap_or(0);
+        self.complete(layer, &failed, true, duration);
         LayerOut {
             layer,
             node: n.id,
@@ -235,18 +241,7 @@ impl Shared<'_> {
                 artifact: a.clone(),
             });
         }
-        self.emit(PipelineEvent::LayerComplete {
-            layer,
-            layer_label: layer.label(),
-            state: if failed.is_some() {
-                LayerState::Failed
-            } else {
-                LayerState::Complete
-            },
-            error: failed.clone(),
-            resumed: false,
-            duration_ms: duration,
-        });
+        self.complete(layer, &failed, false, duration);
         Ok(LayerOut {
             layer,
             node: node.id,

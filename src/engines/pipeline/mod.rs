@@ -139,6 +139,19 @@ impl Layer {
         Layer::ConfidenceGate,
     ];
     pub const SOLVERS: [Layer; 3] = [Layer::SolverA, Layer::SolverB, Layer::SolverC];
+    /// The layers ultra-deep mode plans (re-synthesis joins them only when the meta-critic
+    /// finds gaps).
+    pub const ULTRA: [Layer; 9] = [
+        Layer::DeepDecomposition,
+        Layer::SolverA,
+        Layer::SolverB,
+        Layer::SolverC,
+        Layer::Skeptic,
+        Layer::Verifier,
+        Layer::Synthesizer,
+        Layer::MetaCritic,
+        Layer::FinalConfidence,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {

@@ -60,7 +60,7 @@ impl Got {
         v.expanded = s.expanded.into_iter().collect();
         v.set_thoughts(s.thoughts);
         v.phase = match s.status {
-            Some(RunStatus::Running) => Phase::StoredRunning,
+            Some(RunStatus::Running) => Phase::Elsewhere,
             Some(RunStatus::Interrupted) => Phase::Interrupted,
             Some(RunStatus::Failed { error }) => Phase::Failed(error),
             Some(RunStatus::Done) | None => Phase::Done,

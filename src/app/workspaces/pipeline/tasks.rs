@@ -186,17 +186,7 @@ pub fn planned(mode: Mode) -> &'static [Layer] {
         Mode::Auto => &[],
         Mode::Instant => &[Layer::Instant],
         Mode::Deep => &Layer::DEEP,
-        Mode::UltraDeep => &[
-            Layer::DeepDecomposition,
-            Layer::SolverA,
-            Layer::SolverB,
-            Layer::SolverC,
-            Layer::Skeptic,
-            Layer::Verifier,
-            Layer::Synthesizer,
-            Layer::MetaCritic,
-            Layer::FinalConfidence,
-        ],
+        Mode::UltraDeep => &Layer::ULTRA,
     }
 }
 
