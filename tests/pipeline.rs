@@ -147,6 +147,10 @@ async fn low_confidence_escalates_deep_and_the_three_solvers_run_at_once() {
     let (out, events) = run(&e, request("Should I rent or buy a flat?", Mode::Deep)).await;
     let out = out.unwrap();
     assert!(out.fin.was_escalated);
+    assert_eq!(
+        out.fin.escalation.as_deref(),
+        Some("confidence 62 is below 70")
+    );
     assert_eq!(out.fin.mode, Some(Mode::UltraDeep));
     assert_eq!(out.fin.confidence, Some(62));
     let kinds: Vec<&PipelineEvent> = events.iter().collect();
@@ -396,6 +400,17 @@ async fn a_provider_error_leaves_a_run_that_resumes_without_running_a_layer_twic
     let (tx, _rx) = mpsc::unbounded_channel();
     let again = e.resume(out.run, tx, CancellationToken::new()).await;
     assert!(matches!(again, Err(PipelineError::Finished(_))));
+    // A run another live process is running does not resume.
+    let mut busy = store.run(run_id).unwrap().unwrap();
+    busy.status = RunStatus::Running;
+    busy.summary = json!({"worker": "pid:1"});
+    store.write(|w| w.put_run(&busy)).unwrap();
+    let (tx, _rx) = mpsc::unbounded_channel();
+    let again = e.resume(run_id, tx, CancellationToken::new()).await;
+    assert!(
+        matches!(again, Err(PipelineError::Busy { .. })),
+        "{again:?}"
+    );
 }
 
 #[tokio::test]

@@ -21,6 +21,7 @@ use super::{
     PipelineRequest,
 };
 use crate::engines::llm::Message;
+use crate::engines::memory::learn::queue::{worker_gone, worker_id};
 use crate::engines::orchestrator::{session_history, title_from};
 use crate::store::{
     Edge, EdgeType, Node, NodeId, NodeType, Run, RunId, RunKind, RunStatus, Session, SessionSource,
@@ -28,6 +29,8 @@ use crate::store::{
 
 /// Key of the final answer node's `meta` naming its run (also on the query node).
 const RUN: &str = layer::RUN;
+/// Key of a run's `summary` naming the process running it (`pid:<n>`).
+const WORKER: &str = "worker";
 
 /// A run about to be driven: new, or loaded to resume.
 pub(crate) struct RunState {
@@ -139,6 +142,17 @@ impl RunState {
         if run.status == RunStatus::Done {
             return Err(PipelineError::Finished(id));
         }
+        // A run marked running is resumed only when the process running it is gone (killed
+        // or crashed): two processes must not run its layers at once.
+        let worker = run.summary.get(WORKER).and_then(Value::as_str);
+        if run.status == RunStatus::Running
+            && worker.is_some_and(|w| w != worker_id() && !worker_gone(Some(w)))
+        {
+            return Err(PipelineError::Busy {
+                run: id,
+                worker: worker.unwrap_or_default().to_string(),
+            });
+        }
         let unreadable = |why: &str| PipelineError::Unreadable {
             run: id,
             why: why.to_string(),
@@ -192,6 +206,11 @@ pub(crate) async fn drive(
 ) -> Result<PipelineOutcome, PipelineError> {
     st.run.status = RunStatus::Running;
     st.run.finished_at = None;
+    if let Value::Object(m) = &mut st.run.summary {
+        m.insert(WORKER.into(), json!(worker_id()));
+    }
+    let marked = st.run.clone();
+    e.store.write_async(move |w| w.put_run(&marked)).await?;
     let _ = events.send(PipelineEvent::Start {
         run: st.run.id,
         session: st.run.session,
@@ -252,8 +271,10 @@ impl Flow<'_, '_> {
             "stage": out.layer,
             "mode": self.fin.mode,
             "was_escalated": self.fin.was_escalated,
+            "escalation": self.fin.escalation,
             "failed_layers": self.fin.failed_layers,
             "layers": self.layers.len(),
+            WORKER: worker_id(),
         });
         let run = self.run.clone();
         self.sh
@@ -465,9 +486,11 @@ impl Flow<'_, '_> {
         }
         if self.escalate && !reasons.is_empty() {
             let events = &self.sh.events;
+            let reason = reasons.join("; ");
             let _ = events.send(PipelineEvent::Escalation {
-                content: reasons.join("; "),
+                content: reason.clone(),
             });
+            self.fin.escalation = Some(reason);
             let _ = events.send(PipelineEvent::ModeSelected {
                 mode: Mode::UltraDeep,
             });

@@ -508,6 +508,9 @@ pub struct Final {
     /// The mode that produced the answer.
     pub mode: Option<Mode>,
     pub was_escalated: bool,
+    /// Why deep escalated, when it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<String>,
     /// Layers whose JSON could not be read; the pipeline went on without them.
     pub failed_layers: Vec<Layer>,
     /// What the failures meant, one line each ("no critique: the refiner ran without one").
@@ -549,6 +552,8 @@ pub enum PipelineError {
     NotPipeline(RunId),
     #[error("run {0} already finished")]
     Finished(RunId),
+    #[error("run {run} is still running ({worker}); stop that process first")]
+    Busy { run: RunId, worker: String },
     #[error("run {run}: {why}")]
     Unreadable { run: RunId, why: String },
     #[error("layer {layer}: {error} (resume with: glassbox ask --resume {run})")]

@@ -201,31 +201,6 @@ fn parse<T: serde::de::DeserializeOwned>(v: Option<&Value>) -> Option<T> {
     v.and_then(|v| serde_json::from_value(v.clone()).ok())
 }
 
-/// Why a stored deep run escalated, from its gate's score and its critic's missing angles
-/// (the engine does not store the reason itself).
-fn escalation_reason(layers: &[LayerPane]) -> String {
-    let artifact = |l: Layer| layers.iter().find(|p| p.layer == l)?.artifact.as_ref();
-    let mut why = Vec::new();
-    if let Some(score) = artifact(Layer::ConfidenceGate).and_then(|a| a.get("score")) {
-        why.push(format!("the gate's confidence was {score}"));
-    }
-    if let Some(Value::Array(missing)) =
-        artifact(Layer::FastCritic).and_then(|a| a.get("missing_angles"))
-        && !missing.is_empty()
-    {
-        let angles: Vec<&str> = missing.iter().filter_map(Value::as_str).collect();
-        why.push(format!(
-            "the critic found missing angles: {}",
-            angles.join("; ")
-        ));
-    }
-    if why.is_empty() {
-        "deep was not confident enough".to_string()
-    } else {
-        why.join("; ")
-    }
-}
-
 /// The last pipeline run of `session` as shown: its layers from their nodes, its final
 /// answer and notes from the run's summary; a run that has not finished also lists the
 /// layers still to come.
@@ -261,14 +236,11 @@ pub fn load_last(store: &Store, session: SessionId) -> Result<Option<RunView>, S
         .as_ref()
         .and_then(|f| f.mode)
         .or_else(|| parse::<Option<Mode>>(s.get("mode")).flatten());
-    let escalated = fin.as_ref().map_or_else(
-        || {
-            s.get("was_escalated")
-                .and_then(Value::as_bool)
-                .unwrap_or(false)
-        },
-        |f| f.was_escalated,
-    );
+    // Why deep escalated: the final's reason, or while it runs the summary's.
+    let escalation = fin
+        .as_ref()
+        .and_then(|f| f.escalation.clone())
+        .or_else(|| parse::<Option<String>>(s.get("escalation")).flatten());
     let phase = match &run.status {
         RunStatus::Running => Phase::Elsewhere,
         RunStatus::Done => Phase::Done,
@@ -287,7 +259,7 @@ pub fn load_last(store: &Store, session: SessionId) -> Result<Option<RunView>, S
             .to_string(),
         requested,
         mode,
-        escalation: escalated.then(|| escalation_reason(&layers)),
+        escalation,
         layers,
         answer: s.get("answer").and_then(Value::as_str).map(str::to_string),
         fin,
@@ -298,7 +270,7 @@ pub fn load_last(store: &Store, session: SessionId) -> Result<Option<RunView>, S
         for m in [requested, mode].into_iter().flatten() {
             plan(&mut view, m);
         }
-        if escalated {
+        if view.escalated() {
             plan(&mut view, Mode::UltraDeep);
         }
     }

@@ -24,7 +24,7 @@ pub fn worker_id() -> String {
 }
 
 /// Whether the worker that claimed an item is gone (its process no longer runs).
-fn worker_gone(claimed_by: Option<&str>) -> bool {
+pub(crate) fn worker_gone(claimed_by: Option<&str>) -> bool {
     let Some(pid) = claimed_by.and_then(|c| c.strip_prefix("pid:")) else {
         return false;
     };
