@@ -8,7 +8,29 @@ use clap::Parser;
 use glassbox::app;
 use glassbox::cli::{self, Cli, Command};
 
+/// Exit status of a process whose output pipe closed (128 + SIGPIPE), as Unix tools give.
+const CLOSED_PIPE: i32 = 141;
+
+/// `print!` panics when stdout is a closed pipe (`glassbox … | head -1`): that is no bug,
+/// just the reader leaving, so the process ends quietly the way other Unix tools do.
+fn quiet_on_closed_pipe() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if msg.starts_with("failed printing to std") && msg.contains("Broken pipe") {
+            std::process::exit(CLOSED_PIPE);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    quiet_on_closed_pipe();
     match run(Cli::parse()) {
         Ok(code) => code,
         Err(err) => {

@@ -399,3 +399,58 @@ async fn the_question_can_come_from_stdin() {
             .contains("Question from a pipe")
     );
 }
+
+/// `glassbox … | head -1`: the reader leaves before the output is written; the command
+/// ends quietly (no panic, no backtrace) with 0 or 141 like other Unix tools.
+#[test]
+fn a_closed_stdout_ends_the_command_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &["doctor", "--json"][..],
+        &["config", "show"][..],
+        &["--help"][..],
+    ] {
+        let mut child = glassbox(dir.path())
+            .args(args)
+            .env("RUST_BACKTRACE", "1")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+        let code = out.status.code();
+        assert!(matches!(code, Some(0 | 141)), "{args:?}: {code:?} {err}");
+    }
+}
+
+/// Shells and wrappers set variables under our prefix: one warning line, and the command
+/// runs.
+#[test]
+fn an_unknown_glassbox_variable_is_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = glassbox(dir.path())
+        .args(["config", "show", "--json"])
+        .env("GLASSBOX_FOO", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("glassbox: warning: ignoring unknown environment variable GLASSBOX_FOO"),
+        "{err}"
+    );
+    let bad = glassbox(dir.path())
+        .args(["config", "show"])
+        .env("GLASSBOX_NETWORK__MAX_RETRIES", "many")
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+}

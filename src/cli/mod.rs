@@ -171,6 +171,9 @@ pub fn load_ctx(g: &GlobalArgs) -> Result<Ctx> {
         g.profile.clone(),
     );
     let loaded = config::load(&sources)?;
+    for w in &loaded.warnings {
+        eprintln!("glassbox: warning: {w}");
+    }
     Ok(Ctx {
         paths,
         loaded,

@@ -121,11 +121,21 @@ pub fn load(src: &ConfigSources) -> Result<LoadedConfig, ConfigError> {
 
     // Environment.
     let mut deferred_model: Vec<(toml::Value, Origin)> = Vec::new();
-    for (path, value, origin) in env_entries(&src.env)? {
+    let mut warnings = Vec::new();
+    for (path, value, origin) in env_entries(&src.env, &mut warnings)? {
         if path.len() == 1 && path[0] == MODEL_KEY {
             deferred_model.push((value, origin));
-        } else {
-            merger.apply(&path, value, origin, true)?;
+            continue;
+        }
+        match merger.apply(&path, value, origin.clone(), true) {
+            // A variable naming no setting is someone else's, or a typo: said, not fatal.
+            Err(ConfigError::UnknownKey {
+                key, place, hint, ..
+            }) => warnings.push(format!(
+                "ignoring {}: no setting '{key}' {place}{hint}",
+                origin.location()
+            )),
+            other => other?,
         }
     }
 
@@ -246,6 +256,7 @@ pub fn load(src: &ConfigSources) -> Result<LoadedConfig, ConfigError> {
         origins: merger.origins,
         files,
         provider,
+        warnings,
     })
 }
 

@@ -77,8 +77,6 @@ pub enum ConfigError {
         key: String,
         message: String,
     },
-    #[error("unknown environment variable {var}: {reason}")]
-    UnknownEnvVar { var: String, reason: String },
     #[error("unknown profile '{name}' (selected by {by}); {}", defined_profiles(.defined))]
     UnknownProfile {
         name: String,
@@ -107,6 +105,8 @@ pub struct LoadedConfig {
     pub files: Vec<PathBuf>,
     /// The concrete provider (`general.provider` with `auto` resolved).
     pub provider: ProviderKind,
+    /// What was ignored while loading (unknown `GLASSBOX_*` variables), one line each.
+    pub warnings: Vec<String>,
 }
 
 impl LoadedConfig {

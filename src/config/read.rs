@@ -76,6 +76,7 @@ fn collect_spans(
 /// the short `GLASSBOX_*` names, then `GLASSBOX_<SECTION>__<KEY>`.
 pub(super) fn env_entries(
     env: &[(String, String)],
+    warnings: &mut Vec<String>,
 ) -> Result<Vec<(Vec<String>, toml::Value, Origin)>, ConfigError> {
     let mut sorted: Vec<&(String, String)> = env.iter().collect();
     sorted.sort();
@@ -108,17 +109,20 @@ pub(super) fn env_entries(
             continue;
         }
         if !rest.contains("__") {
-            return Err(ConfigError::UnknownEnvVar {
-                var: var.clone(),
-                reason: format!(
-                    "expected GLASSBOX_<SECTION>__<KEY> (e.g. GLASSBOX_NETWORK__MAX_RETRIES) or one of {}",
-                    SHORT_ENV_VARS
-                        .iter()
-                        .map(|(v, _)| *v)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            });
+            // Shells and wrappers set variables under our prefix too: a warning, not an error.
+            let known: Vec<String> = SHORT_ENV_VARS
+                .iter()
+                .map(|(v, _)| *v)
+                .chain(PATH_ENV_VARS.iter().copied())
+                .map(str::to_string)
+                .collect();
+            let hint = super::check::closest(var, &known)
+                .map(|k| format!("did you mean {k}? "))
+                .unwrap_or_default();
+            warnings.push(format!(
+                "ignoring unknown environment variable {var}: {hint}(settings are GLASSBOX_<SECTION>__<KEY>, e.g. GLASSBOX_NETWORK__MAX_RETRIES)"
+            ));
+            continue;
         }
         let path: Vec<String> = rest.split("__").map(str::to_ascii_lowercase).collect();
         generic.push((path, toml::Value::String(value.clone()), origin));
