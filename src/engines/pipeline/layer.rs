@@ -110,6 +110,16 @@ impl Shared<'_> {
         let _ = self.events.send(ev);
     }
 
+    /// A piece of a layer's thinking or answer, as it streams.
+    fn chunk(&self, layer: Layer, content: String, thinking: bool) {
+        self.emit(PipelineEvent::LayerChunk {
+            layer,
+            content,
+            thinking,
+            parallel_group: layer.parallel_group(),
+        });
+    }
+
     /// Says a layer ended: failed with its reason, or complete.
     fn complete(&self, layer: Layer, failed: &Option<String>, resumed: bool, duration_ms: u64) {
         self.emit(PipelineEvent::LayerComplete {
@@ -308,12 +318,7 @@ impl Shared<'_> {
         let mut reason = String::new();
         for attempt in 0..=self.engine.params.repair_retries {
             if attempt > 0 {
-                self.emit(PipelineEvent::LayerChunk {
-                    layer,
-                    content: format!("\n[repair: {reason}]\n"),
-                    thinking: true,
-                    parallel_group: layer.parallel_group(),
-                });
+                self.chunk(layer, format!("\n[repair: {reason}]\n"), true);
             }
             let raw = self
                 .call(layer, &mut node, user.clone(), Some(T::schema()))
@@ -389,7 +394,6 @@ impl Shared<'_> {
         let mut text = String::new();
         let mut failure: Option<LlmError> = None;
         let mut last_flush = Instant::now();
-        let group = layer.parallel_group();
         loop {
             let ev = tokio::select! {
                 ev = stream.next() => ev,
@@ -399,31 +403,16 @@ impl Shared<'_> {
             match ev {
                 StreamEvent::ThinkingDelta { text: t } => {
                     thinking.push_str(&t);
-                    self.emit(PipelineEvent::LayerChunk {
-                        layer,
-                        content: t,
-                        thinking: true,
-                        parallel_group: group,
-                    });
+                    self.chunk(layer, t, true);
                 }
                 StreamEvent::TextDelta { text: t } => {
                     text.push_str(&t);
-                    self.emit(PipelineEvent::LayerChunk {
-                        layer,
-                        content: t,
-                        thinking: false,
-                        parallel_group: group,
-                    });
+                    self.chunk(layer, t, false);
                 }
                 StreamEvent::ToolUse { input, .. } => {
                     let t = input.to_string();
                     text.push_str(&t);
-                    self.emit(PipelineEvent::LayerChunk {
-                        layer,
-                        content: t,
-                        thinking: false,
-                        parallel_group: group,
-                    });
+                    self.chunk(layer, t, false);
                 }
                 StreamEvent::Error { error } => {
                     failure = Some(error);
