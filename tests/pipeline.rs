@@ -515,20 +515,14 @@ fn lines(out: &[u8]) -> Vec<Value> {
         .collect()
 }
 
-#[tokio::test]
-async fn ask_mode_deep_json_prints_the_seed_events() {
-    let server = ScriptedServer::start(Script::forever(slow(&every(62), 150))).await;
-    let dir = tempfile::tempdir().unwrap();
-    let url = server.url();
-    let data = dir.path().to_path_buf();
+/// Runs `ask` with `args` off the runtime; fails the test on a bad exit, else returns its
+/// `--json` events.
+async fn ask_events(data: &std::path::Path, url: &str, args: &[&str]) -> Vec<Value> {
+    let (data, url) = (data.to_path_buf(), url.to_string());
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let out = tokio::task::spawn_blocking(move || {
-        ask_cmd(
-            &data,
-            &url,
-            &["--mode", "deep", "--json", "Should I rent or buy?"],
-        )
-        .output()
-        .unwrap()
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        ask_cmd(&data, &url, &args).output().unwrap()
     })
     .await
     .unwrap();
@@ -537,7 +531,19 @@ async fn ask_mode_deep_json_prints_the_seed_events() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let ev = lines(&out.stdout);
+    lines(&out.stdout)
+}
+
+#[tokio::test]
+async fn ask_mode_deep_json_prints_the_seed_events() {
+    let server = ScriptedServer::start(Script::forever(slow(&every(62), 150))).await;
+    let dir = tempfile::tempdir().unwrap();
+    let ev = ask_events(
+        dir.path(),
+        &server.url(),
+        &["--mode", "deep", "--json", "Should I rent or buy?"],
+    )
+    .await;
     assert_eq!(ev[0]["type"], "start");
     assert!(ev[0]["runId"].is_string() && ev[0]["sessionId"].is_string());
     assert_eq!(ev[0]["mode"], "deep");
@@ -612,26 +618,8 @@ async fn kill_9_after_the_critic_then_resume_leaves_one_node_per_layer() {
     .unwrap();
     assert!(!run_id.is_empty());
     let before = server.requests().len();
-    let out = tokio::task::spawn_blocking({
-        let (data, url, run_id) = (data.clone(), url.clone(), run_id.clone());
-        move || {
-            ask_cmd(
-                &data,
-                &url,
-                &["--resume", &run_id[run_id.len() - 8..], "--json"],
-            )
-            .output()
-            .unwrap()
-        }
-    })
-    .await
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let ev = lines(&out.stdout);
+    let suffix = &run_id[run_id.len() - 8..];
+    let ev = ask_events(&data, &url, &["--resume", suffix, "--json"]).await;
     assert_eq!(ev[0]["type"], "start");
     assert_eq!(ev[0]["resumed"], true);
     let replayed: Vec<&str> = ev
