@@ -538,3 +538,88 @@ fn a_deep_pipeline_leaves_its_five_layers_as_well_formed_nodes() {
         }
     }
 }
+
+#[test]
+fn research_runs_end_to_end_on_the_local_model_with_well_formed_nodes() {
+    if model_path().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let docs = dir.path().join("docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    std::fs::write(
+        docs.join("lighthouse.md"),
+        "# The Lighthouse\n\nThe Skerry lighthouse was electrified in 1952.\n",
+    )
+    .unwrap();
+    let add = glassbox(dir.path())
+        .args(["knowledge", "add"])
+        .arg(&docs)
+        .output()
+        .unwrap();
+    assert!(
+        add.status.success(),
+        "{}",
+        String::from_utf8_lossy(&add.stderr)
+    );
+    // Short stages: the machinery is under test, not the report.
+    let out = glassbox(dir.path())
+        .env("GLASSBOX_RESEARCH__THINKER__MAX_TOKENS", "160")
+        .env("GLASSBOX_RESEARCH__AUDITOR__MAX_TOKENS", "96")
+        .env("GLASSBOX_RESEARCH__SYNTHESIZER__MAX_TOKENS", "48")
+        .args(["--provider", "local", "research", "--approve", "--json"])
+        .arg("When was the Skerry lighthouse electrified?")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let events: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events[0]["type"], "start");
+    let last = events.last().unwrap();
+    let st = &last["state"];
+    assert_eq!(st["status"], "complete", "{last}");
+    // The plan came through the grammar: only offline tools, every step with an input.
+    let steps = st["plan"]["steps"].as_array().unwrap();
+    assert!(!steps.is_empty());
+    for s in steps {
+        let tool = s["tool"].as_str().unwrap();
+        assert!(
+            ["knowledge_search", "session_search", "memory_search"].contains(&tool),
+            "{s}"
+        );
+        assert!(!s["input"].as_str().unwrap().trim().is_empty(), "{s}");
+        assert!(s["output"].is_string() || s["error"].is_string(), "{s}");
+    }
+    assert!(
+        st["finalReport"]
+            .as_str()
+            .is_some_and(|r| !r.trim().is_empty())
+    );
+    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let session: glassbox::store::SessionId =
+        events[0]["sessionId"].as_str().unwrap().parse().unwrap();
+    let nodes = store.session_nodes(session).unwrap();
+    for n in &nodes {
+        // A tool may fail (its step says why); every other node ends complete.
+        if n.kind != NodeType::ToolCall {
+            assert_eq!(n.status, NodeStatus::Complete, "{:?}: {}", n.kind, n.text);
+        }
+        if matches!(n.kind, NodeType::Plan | NodeType::Audit) {
+            assert!(n.meta["artifact"].is_object(), "{:?}", n.kind);
+        }
+    }
+    let kinds: Vec<NodeType> = nodes.iter().map(|n| n.kind).collect();
+    assert_eq!(kinds.first(), Some(&NodeType::Query));
+    assert_eq!(kinds.last(), Some(&NodeType::Synthesis));
+    assert_eq!(
+        kinds.iter().filter(|k| **k == NodeType::ToolCall).count(),
+        steps.len()
+    );
+}

@@ -9,10 +9,12 @@ mod fork;
 mod got;
 mod import;
 mod insights;
+mod knowledge;
 mod mcp;
 mod memory;
 mod pipeline;
 pub mod replay;
+mod research;
 mod search;
 mod sessions;
 mod steer;
@@ -102,6 +104,11 @@ pub enum Command {
     Memory(memory::MemoryCmd),
     /// Full-text search over every session's thinking, answers and tool calls.
     Search(search::SearchArgs),
+    /// The local knowledge base: add files, folders, notes and URLs; list, rm, search.
+    #[command(subcommand)]
+    Knowledge(knowledge::KnowledgeCmd),
+    /// Research a question: plan → policy audit → your approval → tools → cited report.
+    Research(research::ResearchArgs),
     /// Replay a session (--print: to stdout, at recorded pace).
     Replay(replay::ReplayArgs),
     /// Graph of Thoughts: search a problem with scored, pruned and aggregated thoughts.
@@ -262,6 +269,8 @@ pub fn run(ctx: &Ctx, runtime: &tokio::runtime::Runtime, command: Command) -> Re
         Command::Export(args) => export::run(ctx, args),
         Command::Search(args) => search::run(ctx, args),
         Command::Memory(cmd) => memory::run(ctx, runtime, cmd),
+        Command::Knowledge(cmd) => knowledge::run(ctx, cmd),
+        Command::Research(args) => runtime.block_on(research::run(ctx, args)),
         Command::Replay(args) => runtime.block_on(replay::print(ctx, args)),
         Command::Got(args) => runtime.block_on(got::run(ctx, args)),
         Command::Verify(args) => runtime.block_on(verify::run(ctx, args)),

@@ -110,6 +110,30 @@ pub(super) fn check_values(config: &Config) -> Vec<(String, String)> {
             search.searxng_url
         ),
     );
+    let kb = &config.knowledge;
+    check(
+        kb.chunk_chars >= 50,
+        "knowledge.chunk_chars",
+        format!("must be at least 50, got {}", kb.chunk_chars),
+    );
+    check(
+        kb.overlap_chars < kb.chunk_chars,
+        "knowledge.overlap_chars",
+        format!(
+            "must be less than knowledge.chunk_chars ({}), got {}",
+            kb.chunk_chars, kb.overlap_chars
+        ),
+    );
+    check(
+        (1..=50).contains(&kb.top_k),
+        "knowledge.top_k",
+        format!("must be 1 to 50, got {}", kb.top_k),
+    );
+    check(
+        kb.max_file_bytes > 0,
+        "knowledge.max_file_bytes",
+        "must be at least 1".into(),
+    );
     let nous = &config.memory.nous;
     let w = &nous.weights;
     for (name, v) in [

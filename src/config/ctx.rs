@@ -5,6 +5,7 @@ use std::sync::{Arc, OnceLock};
 use anyhow::Result;
 
 use super::LoadedConfig;
+use crate::engines::knowledge::Knowledge;
 use crate::engines::memory::{self, Embedder, Memory, ScopeKind};
 use crate::engines::prompts::Prompts;
 use crate::paths::Paths;
@@ -64,6 +65,19 @@ impl Ctx {
             m.warn_once(w);
         }
         Ok(m)
+    }
+
+    /// The knowledge base over `store`, with the embedder when it loads; the second value
+    /// says why there is none (search then goes by words).
+    pub fn knowledge(&self, store: Store) -> (Knowledge, Option<String>) {
+        let cfg = &self.loaded.config;
+        let (embedder, warning) = match self.embedder() {
+            Ok(e) => (e, None),
+            Err(w) => (None, Some(w)),
+        };
+        let k = Knowledge::new(store, embedder, cfg.knowledge.clone())
+            .with_batch_size(cfg.embeddings.batch_size);
+        (k, warning)
     }
 
     /// The prompts: embedded defaults overridden by files in `<config dir>/prompts/`.

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engines::fork::ForkParams;
 use crate::engines::got::GotTuning;
+use crate::engines::knowledge::KnowledgeParams;
 use crate::engines::llm::Effort;
 use crate::engines::llm::decoding::LocalDecoding;
 use crate::engines::llm::loops::LoopParams;
@@ -33,6 +34,7 @@ use crate::engines::memory::{EmbeddingParams, MemoryParams};
 use crate::engines::metacog::MetacogParams;
 use crate::engines::orchestrator::{BudgetParams, RoutingParams};
 use crate::engines::pipeline::{PipelineParams, SearchParams};
+use crate::engines::research::ResearchParams;
 use crate::engines::verify::VerifyParams;
 
 pub use ctx::Ctx;
@@ -168,6 +170,10 @@ pub struct Config {
     pub pipeline: PipelineParams,
     /// `[search]`: where a pipeline's sources come from (seed 003 §5.6).
     pub search: SearchParams,
+    /// `[knowledge]`: the local knowledge base research cites (seed 001).
+    pub knowledge: KnowledgeParams,
+    /// `[research]`: the DeepTrust plan → audit → approval → tools → report loop (seed 001).
+    pub research: ResearchParams,
     /// `[loop]`: spotting a model that repeats itself, and what to do then.
     #[serde(rename = "loop")]
     pub r#loop: LoopParams,

@@ -317,3 +317,35 @@ pub fn pipeline_engine(
         seed: Some(cfg.generation.seed),
     }
 }
+
+/// A DeepTrust research engine for a built provider: `[research]` from the config, the
+/// `research/*` prompts, and the tools over the store, the knowledge base, `memory` and
+/// (when allowed) SearXNG and the web.
+pub fn research_engine(
+    cfg: &Config,
+    prompts: &crate::engines::prompts::Prompts,
+    provider: Arc<dyn crate::engines::llm::Provider>,
+    model: String,
+    store: Store,
+    knowledge: Option<crate::engines::knowledge::Knowledge>,
+    memory: Option<crate::engines::memory::Memory>,
+) -> crate::engines::research::ResearchEngine {
+    use crate::engines::research::{ResearchEngine, ResearchPrompts, Tools};
+    let tools = Tools::new(
+        store.clone(),
+        knowledge.map(Arc::new),
+        cfg.knowledge.top_k,
+        memory.map(Arc::new),
+        cfg.search.clone(),
+        &cfg.research,
+    );
+    ResearchEngine {
+        store,
+        provider,
+        model,
+        params: cfg.research.clone(),
+        prompts: ResearchPrompts::from(prompts),
+        tools,
+        seed: Some(cfg.generation.seed),
+    }
+}

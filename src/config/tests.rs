@@ -460,3 +460,33 @@ fn the_loop_section_loads_from_file_and_env_and_is_checked() {
         "{err}"
     );
 }
+
+#[test]
+fn the_knowledge_section_loads_and_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(CONFIG_FILE_NAME);
+    let c = load(&sources(dir.path())).unwrap().config;
+    assert_eq!(
+        c.knowledge,
+        crate::engines::knowledge::KnowledgeParams::default()
+    );
+    std::fs::write(&path, "[knowledge]\nchunk_chars = 800\ntop_k = 3\n").unwrap();
+    let c = load(&sources(dir.path())).unwrap().config;
+    assert_eq!((c.knowledge.chunk_chars, c.knowledge.top_k), (800, 3));
+    for (toml, message) in [
+        (
+            "chunk_chars = 20",
+            "'knowledge.chunk_chars': must be at least 50",
+        ),
+        (
+            "overlap_chars = 500",
+            "'knowledge.overlap_chars': must be less than",
+        ),
+        ("top_k = 0", "'knowledge.top_k': must be 1 to 50"),
+        ("top_k = 51", "'knowledge.top_k': must be 1 to 50"),
+    ] {
+        std::fs::write(&path, format!("[knowledge]\n{toml}\n")).unwrap();
+        let err = load(&sources(dir.path())).unwrap_err().to_string();
+        assert!(err.contains(message), "{toml}: {err}");
+    }
+}

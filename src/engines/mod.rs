@@ -4,6 +4,7 @@
 pub mod fork;
 pub mod got;
 pub mod json_extract;
+pub mod knowledge;
 pub mod llm;
 pub mod mcp;
 pub mod memory;
@@ -12,6 +13,9 @@ pub mod orchestrator;
 pub mod pipeline;
 pub mod prompts;
 pub mod replay;
+pub mod research;
+pub mod streamed;
+pub mod structured;
 pub mod thinkgraph;
 pub mod transcript;
 pub mod verify;

@@ -166,6 +166,22 @@ const DEFAULTS: &[(&str, &str)] = &[
         "pipeline/repair",
         include_str!("../../configs/prompts/pipeline/repair.md"),
     ),
+    (
+        "research/thinker",
+        include_str!("../../configs/prompts/research/thinker.md"),
+    ),
+    (
+        "research/auditor",
+        include_str!("../../configs/prompts/research/auditor.md"),
+    ),
+    (
+        "research/synthesizer",
+        include_str!("../../configs/prompts/research/synthesizer.md"),
+    ),
+    (
+        "research/repair",
+        include_str!("../../configs/prompts/research/repair.md"),
+    ),
 ];
 
 /// The loaded prompt set.

@@ -16,6 +16,7 @@
 //!   injection cache. The untyped events of earlier versions (no release wrote any) and the
 //!   `projections` table are dropped; every memory entry but core facts becomes a learning
 //!   through a `legacy-v1` extraction event.
+//! - v7: the local knowledge base (seed 001): `knowledge_docs` and `knowledge_chunks`.
 
 use redb::{ReadTransaction, ReadableDatabase, ReadableTable, TableHandle, WriteTransaction};
 
@@ -23,7 +24,7 @@ use super::tables::*;
 use super::{Store, StoreError, codec, search};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 const VERSION_KEY: &str = "schema_version";
 
@@ -84,6 +85,7 @@ pub(super) fn ensure_schema(store: &Store) -> Result<(), StoreError> {
                 3 => migrate_v3_to_v4(&txn)?,
                 4 => migrate_v4_to_v5(&txn)?,
                 5 => migrate_v5_to_v6(&txn)?,
+                6 => migrate_v6_to_v7(&txn)?,
                 other => {
                     return Err(StoreError::Corrupt(format!(
                         "no migration from schema {other}"
@@ -137,6 +139,8 @@ fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(INJECTION_CACHE)?;
     txn.open_table(PROJECTION_CHECKPOINTS)?;
     txn.open_table(TRANSCRIPT_CURSORS)?;
+    txn.open_table(KNOWLEDGE_DOCS)?;
+    txn.open_table(KNOWLEDGE_CHUNKS)?;
     txn.open_table(JOURNAL)?;
     txn.open_table(SEARCH_POSTINGS)?;
     txn.open_table(SEARCH_DOCS)?;
@@ -239,4 +243,10 @@ fn migrate_v5_to_v6(txn: &WriteTransaction) -> Result<(), StoreError> {
         w.adopt_memory(e)?;
     }
     w.index.apply(txn)
+}
+
+/// v6 → v7: the knowledge base's two tables are new and start empty; `create_tables` (run
+/// before every migration) has opened them, so there is nothing to convert.
+fn migrate_v6_to_v7(_txn: &WriteTransaction) -> Result<(), StoreError> {
+    Ok(())
 }

@@ -12,6 +12,7 @@
 
 mod codec;
 mod journal;
+mod knowledge;
 pub mod learning;
 mod memory;
 mod migrate;
@@ -26,6 +27,7 @@ use std::sync::Arc;
 
 use redb::{ConcurrencyMode, Database, ReadTransaction, ReadableDatabase, ReadableTable};
 
+pub use knowledge::{DocKind, KnowledgeChunk, KnowledgeDoc};
 pub use memory::{
     CoreSection, MemoryCounters, MemoryEntry, MemoryScope, MemoryTier, Provenance, StoredVector,
 };

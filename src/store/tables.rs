@@ -83,6 +83,11 @@ pub const SEARCH_TERMS_V3: TableDefinition<&[u8], u32> = TableDefinition::new("s
 /// node id → session id ‖ token count (u32 LE) ‖ text hash (8 bytes) ‖ the node's distinct
 /// terms joined by 0x00: what the index holds for a node, so it can be removed or skipped.
 pub const SEARCH_DOCS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("search_docs");
+/// document id → KnowledgeDoc: the knowledge base's documents (schema v7 on).
+pub const KNOWLEDGE_DOCS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("knowledge_docs");
+/// document id ‖ chunk index (u32 big-endian) → KnowledgeChunk: a document's chunks in order.
+pub const KNOWLEDGE_CHUNKS: TableDefinition<[u8; 20], &[u8]> =
+    TableDefinition::new("knowledge_chunks");
 /// sequence (u64, monotonic across processes) → Change.
 pub const JOURNAL: TableDefinition<u64, &[u8]> = TableDefinition::new("journal");
 

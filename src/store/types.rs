@@ -76,6 +76,8 @@ id_type!(/// A recorded raw provider stream.
     StreamId);
 id_type!(/// A memory entry in one of the tiers.
     MemoryId);
+id_type!(/// A document of the local knowledge base.
+    DocId);
 
 /// Where a session came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -454,6 +456,10 @@ pub enum ChangeKind {
     MemoryEvicted,
     LearningEvent,
     CursorPut,
+    /// A knowledge-base document (with its chunks) was added or replaced.
+    KnowledgePut,
+    /// A knowledge-base document and its chunks were removed.
+    KnowledgeDeleted,
 }
 
 /// One journal entry: followers in other processes poll these by sequence number.

@@ -49,6 +49,15 @@ pub struct StatusView<'a> {
     pub notice: Option<(&'a str, Level)>,
 }
 
+/// A tab's label: its number key (1…9, then 0) for the first ten, the title alone after.
+pub fn tab_label(i: usize, title: &str) -> String {
+    if i < 10 {
+        format!(" {} {title} ", (i + 1) % 10)
+    } else {
+        format!(" {title} ")
+    }
+}
+
 pub fn render_tabs(f: &mut Frame, area: Rect, view: &TabsView<'_>, theme: &Theme) {
     let mut spans = vec![Span::styled(" glassbox ", theme.style(Role::Accent))];
     for (i, (id, title)) in view.tabs.iter().enumerate() {
@@ -57,7 +66,7 @@ pub fn render_tabs(f: &mut Frame, area: Rect, view: &TabsView<'_>, theme: &Theme
         } else {
             theme.style(Role::Dim)
         };
-        spans.push(Span::styled(format!(" {} {title} ", (i + 1) % 10), style));
+        spans.push(Span::styled(tab_label(i, title), style));
     }
     if let Some(title) = view.title {
         spans.push(Span::styled(format!("  {title}"), theme.style(Role::Title)));

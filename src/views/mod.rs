@@ -21,6 +21,7 @@ pub mod overlay;
 pub mod palette;
 pub mod pipeline;
 pub mod replay;
+pub mod research;
 pub mod search;
 pub mod sessions;
 pub mod theme;

@@ -34,6 +34,7 @@ pub mod ledger;
 pub mod memory;
 pub mod pipeline;
 pub mod replay;
+pub mod research;
 pub mod sessions;
 pub mod think;
 pub mod verify;
@@ -51,6 +52,7 @@ pub const REGISTRY: &[Entry] = &[
     entry::<replay::Replay>(),
     entry::<memory::MemoryWs>(),
     entry::<pipeline::Pipeline>(),
+    entry::<research::Research>(),
 ];
 
 /// A workspace's name: its keymap section (`[fork]`), its `workspace_<id>` action and its

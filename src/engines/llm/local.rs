@@ -622,7 +622,8 @@ mod tests {
             crate::engines::memory::learn::reconcile::NliAnswer::schema(),
         ];
         let pipeline = crate::engines::pipeline::artifacts::all_schemas();
-        for schema in schemas.iter().chain(&pipeline) {
+        let research = crate::engines::research::all_schemas();
+        for schema in schemas.iter().chain(&pipeline).chain(&research) {
             let grammar = grammar_of(schema).unwrap_or_else(|e| panic!("{}: {e}", schema.name));
             assert!(grammar.contains("root ::="), "{}: {grammar}", schema.name);
         }

@@ -7,7 +7,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+#[cfg(all(test, feature = "local"))]
 use crate::engines::llm::ToolSpec;
+pub use crate::engines::structured::{Artifact, read};
 
 /// Three-level rating (seed 003 `Severity`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -172,16 +174,6 @@ pub struct MetaCriticReport {
     pub quality_assessment: String,
 }
 
-/// One structured layer answer type: its tool name and how to describe it.
-pub trait Artifact: JsonSchema + serde::de::DeserializeOwned + Serialize + Default {
-    const TOOL: &'static str;
-    const DESCRIPTION: &'static str;
-
-    fn schema() -> ToolSpec {
-        ToolSpec::of::<Self>(Self::TOOL, Self::DESCRIPTION)
-    }
-}
-
 impl Artifact for Classification {
     const TOOL: &'static str = "classify_query";
     const DESCRIPTION: &'static str = "Record the query's classification.";
@@ -209,24 +201,6 @@ impl Artifact for VerificationReport {
 impl Artifact for MetaCriticReport {
     const TOOL: &'static str = "record_meta_critique";
     const DESCRIPTION: &'static str = "Record the final quality check.";
-}
-
-/// Reads a layer's answer as `T`: the first JSON object in it, leniently (a score given as
-/// a string or a float still reads). `Err` says why it could not be read.
-pub fn read<T: Artifact>(raw: &str) -> Result<T, String> {
-    let mut obj = crate::engines::got::json_object(raw)
-        .ok_or_else(|| "the answer holds no JSON object".to_string())?;
-    // Small models write 62, 62.0 or "62%"; the type wants a whole number.
-    for key in ["score", "confidence"] {
-        if let Some(n) = crate::engines::got::number(obj.get(key)) {
-            obj.insert(
-                key.into(),
-                serde_json::json!(n.round().clamp(0.0, 100.0) as u32),
-            );
-        }
-    }
-    serde_json::from_value(serde_json::Value::Object(obj))
-        .map_err(|e| format!("the JSON does not fit {}: {e}", T::TOOL))
 }
 
 /// Every artifact schema, for the grammar test.

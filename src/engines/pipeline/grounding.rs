@@ -218,7 +218,7 @@ fn local_sources(
 }
 
 /// One query against SearXNG's JSON API.
-async fn searxng(
+pub(crate) async fn searxng(
     client: &reqwest::Client,
     p: &SearchParams,
     q: &str,

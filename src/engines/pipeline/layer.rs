@@ -3,19 +3,16 @@
 //! with one repair retry, and the events a view follows.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use chrono::Utc;
-use futures::StreamExt;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::artifacts::{self, Artifact};
 use super::{Layer, LayerState, PipelineEngine, PipelineError, PipelineEvent};
-use crate::engines::llm::{
-    CallCtx, ChatRequest, LlmError, Message, StreamEvent, ThinkingMode, ToolSpec,
-};
+use crate::engines::llm::{ChatRequest, LlmError, Message, ThinkingMode, ToolSpec};
 use crate::store::{Edge, EdgeType, Node, NodeId, NodeStatus, NodeType, RunId, SessionId};
 
 /// Keys of a layer node's `meta`.
@@ -25,13 +22,10 @@ pub(crate) const LABEL: &str = "label";
 pub(crate) const ORDER: &str = "order";
 pub(crate) const GROUP: &str = "parallel_group";
 pub(crate) const ARTIFACT: &str = "artifact";
-pub(crate) const THINKING: &str = "thinking";
+pub(crate) const THINKING: &str = crate::engines::streamed::THINKING;
 pub(crate) const DURATION: &str = "duration_ms";
 /// Set on a layer whose JSON could not be read: finished, as failed.
 pub(crate) const MALFORMED: &str = "malformed";
-
-/// How often a streaming layer's text is committed.
-const FLUSH_EVERY: Duration = Duration::from_millis(250);
 
 /// The layer nodes of `run` among a session's nodes, in layer order.
 pub(crate) fn layer_nodes(nodes: &[Node], run: RunId) -> Vec<(Layer, Node)> {
@@ -380,67 +374,23 @@ impl Shared<'_> {
         };
         req.json_mode = schema.is_some();
         req.schema = schema;
-        let ctx = CallCtx {
-            cancel: self.cancel.clone(),
-            raw: None,
-        };
-        let mut stream = e.provider.stream(req, ctx);
-        let mut thinking = node
-            .meta
-            .get(THINKING)
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let mut text = String::new();
-        let mut failure: Option<LlmError> = None;
-        let mut last_flush = Instant::now();
-        loop {
-            let ev = tokio::select! {
-                ev = stream.next() => ev,
-                () = self.cancel.cancelled() => { failure = Some(LlmError::Cancelled); None }
-            };
-            let Some(ev) = ev else { break };
-            match ev {
-                StreamEvent::ThinkingDelta { text: t } => {
-                    thinking.push_str(&t);
-                    self.chunk(layer, t, true);
-                }
-                StreamEvent::TextDelta { text: t } => {
-                    text.push_str(&t);
-                    self.chunk(layer, t, false);
-                }
-                StreamEvent::ToolUse { input, .. } => {
-                    let t = input.to_string();
-                    text.push_str(&t);
-                    self.chunk(layer, t, false);
-                }
-                StreamEvent::Error { error } => {
-                    failure = Some(error);
-                    break;
-                }
-                StreamEvent::Stop { .. } => break,
-                _ => {}
-            }
-            if last_flush.elapsed() >= FLUSH_EVERY {
-                last_flush = Instant::now();
-                node.text = text.clone();
-                node.meta.insert(THINKING.into(), json!(thinking));
-                self.put(node).await?;
-            }
-        }
-        node.text = text.clone();
-        node.meta.insert(THINKING.into(), json!(thinking));
-        if self.cancel.is_cancelled() && failure.is_none() {
-            failure = Some(LlmError::Cancelled);
-        }
-        match failure {
-            None => Ok(text),
-            Some(LlmError::Cancelled) => {
+        let outcome = crate::engines::streamed::into_node(
+            &e.store,
+            e.provider.as_ref(),
+            req,
+            &self.cancel,
+            node,
+            |t, thinking| self.chunk(layer, t, thinking),
+        )
+        .await?;
+        match outcome {
+            Ok(text) => Ok(text),
+            Err(LlmError::Cancelled) => {
                 node.status = NodeStatus::Interrupted;
                 self.put(node).await?;
                 Err(PipelineError::Cancelled(self.run))
             }
-            Some(error) => {
+            Err(error) => {
                 node.status = NodeStatus::Failed {
                     error: error.to_string(),
                 };

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 use crate::engines::llm::{LlmError, Provider};
 use crate::store::{NodeId, RunId, SessionId, Store, StoreError};
 pub use artifacts::Classification;
+pub(crate) use grounding::searxng;
 pub use grounding::{Grounder, SearchParams, Source};
 
 /// Which pipeline runs (seed 003 `ReasoningMode`, plus `auto`: the cortex decides).
