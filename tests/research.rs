@@ -769,3 +769,157 @@ async fn a_cancelled_report_resumes_where_it_stopped() {
     assert_eq!(reports[0].status, NodeStatus::Interrupted);
     assert_eq!(reports[1].status, NodeStatus::Complete);
 }
+
+#[tokio::test]
+async fn with_the_network_allowed_web_search_and_fetch_url_reach_their_servers() {
+    let web = ScriptedServer::start(Script::new(vec![
+        Step::json(
+            200,
+            json!({"results": [{"url": "https://example.org/rust", "title": "Rust 2.0 released", "content": "The Rust 2.0 release notes."}]})
+                .to_string(),
+        ),
+        Step::status(200)
+            .header("content-type", "text/html; charset=utf-8")
+            .chunk("<html><head><title>Notes</title></head><body><h1>Release notes</h1><p>Rust 2.0 adds <b>effects</b>.</p><script>var x = 1;</script></body></html>"),
+    ]))
+    .await;
+    let page = format!("{}/notes", web.url());
+    let llm = ScriptedServer::start(Script::new(vec![
+        answer(
+            &json!({
+                "objective": "find the release",
+                "steps": [
+                    {"tool": "web_search", "input": "rust release", "rationale": "find it"},
+                    {"tool": "fetch_url", "input": page, "rationale": "read it"}
+                ],
+                "estimatedTokenBudget": 3000
+            })
+            .to_string(),
+        ),
+        approve(),
+        answer("Rust 2.0 adds effects [2], per its release notes [1]."),
+    ]))
+    .await;
+    let (_d, store) = store();
+    let mut e = engine(&store, &llm.url());
+    e.params.allow_network = true;
+    let search = SearchParams {
+        searxng_url: web.url(),
+        ..SearchParams::default()
+    };
+    e.tools = Tools::new(store.clone(), None, 8, None, search, &e.params);
+    let (out, _) = start(&e, request(&e, "What is new in Rust?", true)).await;
+    let st = out.unwrap();
+    assert_eq!(st.status, Status::Complete, "{:?}", st.end_reason);
+    let steps = &st.plan.as_ref().unwrap().steps;
+    assert!(
+        steps[0]
+            .output
+            .as_ref()
+            .unwrap()
+            .contains("Rust 2.0 released"),
+        "{steps:?}"
+    );
+    let fetched = steps[1].output.as_ref().unwrap();
+    assert!(
+        fetched.contains("Rust 2.0 adds") && fetched.contains("effects"),
+        "{fetched}"
+    );
+    assert!(
+        !fetched.contains("<p>") && !fetched.contains("var x"),
+        "{fetched}"
+    );
+    let urls: Vec<(&str, bool)> = st
+        .citations
+        .iter()
+        .map(|c| (c.source.as_str(), c.cited))
+        .collect();
+    assert_eq!(
+        urls,
+        vec![("https://example.org/rust", true), (page.as_str(), true)]
+    );
+    let asked = web.requests();
+    assert_eq!(asked[0].path, "/search");
+    assert_eq!(asked[1].path, "/notes");
+}
+
+#[tokio::test]
+async fn kill_9_after_the_tools_then_resume_writes_the_report_without_running_a_tool_twice() {
+    use std::io::{BufRead, BufReader};
+    let slow_report = Step::status(200)
+        .header("content-type", "text/event-stream")
+        .chunk_after(std::time::Duration::from_secs(20), sse("late"));
+    let server = ScriptedServer::start(Script::new(vec![
+        plan("session_search", "tea"),
+        approve(),
+        slow_report,
+        answer("Tea [1]."),
+    ]))
+    .await;
+    let data = tempfile::tempdir().unwrap();
+    let (dir, url) = (data.path().to_path_buf(), server.url());
+    let run = tokio::task::spawn_blocking(move || {
+        let mut child = research_cmd(&dir, &url, &["--approve", "--json", "Tea?"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut run = String::new();
+        for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+            let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+            if v["type"] == "start" {
+                run = v["runId"].as_str().unwrap().to_string();
+            }
+            if v["type"] == "research" && v["node"] == "tool_executor" {
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        // SIGKILL: no cleanup runs.
+        child.kill().unwrap();
+        child.wait().unwrap();
+        run
+    })
+    .await
+    .unwrap();
+    assert!(!run.is_empty());
+    let out = run_cmd(research_cmd(
+        data.path(),
+        &server.url(),
+        &["--json", "--resume", &run],
+    ))
+    .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = lines(&out.stdout);
+    assert_eq!(events[0]["resumed"], true);
+    assert_eq!(events.last().unwrap()["state"]["status"], "complete");
+    assert_eq!(server.requests().len(), 4);
+    let store = Store::open(&data.path().join("glassbox.redb")).unwrap();
+    let session: glassbox::store::SessionId =
+        events[0]["sessionId"].as_str().unwrap().parse().unwrap();
+    let nodes = store.session_nodes(session).unwrap();
+    assert_eq!(
+        nodes
+            .iter()
+            .filter(|n| n.kind == NodeType::ToolCall)
+            .count(),
+        1
+    );
+    assert!(
+        nodes.iter().all(|n| n.status != NodeStatus::Streaming),
+        "a node left streaming"
+    );
+    let reports: Vec<&NodeStatus> = nodes
+        .iter()
+        .filter(|n| n.kind == NodeType::Synthesis)
+        .map(|n| &n.status)
+        .collect();
+    assert_eq!(
+        reports,
+        vec![&NodeStatus::Interrupted, &NodeStatus::Complete]
+    );
+}
