@@ -75,6 +75,51 @@ struct Printer {
     cancel: CancellationToken,
 }
 
+/// Streamed output with section headings: styled (bold headings, dim asides) on a terminal,
+/// plain `[heading]` lines otherwise. Writes stop quietly when stdout closes.
+pub(crate) struct Sections {
+    pub styled: bool,
+    pub cancel: CancellationToken,
+}
+
+impl Sections {
+    /// Styled when stdout is a terminal and `NO_COLOR` is not set.
+    pub fn new(cancel: CancellationToken) -> Self {
+        Self {
+            styled: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
+            cancel,
+        }
+    }
+
+    pub fn write(&self, s: &str) {
+        write_out(s, &self.cancel);
+    }
+
+    pub fn dim(&self, s: &str) -> String {
+        if self.styled {
+            format!("\x1b[2m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+
+    /// One JSON value on its own line (`--json` output).
+    pub fn json_line<T: serde::Serialize>(&self, v: &T) {
+        match serde_json::to_string(v) {
+            Ok(line) => self.write(&format!("{line}\n")),
+            Err(e) => tracing::warn!("cannot print an event: {e}"),
+        }
+    }
+
+    pub fn heading(&self, s: &str) {
+        self.write(&if self.styled {
+            format!("\n\x1b[1m── {s} ──\x1b[0m\n")
+        } else {
+            format!("\n[{s}]\n")
+        });
+    }
+}
+
 /// Writes to stdout; a closed stdout (`| head`) cancels the run instead of panicking.
 pub(crate) fn write_out(s: &str, cancel: &CancellationToken) {
     let mut out = std::io::stdout().lock();

@@ -3,7 +3,6 @@
 //! their text does not interleave); `--json` prints the engine's events, one per line.
 
 use std::collections::HashMap;
-use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -11,7 +10,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::Ctx;
-use super::ask::{AskArgs, read_question, write_out};
+use super::ask::{AskArgs, Sections, read_question};
 use super::got::ctrl_c_token;
 use crate::config::providers;
 use crate::engines::pipeline::{
@@ -20,50 +19,28 @@ use crate::engines::pipeline::{
 
 /// Prints pipeline events as text.
 struct Printer {
-    styled: bool,
+    out: Sections,
     answer_only: bool,
     /// The layer whose text is being streamed, and whether its thinking or its answer.
     current: Option<(Layer, bool)>,
     /// Parallel layers' text, printed when each finishes.
     held: HashMap<Layer, String>,
-    cancel: tokio_util::sync::CancellationToken,
 }
 
 impl Printer {
-    fn write(&self, s: &str) {
-        write_out(s, &self.cancel);
-    }
-
-    fn dim(&self, s: &str) -> String {
-        if self.styled {
-            format!("\x1b[2m{s}\x1b[0m")
-        } else {
-            s.to_string()
-        }
-    }
-
-    fn heading(&self, s: &str) {
-        let h = if self.styled {
-            format!("\n\x1b[1m── {s} ──\x1b[0m\n")
-        } else {
-            format!("\n[{s}]\n")
-        };
-        self.write(&h);
-    }
-
     fn event(&mut self, ev: &PipelineEvent) {
         if self.answer_only {
             if let PipelineEvent::FinalChunk { content } = ev {
-                self.write(content);
+                self.out.write(content);
             }
             return;
         }
         match ev {
             PipelineEvent::ModeSelected { mode } => {
-                self.write(&self.dim(&format!("mode: {mode}\n")));
+                self.out.write(&self.out.dim(&format!("mode: {mode}\n")));
             }
             PipelineEvent::LayerStart { layer, .. } if layer.parallel_group().is_none() => {
-                self.heading(layer.label());
+                self.out.heading(layer.label());
                 self.current = Some((*layer, false));
             }
             PipelineEvent::LayerChunk {
@@ -79,23 +56,27 @@ impl Printer {
                 } else if !layer.structured() {
                     if self.current == Some((*layer, false)) && *thinking {
                         self.current = Some((*layer, true));
-                        if !self.styled {
-                            self.write("(thinking)\n");
+                        if !self.out.styled {
+                            self.out.write("(thinking)\n");
                         }
                     } else if self.current == Some((*layer, true)) && !thinking {
                         self.current = Some((*layer, false));
-                        self.write(if self.styled { "\n" } else { "\n(answer)\n" });
+                        self.out.write(if self.out.styled {
+                            "\n"
+                        } else {
+                            "\n(answer)\n"
+                        });
                     }
                     let text = if *thinking {
-                        self.dim(content)
+                        self.out.dim(content)
                     } else {
                         content.clone()
                     };
-                    self.write(&text);
+                    self.out.write(&text);
                 }
             }
             PipelineEvent::LayerArtifact { artifact, .. } => {
-                self.write(&artifact_lines(artifact));
+                self.out.write(&artifact_lines(artifact));
             }
             PipelineEvent::LayerComplete {
                 layer,
@@ -105,15 +86,16 @@ impl Printer {
                 ..
             } => {
                 if layer.parallel_group().is_some() {
-                    self.heading(layer.label());
+                    self.out.heading(layer.label());
                     let text = self.held.remove(layer).unwrap_or_default();
-                    self.write(text.trim_end());
-                    self.write("\n");
+                    self.out.write(text.trim_end());
+                    self.out.write("\n");
                 } else if !layer.structured() {
-                    self.write("\n");
+                    self.out.write("\n");
                 }
                 if *resumed {
-                    self.write(&self.dim("(finished before; not run again)\n"));
+                    self.out
+                        .write(&self.out.dim("(finished before; not run again)\n"));
                 }
                 if *state == LayerState::Failed {
                     let why = error.as_deref().unwrap_or("unreadable answer");
@@ -124,9 +106,9 @@ impl Printer {
                 eprintln!("glassbox: escalating to ultra-deep: {content}");
             }
             PipelineEvent::FinalChunk { content } => {
-                self.heading("answer");
-                self.write(content);
-                self.write("\n");
+                self.out.heading("answer");
+                self.out.write(content);
+                self.out.write("\n");
             }
             _ => {}
         }
@@ -209,13 +191,11 @@ pub async fn run(ctx: &Ctx, args: &AskArgs, mode: Option<Mode>) -> Result<ExitCo
             }
         }
     });
-    let styled = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let mut p = Printer {
-        styled,
+        out: Sections::new(cancel.clone()),
         answer_only: args.answer_only,
         current: None,
         held: HashMap::new(),
-        cancel: cancel.clone(),
     };
     let mut started: Option<(String, String)> = None;
     while let Some(ev) = rx.recv().await {
@@ -223,10 +203,7 @@ pub async fn run(ctx: &Ctx, args: &AskArgs, mode: Option<Mode>) -> Result<ExitCo
             started = Some((run.to_string(), session.to_string()));
         }
         if args.json {
-            match serde_json::to_string(&ev) {
-                Ok(line) => write_out(&format!("{line}\n"), &cancel),
-                Err(e) => tracing::warn!("cannot print an event: {e}"),
-            }
+            p.out.json_line(&ev);
         } else {
             p.event(&ev);
         }
@@ -245,7 +222,7 @@ pub async fn run(ctx: &Ctx, args: &AskArgs, mode: Option<Mode>) -> Result<ExitCo
                     "confidence": o.fin.confidence,
                     "layers": o.layers.len(),
                 });
-                write_out(&format!("{line}\n"), &cancel);
+                p.out.json_line(&line);
             } else {
                 let f = &o.fin;
                 let mut parts = vec![
@@ -260,16 +237,16 @@ pub async fn run(ctx: &Ctx, args: &AskArgs, mode: Option<Mode>) -> Result<ExitCo
                 if let Some(c) = f.confidence {
                     parts.push(format!("confidence {c}"));
                 }
-                eprintln!("{}", p.dim(&parts.join("  ·  ")));
+                eprintln!("{}", p.out.dim(&parts.join("  ·  ")));
                 if !args.answer_only {
                     for a in &f.assumptions {
-                        eprintln!("{}", p.dim(&format!("assumes: {a}")));
+                        eprintln!("{}", p.out.dim(&format!("assumes: {a}")));
                     }
                     for n in &f.uncertainty_notes {
-                        eprintln!("{}", p.dim(&format!("uncertain: {n}")));
+                        eprintln!("{}", p.out.dim(&format!("uncertain: {n}")));
                     }
                     for s in &f.sources {
-                        eprintln!("{}", p.dim(&format!("source: {} ({})", s.title, s.url)));
+                        eprintln!("{}", p.out.dim(&format!("source: {} ({})", s.title, s.url)));
                     }
                 }
                 for n in &f.notes {
@@ -287,7 +264,7 @@ pub async fn run(ctx: &Ctx, args: &AskArgs, mode: Option<Mode>) -> Result<ExitCo
                 if let Some(run) = e.resumable() {
                     line["runId"] = json!(run);
                 }
-                write_out(&format!("{line}\n"), &cancel);
+                p.out.json_line(&line);
             } else {
                 let kept = started
                     .map(|(_, s)| format!(" (what ran is kept in session {s})"))

@@ -2,7 +2,6 @@
 //! approval gate and prints how to continue (unless `--approve` approved in advance); `--resume
 //! RUN --approve|--reject|--edit` continues. `--json` prints the engine's events, one per line.
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -10,10 +9,9 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::json;
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use super::Ctx;
-use super::ask::{read_question, write_out};
+use super::ask::{Sections, read_question};
 use super::got::ctrl_c_token;
 use crate::config::providers;
 use crate::engines::research::{
@@ -103,36 +101,15 @@ fn parse_edit(s: &str) -> Result<StepEdit> {
 
 /// Prints events as text.
 struct Printer {
-    styled: bool,
+    out: Sections,
     plan_only: bool,
     /// The stage whose streamed text is being printed.
     streaming: Option<Stage>,
     /// How much of the report has streamed (the sources list is added after).
     streamed_report: usize,
-    cancel: CancellationToken,
 }
 
 impl Printer {
-    fn write(&self, s: &str) {
-        write_out(s, &self.cancel);
-    }
-
-    fn dim(&self, s: &str) -> String {
-        if self.styled {
-            format!("\x1b[2m{s}\x1b[0m")
-        } else {
-            s.to_string()
-        }
-    }
-
-    fn heading(&self, s: &str) {
-        self.write(&if self.styled {
-            format!("\n\x1b[1m── {s} ──\x1b[0m\n")
-        } else {
-            format!("\n[{s}]\n")
-        });
-    }
-
     fn event(&mut self, ev: &ResearchEvent) {
         if self.plan_only {
             return;
@@ -140,7 +117,7 @@ impl Printer {
         match ev {
             ResearchEvent::Start { run, resumed, .. } => {
                 let what = if *resumed { "resuming" } else { "research run" };
-                self.write(&self.dim(&format!("{what} {run}\n")));
+                self.out.write(&self.out.dim(&format!("{what} {run}\n")));
             }
             ResearchEvent::Delta {
                 node,
@@ -149,11 +126,11 @@ impl Printer {
             } => {
                 if *node == Stage::Synthesizer.as_str() && !thinking {
                     if self.streaming != Some(Stage::Synthesizer) {
-                        self.heading("report");
+                        self.out.heading("report");
                         self.streaming = Some(Stage::Synthesizer);
                     }
                     self.streamed_report += text.len();
-                    self.write(text);
+                    self.out.write(text);
                 }
             }
             ResearchEvent::Research { node, state } => self.research(node, state),
@@ -164,13 +141,13 @@ impl Printer {
         match node {
             "thinker" => {
                 if let Some(p) = &st.plan {
-                    self.heading(&format!("plan (revision {})", p.revision));
-                    self.write(&plan_text(st));
+                    self.out.heading(&format!("plan (revision {})", p.revision));
+                    self.out.write(&plan_text(st));
                 }
             }
             "auditor" => {
-                self.heading("audit");
-                self.write(&audit_text(st));
+                self.out.heading("audit");
+                self.out.write(&audit_text(st));
             }
             "tool_executor" => {
                 let Some(plan) = &st.plan else { return };
@@ -183,15 +160,18 @@ impl Printer {
                 else {
                     return;
                 };
-                self.heading(&format!("step {} · {} {:?}", i + 1, s.tool, s.input));
+                self.out
+                    .heading(&format!("step {} · {} {:?}", i + 1, s.tool, s.input));
                 match (&s.output, &s.error) {
-                    (_, Some(e)) => self.write(&format!("error: {e}\n")),
+                    (_, Some(e)) => self.out.write(&format!("error: {e}\n")),
                     (Some(o), _) => {
                         let lines: Vec<&str> = o.lines().collect();
                         let shown = lines.iter().take(8).copied().collect::<Vec<_>>().join("\n");
-                        self.write(&format!("{shown}\n"));
+                        self.out.write(&format!("{shown}\n"));
                         if lines.len() > 8 {
-                            self.write(&self.dim(&format!("… {} more lines\n", lines.len() - 8)));
+                            self.out.write(
+                                &self.out.dim(&format!("… {} more lines\n", lines.len() - 8)),
+                            );
                         }
                     }
                     _ => {}
@@ -200,12 +180,12 @@ impl Printer {
             "synthesizer" => {
                 let report = st.final_report.as_deref().unwrap_or("");
                 if self.streaming != Some(Stage::Synthesizer) {
-                    self.heading("report");
-                    self.write(report);
+                    self.out.heading("report");
+                    self.out.write(report);
                 } else if let Some(rest) = report.get(self.streamed_report..) {
-                    self.write(rest);
+                    self.out.write(rest);
                 }
-                self.write("\n");
+                self.out.write("\n");
                 self.streaming = None;
             }
             _ => {}
@@ -382,13 +362,11 @@ pub async fn run(ctx: &Ctx, args: ResearchArgs) -> Result<ExitCode> {
             }
         }
     });
-    let styled = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let mut p = Printer {
-        styled,
+        out: Sections::new(cancel.clone()),
         plan_only: args.plan_only,
         streaming: None,
         streamed_report: 0,
-        cancel: cancel.clone(),
     };
     let mut session = None;
     while let Some(ev) = rx.recv().await {
@@ -396,10 +374,7 @@ pub async fn run(ctx: &Ctx, args: ResearchArgs) -> Result<ExitCode> {
             session = Some(*s);
         }
         if args.json {
-            match serde_json::to_string(&ev) {
-                Ok(line) => write_out(&format!("{line}\n"), &cancel),
-                Err(e) => tracing::warn!("cannot print an event: {e}"),
-            }
+            p.out.json_line(&ev);
         } else {
             p.event(&ev);
         }
@@ -413,7 +388,7 @@ pub async fn run(ctx: &Ctx, args: ResearchArgs) -> Result<ExitCode> {
                 if let Some(run) = e.resumable() {
                     line["runId"] = json!(run);
                 }
-                write_out(&format!("{line}\n"), &cancel);
+                p.out.json_line(&line);
             } else {
                 let kept = session
                     .map(|s| format!(" (what ran is kept in session {s})"))
@@ -445,14 +420,14 @@ pub async fn run(ctx: &Ctx, args: ResearchArgs) -> Result<ExitCode> {
                 let cited = st.citations.iter().filter(|c| c.cited).count();
                 eprintln!(
                     "{}",
-                    p.dim(&format!(
+                    p.out.dim(&format!(
                         "run {run}  ·  session {}  ·  {cited} of {} sources cited",
                         st.session_id,
                         st.citations.len()
                     ))
                 );
                 for c in st.citations.iter().filter(|c| c.cited) {
-                    eprintln!("{}", p.dim(&format!("[{}] {}", c.n, locator(c))));
+                    eprintln!("{}", p.out.dim(&format!("[{}] {}", c.n, locator(c))));
                 }
             }
             Ok(ExitCode::SUCCESS)
@@ -465,7 +440,7 @@ pub async fn run(ctx: &Ctx, args: ResearchArgs) -> Result<ExitCode> {
                 .unwrap_or_else(|| format!("the run ended {}", st.status.as_str()));
             if args.json {
                 let line = json!({"type": "error", "message": why, "runId": run});
-                write_out(&format!("{line}\n"), &cancel);
+                p.out.json_line(&line);
             } else {
                 eprintln!("glassbox: research ended: {why}");
             }

@@ -24,6 +24,7 @@ pub mod replay;
 pub mod research;
 pub mod search;
 pub mod sessions;
+pub mod text;
 pub mod theme;
 pub mod think;
 pub mod tree;

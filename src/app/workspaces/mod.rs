@@ -431,6 +431,16 @@ impl PartialEq for FormTag {
     }
 }
 
+/// How a workspace's background run ended badly: what went wrong, and the run a resume
+/// continues.
+#[derive(Debug)]
+pub struct Failure {
+    pub error: String,
+    pub run: Option<crate::store::RunId>,
+    /// Stopped by the user (the cancel key), not by an error.
+    pub cancelled: bool,
+}
+
 /// A workspace's hold on the rest of the TUI while it handles something.
 pub struct Cx<'a, W: ?Sized> {
     /// The shared state: the open session and its graph, focus, overlay, status line.
@@ -455,6 +465,39 @@ impl<W: Workspace> Cx<'_, W> {
         self.state.notice = Some((text.into(), level));
     }
 
+    /// A run of this workspace (`what`: "pipeline", "research") stopped early: the status
+    /// line says so, and how to resume when a run was kept (`resumable`); the phase to show.
+    pub fn run_failed(
+        &mut self,
+        what: &str,
+        f: &Failure,
+        resumable: bool,
+    ) -> crate::views::JobPhase {
+        let again = if resumable { " — r resumes" } else { "" };
+        if f.cancelled {
+            self.notice(format!("{what} interrupted{again}"), Level::Warn);
+            crate::views::JobPhase::Interrupted
+        } else {
+            self.notice(
+                format!("the {what} run failed: {}{again}", f.error),
+                Level::Error,
+            );
+            crate::views::JobPhase::Failed(f.error.clone())
+        }
+    }
+
+    /// A run of this workspace ended: the session list reloads, and `session` (the run's)
+    /// opens when no session is open or it is the open one.
+    pub fn run_ended(&mut self, session: Option<crate::store::SessionId>) {
+        self.effect(Effect::LoadSessions);
+        let open = self.state.loaded.id();
+        if let Some(s) = session
+            && (open.is_none() || open == Some(s))
+        {
+            self.effect(Effect::LoadSession(s));
+        }
+    }
+
     /// The purpose of a form this workspace opens; its answer comes back to
     /// [`Workspace::on_form`] with `form`.
     pub fn purpose(form: W::Form) -> Purpose {
@@ -477,6 +520,18 @@ impl<W: Workspace> Cx<'_, W> {
     /// Whether this workspace is the one on screen.
     pub fn shown(&self) -> bool {
         self.state.workspace == W::SPEC.id
+    }
+
+    /// Whether an action may be handled here: always while shown; from elsewhere (the
+    /// palette) only when it is one of the workspace's `own` actions, which shows it first.
+    pub fn takes(&mut self, own: bool) -> bool {
+        if self.shown() {
+            return true;
+        }
+        if own {
+            self.show(W::SPEC.id);
+        }
+        own
     }
 }
 

@@ -67,26 +67,13 @@ impl<'a> Running<'a> {
         let mut query = Node::new(session, NodeType::Query, req.question.clone());
         query.meta.insert(RUN.into(), json!(run_id.to_string()));
         query.meta.insert(STAGE.into(), json!("query"));
-        let st = ResearchState {
-            thread_id: run_id,
-            session_id: session,
-            user_query: req.question.clone(),
-            plan: None,
-            audit_result: None,
-            revision: 0,
-            max_plan_revisions: e.params.max_plan_revisions,
-            reasoning: Vec::new(),
-            status: Status::Started,
-            human_approved: false,
-            next: Stage::Thinker,
-            feedback: Vec::new(),
-            final_report: None,
-            citations: Vec::new(),
-            error_message: None,
-            end_reason: None,
-            last_node: query.id,
-            report_node: None,
-        };
+        let st = ResearchState::new(
+            run_id,
+            session,
+            req.question.clone(),
+            e.params.max_plan_revisions,
+            query.id,
+        );
         let run = Run {
             id: run_id,
             session,
@@ -487,15 +474,23 @@ impl<'a> Running<'a> {
                                 problem: v.problem.trim().to_string(),
                             });
                         }
-                        Some(_) => result.notes.push(format!(
-                            "listed with an approval, not counted: {}",
-                            v.problem.trim()
-                        )),
-                        None => result.notes.push(format!(
-                            "not a rule of the policy, not counted: \"{}\" ({})",
-                            v.rule.trim(),
-                            v.problem.trim()
-                        )),
+                        Some(rule) => result.notes.push(
+                            format!(
+                                "listed with an approval, not counted: \"{rule}\" {}",
+                                v.problem.trim()
+                            )
+                            .trim_end()
+                            .to_string(),
+                        ),
+                        None => result.notes.push(
+                            format!(
+                                "not a rule of the policy, not counted: \"{}\" {}",
+                                v.rule.trim(),
+                                v.problem.trim()
+                            )
+                            .trim_end()
+                            .to_string(),
+                        ),
                     }
                 }
                 if a.verdict == Verdict::Rejected && quoted == 0 && !own {

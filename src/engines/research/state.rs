@@ -316,6 +316,36 @@ pub struct ResearchState {
 }
 
 impl ResearchState {
+    /// A run's state before its first node: `query` is the question's node, the chain's start.
+    pub fn new(
+        thread_id: RunId,
+        session_id: SessionId,
+        user_query: String,
+        max_plan_revisions: u32,
+        query: NodeId,
+    ) -> Self {
+        Self {
+            thread_id,
+            session_id,
+            user_query,
+            plan: None,
+            audit_result: None,
+            revision: 0,
+            max_plan_revisions,
+            reasoning: Vec::new(),
+            status: Status::Started,
+            human_approved: false,
+            next: Stage::Thinker,
+            feedback: Vec::new(),
+            final_report: None,
+            citations: Vec::new(),
+            error_message: None,
+            end_reason: None,
+            last_node: query,
+            report_node: None,
+        }
+    }
+
     /// Appends to the reasoning trace, keeping the last `cap` entries (seed 001's reducer).
     pub fn reason(&mut self, node: Stage, summary: impl Into<String>, cap: usize) {
         self.reasoning.push(ReasoningEntry {
@@ -382,26 +412,7 @@ mod tests {
     use super::*;
 
     fn state() -> ResearchState {
-        ResearchState {
-            thread_id: RunId::new(),
-            session_id: SessionId::new(),
-            user_query: "q".into(),
-            plan: None,
-            audit_result: None,
-            revision: 0,
-            max_plan_revisions: 3,
-            reasoning: Vec::new(),
-            status: Status::Started,
-            human_approved: false,
-            next: Stage::Thinker,
-            feedback: Vec::new(),
-            final_report: None,
-            citations: Vec::new(),
-            error_message: None,
-            end_reason: None,
-            last_node: NodeId::new(),
-            report_node: None,
-        }
+        ResearchState::new(RunId::new(), SessionId::new(), "q".into(), 3, NodeId::new())
     }
 
     fn audit(verdict: Verdict) -> Option<AuditResult> {

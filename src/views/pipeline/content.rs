@@ -18,27 +18,7 @@ pub(super) fn millis(ms: u64) -> String {
     }
 }
 
-pub(super) fn clip(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_string();
-    }
-    if width == 0 {
-        return String::new();
-    }
-    let mut out: String = text.chars().take(width - 1).collect();
-    out.push('…');
-    out
-}
-
-/// The first line of `text` with its spaces collapsed.
-pub(super) fn one_line(text: &str) -> String {
-    text.lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+pub(super) use crate::views::text::{clip, one_line};
 /// A layer's one-line summary, for its closed line.
 pub(super) fn summary(p: &LayerPane) -> String {
     if let Some(e) = &p.error {

@@ -10,27 +10,7 @@ use crate::views::ViewCx;
 use crate::views::theme::{Role, Theme};
 use crate::views::verify::wrap;
 
-pub(super) fn clip(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_string();
-    }
-    if width == 0 {
-        return String::new();
-    }
-    let mut out: String = text.chars().take(width - 1).collect();
-    out.push('…');
-    out
-}
-
-/// The first non-empty line of `text` with its spaces collapsed.
-pub(super) fn one_line(text: &str) -> String {
-    text.lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+pub(super) use crate::views::text::{clip, one_line};
 
 /// `text` wrapped after `prefix`, later rows indented as far as the prefix.
 pub(super) fn hang(

@@ -144,14 +144,7 @@ impl Workspace for Pipeline {
     }
 
     fn on_action(&mut self, a: &Action, cx: &mut Cx<'_, Self>) -> bool {
-        if !cx.shown() {
-            // One of its own actions from elsewhere (the palette): show it first.
-            if PipelineAction::of(a).is_none() {
-                return false;
-            }
-            cx.show(ID);
-        }
-        self.action(a, cx)
+        cx.takes(PipelineAction::of(a).is_some()) && self.action(a, cx)
     }
 
     fn on_msg(&mut self, m: PipelineMsg, cx: &mut Cx<'_, Self>) {

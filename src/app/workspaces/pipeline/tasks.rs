@@ -21,14 +21,7 @@ pub struct Finished {
     pub session: SessionId,
 }
 
-/// How a run here ended badly: what went wrong, and the run a resume continues.
-#[derive(Debug)]
-pub struct Failure {
-    pub error: String,
-    pub run: Option<RunId>,
-    /// Stopped by the user (Esc), not by an error.
-    pub cancelled: bool,
-}
+pub use crate::app::workspaces::Failure;
 
 /// News for the workspace from its tasks.
 #[derive(Debug)]

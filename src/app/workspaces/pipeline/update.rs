@@ -3,7 +3,6 @@
 
 use super::{LayerStatus, Phase, Pipeline, PipelineMsg, plan};
 use crate::app::state::Level;
-use crate::app::update::Effect;
 use crate::app::workspaces::Cx;
 use crate::engines::pipeline::{Layer, LayerState, PipelineEvent};
 use crate::store::SessionId;
@@ -222,31 +221,11 @@ impl Pipeline {
                         }
                     }
                 }
-                let again = if v.run.is_some() {
-                    " — r resumes"
-                } else {
-                    ""
-                };
-                if f.cancelled {
-                    v.phase = Phase::Interrupted;
-                    cx.notice(format!("pipeline interrupted{again}"), Level::Warn);
-                } else {
-                    v.phase = Phase::Failed(f.error.clone());
-                    cx.notice(
-                        format!("the pipeline failed: {}{again}", f.error),
-                        Level::Error,
-                    );
-                }
+                v.phase = cx.run_failed("pipeline", &f, v.run.is_some());
                 v.session
             }
         };
         self.looked_up = session.or(self.looked_up);
-        cx.effect(Effect::LoadSessions);
-        let open = cx.state.loaded.id();
-        if let Some(s) = session
-            && (open.is_none() || open == Some(s))
-        {
-            cx.effect(Effect::LoadSession(s));
-        }
+        cx.run_ended(session);
     }
 }

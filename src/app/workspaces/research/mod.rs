@@ -34,7 +34,7 @@ pub const ID: WorkspaceId = "research";
 crate::workspace_actions! { ResearchAction for ID => {
     Ask => ("ask_research", "Type a research question", Own),
     Review => ("review_plan", "Open the approval of a plan waiting for you", Own),
-    Resume => ("resume_research", "Resume the shown run (interrupted or failed)", Own),
+    Resume => ("resume_research", "Resume the shown research run (stopped or failed)", Own),
 } }
 
 /// The approval modal: what it is doing, the selected step, the text being typed.
@@ -150,14 +150,7 @@ impl Workspace for Research {
     }
 
     fn on_action(&mut self, a: &Action, cx: &mut Cx<'_, Self>) -> bool {
-        if !cx.shown() {
-            // One of its own actions from elsewhere (the palette): show it first.
-            if ResearchAction::of(a).is_none() {
-                return false;
-            }
-            cx.show(ID);
-        }
-        self.action(a, cx)
+        cx.takes(ResearchAction::of(a).is_some()) && self.action(a, cx)
     }
 
     fn on_msg(&mut self, m: ResearchMsg, cx: &mut Cx<'_, Self>) {
@@ -280,7 +273,9 @@ impl Research {
             Action::Select | Action::Expand => match self.focus {
                 Pane::Report if reported && cites > 0 => self.open_citation(cx),
                 Pane::Plan if steps > 0 => self.focus = Pane::Report,
-                _ => return false,
+                // Enter means nothing in the other panes here; it must not fall through to
+                // another workspace's selection.
+                _ => {}
             },
             Action::CancelRun if cx.state.overlay.is_none() => {
                 let Some(job) = &self.job else {

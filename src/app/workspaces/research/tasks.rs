@@ -15,14 +15,7 @@ use crate::engines::research::{
 use crate::store::{RunId, RunKind, RunStatus, SessionId, Store, StoreError};
 use crate::views::research::{Phase, RunView};
 
-/// How a run here ended badly: what went wrong, and the run a resume continues.
-#[derive(Debug)]
-pub struct Failure {
-    pub error: String,
-    pub run: Option<RunId>,
-    /// Stopped by the user (the cancel key), not by an error.
-    pub cancelled: bool,
-}
+pub use crate::app::workspaces::Failure;
 
 /// News for the workspace from its tasks.
 #[derive(Debug)]

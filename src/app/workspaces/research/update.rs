@@ -3,7 +3,6 @@
 
 use super::{Failure, Pane, Phase, Research, ResearchMsg, RunView};
 use crate::app::state::Level;
-use crate::app::update::Effect;
 use crate::app::workspaces::Cx;
 use crate::engines::research::{ResearchEvent, ResearchState, Status};
 use crate::store::SessionId;
@@ -175,31 +174,11 @@ impl Research {
                 if f.run.is_some() {
                     v.run = f.run;
                 }
-                let again = if v.run.is_some() {
-                    " — r resumes"
-                } else {
-                    ""
-                };
-                if f.cancelled {
-                    v.phase = Phase::Interrupted;
-                    cx.notice(format!("research interrupted{again}"), Level::Warn);
-                } else {
-                    v.phase = Phase::Failed(f.error.clone());
-                    cx.notice(
-                        format!("the research run failed: {}{again}", f.error),
-                        Level::Error,
-                    );
-                }
+                v.phase = cx.run_failed("research", &f, v.run.is_some());
                 v.session
             }
         };
         self.looked_up = session.or(self.looked_up);
-        cx.effect(Effect::LoadSessions);
-        let open = cx.state.loaded.id();
-        if let Some(s) = session
-            && (open.is_none() || open == Some(s))
-        {
-            cx.effect(Effect::LoadSession(s));
-        }
+        cx.run_ended(session);
     }
 }
