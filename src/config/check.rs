@@ -134,6 +134,53 @@ pub(super) fn check_values(config: &Config) -> Vec<(String, String)> {
         "knowledge.max_file_bytes",
         "must be at least 1".into(),
     );
+    let r = &config.research;
+    check(
+        (1..=20).contains(&r.max_plan_revisions),
+        "research.max_plan_revisions",
+        format!("must be 1 to 20, got {}", r.max_plan_revisions),
+    );
+    check(
+        r.reasoning_entries >= 1,
+        "research.reasoning_entries",
+        "must be at least 1".into(),
+    );
+    check(
+        (1..=50).contains(&r.max_steps),
+        "research.max_steps",
+        format!("must be 1 to 50, got {}", r.max_steps),
+    );
+    check(
+        (1..=50).contains(&r.max_results),
+        "research.max_results",
+        format!("must be 1 to 50, got {}", r.max_results),
+    );
+    check(
+        r.tool_output_chars >= 100,
+        "research.tool_output_chars",
+        format!("must be at least 100, got {}", r.tool_output_chars),
+    );
+    check(
+        r.fetch_timeout_ms > 0,
+        "research.fetch_timeout_ms",
+        "must be at least 1".into(),
+    );
+    for (stage, st) in [
+        ("thinker", r.thinker),
+        ("auditor", r.auditor),
+        ("synthesizer", r.synthesizer),
+    ] {
+        check(
+            (0.0..=2.0).contains(&st.temperature),
+            &format!("research.{stage}.temperature"),
+            format!("must be 0 to 2, got {}", st.temperature),
+        );
+        check(
+            st.max_tokens > 0,
+            &format!("research.{stage}.max_tokens"),
+            "must be at least 1".into(),
+        );
+    }
     let nous = &config.memory.nous;
     let w = &nous.weights;
     for (name, v) in [

@@ -490,3 +490,41 @@ fn the_knowledge_section_loads_and_is_checked() {
         assert!(err.contains(message), "{toml}: {err}");
     }
 }
+
+#[test]
+fn the_research_section_loads_and_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(CONFIG_FILE_NAME);
+    let c = load(&sources(dir.path())).unwrap().config;
+    assert_eq!(
+        c.research,
+        crate::engines::research::ResearchParams::default()
+    );
+    std::fs::write(
+        &path,
+        "[research]\nmax_plan_revisions = 5\n[research.auditor]\ntemperature = 0.2\nmax_tokens = 300\n",
+    )
+    .unwrap();
+    let c = load(&sources(dir.path())).unwrap().config;
+    assert_eq!(c.research.max_plan_revisions, 5);
+    assert_eq!(c.research.auditor.max_tokens, 300);
+    for (toml, message) in [
+        (
+            "[research]\nmax_plan_revisions = 0",
+            "'research.max_plan_revisions': must be 1 to 20",
+        ),
+        (
+            "[research]\nmax_steps = 0",
+            "'research.max_steps': must be 1 to 50",
+        ),
+        (
+            "[research.synthesizer]\ntemperature = 3.0\nmax_tokens = 10",
+            "'research.synthesizer.temperature': must be 0 to 2",
+        ),
+        ("[research]\nmax_plan_revision = 3", "max_plan_revision"),
+    ] {
+        std::fs::write(&path, format!("{toml}\n")).unwrap();
+        let err = load(&sources(dir.path())).unwrap_err().to_string();
+        assert!(err.contains(message), "{toml}: {err}");
+    }
+}
