@@ -712,6 +712,13 @@ async fn research_text_output_names_the_gate_and_plan_only_prints_the_plan() {
         stderr.contains("waiting for your approval") && stderr.contains("--approve"),
         "{stderr}"
     );
+    // Answers for the gate without --resume are refused, not taken for a new question.
+    for a in [vec!["--reject", "q"], vec!["--edit", "1=x", "q"]] {
+        let bad = run_cmd(research_cmd(data.path(), &server.url(), &a)).await;
+        assert_eq!(bad.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert!(err.contains("add --resume RUN"), "{err}");
+    }
     // A policy file that does not exist is refused before any model call.
     let bad = run_cmd(research_cmd(
         data.path(),

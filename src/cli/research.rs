@@ -286,6 +286,10 @@ pub async fn run(ctx: &Ctx, args: ResearchArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
+    if args.resume.is_none() && (args.reject || !args.edit.is_empty()) {
+        // clap does not hold `requires` against an argument that conflicts with the question.
+        bail!("--reject and --edit answer a run waiting for approval: add --resume RUN");
+    }
     let resume = args
         .resume
         .as_deref()
