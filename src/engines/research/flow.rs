@@ -9,14 +9,13 @@ use tokio_util::sync::CancellationToken;
 use super::answers::{AuditAnswer, PlanDraft, plan_schema};
 use super::params::StageSettings;
 use super::policy::Policy;
+use super::render::{audit_markdown, cite, draft_of, plan_markdown};
 use super::state::{
     AuditResult, Citation, Plan, ResearchState, Stage, Status, Step, Tool, Verdict, Violation,
     route_after_audit, route_after_gate, route_after_tool, transition,
 };
 use super::tools::locator;
-use super::{
-    Decision, ResearchEngine, ResearchError, ResearchEvent, ResearchRequest, STATE, load_state,
-};
+use super::{ResearchEngine, ResearchError, ResearchEvent, ResearchRequest, STATE, load_state};
 use crate::engines::llm::{ChatRequest, LlmError, Message, ThinkingMode, ToolSpec};
 use crate::engines::memory::learn::queue::{worker_gone, worker_id};
 use crate::engines::orchestrator::title_from;
@@ -31,6 +30,8 @@ const RUN: &str = "run";
 const STAGE: &str = "stage";
 /// Key of a run's summary naming the process driving it (`pid:<n>`).
 const WORKER: &str = "worker";
+
+mod gate;
 
 /// A run being driven.
 pub(super) struct Running<'a> {
@@ -173,90 +174,6 @@ impl<'a> Running<'a> {
         };
         r.emit_start(true);
         Ok(r)
-    }
-
-    /// Applies a person's decision at the gate.
-    pub(super) async fn decide(&mut self, d: Decision) -> Result<(), ResearchError> {
-        let waiting = self.st.status == Status::AwaitingApproval;
-        let refuse = |why: &str| ResearchError::Decision {
-            run: self.run.id,
-            why: why.to_string(),
-        };
-        if d.is_empty() {
-            return if waiting {
-                Err(refuse(
-                    "is waiting for approval: resume it with --approve, or --reject [--note TEXT]",
-                ))
-            } else {
-                Ok(())
-            };
-        }
-        if !waiting {
-            return Err(refuse(&format!(
-                "is not waiting for approval (it is {}); resume it without --approve/--reject/--edit",
-                self.st.status.as_str()
-            )));
-        }
-        if d.approve && d.reject.is_some() {
-            return Err(refuse("cannot be approved and rejected at once"));
-        }
-        let cap = self.e.params.reasoning_entries;
-        if let Some(note) = d.reject {
-            self.st.revision += 1;
-            let note = note.trim().to_string();
-            let said = if note.is_empty() {
-                "rejected by you".to_string()
-            } else {
-                format!("rejected by you: {note}")
-            };
-            self.annotate(&said).await?;
-            self.st.reason(Stage::HitlGate, said, cap);
-            self.st.feedback = if note.is_empty() {
-                vec!["The person reviewing the plan rejected it; propose a different plan.".into()]
-            } else {
-                vec![note]
-            };
-            self.st.next = if self.st.revision >= self.st.max_plan_revisions {
-                self.end_rejected();
-                Stage::End
-            } else {
-                Stage::Thinker
-            };
-            return Ok(());
-        }
-        if !d.edits.is_empty() {
-            let plan = self.st.plan.as_mut().ok_or_else(|| refuse("has no plan"))?;
-            let mut said = Vec::new();
-            for edit in &d.edits {
-                let n = plan.steps.len();
-                let step = plan
-                    .steps
-                    .get_mut(edit.step.wrapping_sub(1))
-                    .ok_or_else(|| refuse(&format!("has no step {} (it has {n})", edit.step)))?;
-                if let Some(t) = edit.tool {
-                    step.tool = t;
-                }
-                if let Some(i) = &edit.input {
-                    step.input = i.clone();
-                }
-                said.push(format!(
-                    "step {} → {} {:?}",
-                    edit.step, step.tool, step.input
-                ));
-            }
-            let said = format!("edited by you: {}", said.join("; "));
-            self.annotate(&said).await?;
-            self.st.reason(Stage::HitlGate, said, cap);
-            // The edited plan goes through the audit again; approval, if given, waits for it.
-            self.approve |= d.approve;
-            self.st.next = Stage::Auditor;
-            return Ok(());
-        }
-        self.annotate("approved by you").await?;
-        self.st.reason(Stage::HitlGate, "approved by you", cap);
-        self.st.human_approved = true;
-        self.st.next = Stage::ToolExecutor;
-        Ok(())
     }
 
     /// Runs node after node until the gate waits, or the run ends.
@@ -952,124 +869,5 @@ impl<'a> Running<'a> {
             node: name,
             state: Box::new(self.st.clone()),
         });
-    }
-}
-
-/// The plan as the model writes it (no ids, outputs or revision).
-fn draft_of(p: &Plan) -> PlanDraft {
-    PlanDraft {
-        objective: p.objective.clone(),
-        steps: p
-            .steps
-            .iter()
-            .map(|s| super::answers::StepDraft {
-                tool: s.tool,
-                input: s.input.clone(),
-                rationale: s.rationale.clone(),
-            })
-            .collect(),
-        estimated_token_budget: p.estimated_token_budget,
-    }
-}
-
-/// The plan as a person reads it.
-pub fn plan_markdown(p: &Plan) -> String {
-    let mut out = format!("Plan (revision {}): {}\n\n", p.revision, p.objective);
-    for (i, s) in p.steps.iter().enumerate() {
-        out.push_str(&format!("{}. {} {:?}", i + 1, s.tool, s.input));
-        if !s.rationale.is_empty() {
-            out.push_str(&format!(" — {}", s.rationale));
-        }
-        out.push('\n');
-    }
-    out.push_str(&format!(
-        "\nEstimated token budget: {}",
-        p.estimated_token_budget
-    ));
-    out
-}
-
-/// The audit as a person reads it.
-pub fn audit_markdown(a: &AuditResult) -> String {
-    let mut out = match a.verdict {
-        Verdict::Approved => "Audit: approved".to_string(),
-        Verdict::Rejected => "Audit: rejected".to_string(),
-    };
-    for v in &a.policy_violations {
-        out.push_str(&format!("\n- violation: {v}"));
-    }
-    for s in &a.suggestions {
-        out.push_str(&format!("\n- suggestion: {s}"));
-    }
-    for n in &a.notes {
-        out.push_str(&format!("\n- note: {n}"));
-    }
-    out
-}
-
-/// The report with its sources listed under it, and the citations marked cited where the
-/// text names them (`[n]`).
-fn cite(text: &str, mut sources: Vec<Citation>) -> (String, Vec<Citation>) {
-    let cited: std::collections::HashSet<usize> = citation_numbers(text).into_iter().collect();
-    for c in &mut sources {
-        c.cited = cited.contains(&c.n);
-    }
-    let mut report = text.to_string();
-    if !sources.is_empty() {
-        report.push_str("\n\n## Sources\n");
-        for c in &sources {
-            report.push_str(&format!("\n[{}] {} — {}", c.n, c.label, locator(c)));
-            if !c.cited {
-                report.push_str(" (not cited)");
-            }
-        }
-    }
-    (report, sources)
-}
-
-/// The numbers cited as `[n]` (or `[n, m]`) in `text`.
-fn citation_numbers(text: &str) -> Vec<usize> {
-    let mut out = Vec::new();
-    let mut rest = text;
-    while let Some(open) = rest.find('[') {
-        rest = &rest[open + 1..];
-        let Some(close) = rest.find(']') else { break };
-        let inside = &rest[..close];
-        if inside
-            .chars()
-            .all(|c| c.is_ascii_digit() || c == ',' || c == ' ')
-        {
-            out.extend(
-                inside
-                    .split(',')
-                    .filter_map(|n| n.trim().parse::<usize>().ok()),
-            );
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::engines::research::CitationKind;
-
-    #[test]
-    fn citations_are_read_from_the_report_and_listed_under_it() {
-        assert_eq!(citation_numbers("a [1] b [2, 3][x] [4"), vec![1, 2, 3]);
-        let src = |n: usize| Citation {
-            n,
-            kind: CitationKind::Knowledge,
-            source: format!("/k/{n}.md"),
-            span: Some([0, 10]),
-            label: format!("doc {n}"),
-            text: "t".into(),
-            step: None,
-            cited: false,
-        };
-        let (report, c) = cite("It is so [2].", vec![src(1), src(2)]);
-        assert!(!c[0].cited && c[1].cited);
-        assert!(report.contains("[2] doc 2 — /k/2.md:0-10"), "{report}");
-        assert!(report.contains("[1] doc 1 — /k/1.md:0-10 (not cited)"));
     }
 }

@@ -11,6 +11,7 @@ mod answers;
 mod flow;
 mod params;
 mod policy;
+mod render;
 mod state;
 mod tools;
 
