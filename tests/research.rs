@@ -109,6 +109,19 @@ fn store() -> (tempfile::TempDir, Store) {
     (dir, store)
 }
 
+/// A scripted server answering `steps`, a store, and an engine on both.
+async fn scripted(steps: Vec<Step>) -> (ScriptedServer, tempfile::TempDir, Store, ResearchEngine) {
+    let server = ScriptedServer::start(Script::new(steps)).await;
+    let (dir, store) = store();
+    let e = engine(&store, &server.url());
+    (server, dir, store, e)
+}
+
+/// `n` rounds of a plan and its audit.
+fn rounds(n: usize, plan: impl Fn() -> Step, audit: fn() -> Step) -> Vec<Step> {
+    (0..n).flat_map(|_| [plan(), audit()]).collect()
+}
+
 async fn start(
     e: &ResearchEngine,
     req: ResearchRequest,
@@ -154,14 +167,8 @@ fn user_text(r: &support::Recorded) -> String {
 
 #[tokio::test]
 async fn an_auditor_that_always_rejects_ends_the_run_after_max_plan_revisions() {
-    let mut steps = Vec::new();
-    for _ in 0..3 {
-        steps.push(plan("knowledge_search", "retry policy"));
-        steps.push(reject());
-    }
-    let server = ScriptedServer::start(Script::new(steps)).await;
-    let (_d, store) = store();
-    let e = engine(&store, &server.url());
+    let steps = rounds(3, || plan("knowledge_search", "retry policy"), reject);
+    let (server, _d, store, e) = scripted(steps).await;
     let (out, events) = start(&e, request(&e, "How do we retry?", false)).await;
     let st = out.unwrap();
     assert_eq!(st.status, Status::Rejected);
@@ -295,14 +302,8 @@ async fn the_gate_holds_every_tool_until_approval_and_the_report_cites_what_they
 #[tokio::test]
 async fn with_the_network_off_a_plan_using_it_is_rejected_with_the_policy_rule() {
     // The model approves; the engine's own check rejects, quoting the policy.
-    let mut steps = Vec::new();
-    for _ in 0..3 {
-        steps.push(plan("web_search", "rust release"));
-        steps.push(approve());
-    }
-    let server = ScriptedServer::start(Script::new(steps)).await;
-    let (_d, store) = store();
-    let e = engine(&store, &server.url());
+    let steps = rounds(3, || plan("web_search", "rust release"), approve);
+    let (server, _d, _store, e) = scripted(steps).await;
     let (out, _) = start(&e, request(&e, "Latest Rust?", false)).await;
     let st = out.unwrap();
     assert_eq!(st.status, Status::Rejected);
@@ -330,15 +331,12 @@ async fn a_rejection_must_quote_the_policy_and_a_custom_policy_is_the_one_quoted
         &json!({"verdict": "rejected", "policyViolations": [{"rule": "Always use three web sources.", "problem": "too few"}], "suggestions": []})
             .to_string(),
     );
-    let server = ScriptedServer::start(Script::new(vec![
+    let (server, _d, store, e) = scripted(vec![
         plan("knowledge_search", "x"),
         unfounded,
         plan("knowledge_search", "x"),
         answer(&json!({"verdict": "rejected", "policyViolations": [{"rule": "Only session_search may be used", "problem": "uses knowledge_search"}]}).to_string()),
-    ]))
-    .await;
-    let (_d, store) = store();
-    let e = engine(&store, &server.url());
+    ]).await;
     // A rule the policy does not have is no rejection.
     let (out, _) = start(&e, request(&e, "q", false)).await;
     let st = out.unwrap();
@@ -378,17 +376,15 @@ async fn a_rejection_must_quote_the_policy_and_a_custom_policy_is_the_one_quoted
 
 #[tokio::test]
 async fn at_the_gate_a_rejection_revises_and_an_edit_is_audited_again() {
-    let server = ScriptedServer::start(Script::new(vec![
+    let (server, _d, store, e) = scripted(vec![
         plan("knowledge_search", "first"),
         approve(),
         plan("session_search", "second"),
         approve(),
         approve(),
         answer("Nothing was found."),
-    ]))
+    ])
     .await;
-    let (_d, store) = store();
-    let e = engine(&store, &server.url());
     let (out, _) = start(&e, request(&e, "q", false)).await;
     let st = out.unwrap();
     let st = resume(
@@ -453,14 +449,12 @@ async fn at_the_gate_a_rejection_revises_and_an_edit_is_audited_again() {
 
 #[tokio::test]
 async fn a_tool_error_is_kept_on_its_step_and_the_synthesizer_is_told() {
-    let server = ScriptedServer::start(Script::new(vec![
+    let (server, _d, store, e) = scripted(vec![
         plan("memory_search", "anything"),
         approve(),
         answer("Memory could not be searched."),
-    ]))
+    ])
     .await;
-    let (_d, store) = store();
-    let e = engine(&store, &server.url());
     let (out, _) = start(&e, request(&e, "q", true)).await;
     let st = out.unwrap();
     assert_eq!(
@@ -484,13 +478,11 @@ async fn a_tool_error_is_kept_on_its_step_and_the_synthesizer_is_told() {
 
 #[tokio::test]
 async fn an_unreadable_plan_is_asked_again_then_fails_with_its_raw_text() {
-    let server = ScriptedServer::start(Script::new(vec![
+    let (server, _d, store, e) = scripted(vec![
         answer("I would search for it."),
         answer("Still no JSON."),
-    ]))
+    ])
     .await;
-    let (_d, store) = store();
-    let e = engine(&store, &server.url());
     let (out, _) = start(&e, request(&e, "q", true)).await;
     let st = out.unwrap();
     assert_eq!(st.status, Status::Failed);
@@ -736,15 +728,13 @@ async fn a_cancelled_report_resumes_where_it_stopped() {
     let slow_report = Step::status(200)
         .header("content-type", "text/event-stream")
         .chunk_after(std::time::Duration::from_secs(5), sse("late"));
-    let server = ScriptedServer::start(Script::new(vec![
+    let (server, _d, store, e) = scripted(vec![
         plan("session_search", "tea"),
         approve(),
         slow_report,
         answer("Tea is a drink [1]."),
-    ]))
+    ])
     .await;
-    let (_d, store) = store();
-    let e = engine(&store, &server.url());
     let (tx, _rx) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
     let stop = cancel.clone();
