@@ -636,7 +636,7 @@ async fn every_steer_action_links_its_result() {
         c("base"),
         text_step(&comparison()),
         c("expanded"),
-        c("merged"),
+        text_step(&json!({"claims": [{"text": "merged", "sources": ["A1", "B2"]}]})),
         c("defended"),
         c("reforked"),
         c("reforked"),
@@ -711,7 +711,17 @@ async fn every_steer_action_links_its_result() {
     else {
         panic!()
     };
-    assert_eq!(merged.conclusion, "merged");
+    assert_eq!(merged.claims.len(), 1);
+    assert_eq!(merged.claims[0].text, "merged");
+    let sources: Vec<NodeId> = merged.claims[0].provenance.iter().map(|p| p.node).collect();
+    assert_eq!(sources, [node_of(Conservative), node_of(Aggressive)]);
+    assert_eq!(merged.claims[0].provenance[1].steps, [1]);
+    let stored = h.store.node(*node_id).unwrap().unwrap();
+    assert_eq!(
+        glassbox::engines::diff::claims_of(&stored),
+        merged.claims,
+        "steer --merge stores the claims like glassbox merge"
+    );
     assert_eq!(
         h.store.node(*node_id).unwrap().unwrap().kind,
         NodeType::Synthesis

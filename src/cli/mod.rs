@@ -3,6 +3,7 @@
 
 mod ask;
 mod checkpoint;
+mod diff;
 mod doctor;
 mod export;
 mod fork;
@@ -87,6 +88,10 @@ pub enum Command {
     Fork(fork::ForkArgs),
     /// Steer a fork run: --expand, --merge, --challenge or --refork.
     Steer(steer::SteerArgs),
+    /// Where two lines of reasoning part: their steps aligned and labelled side by side.
+    Diff(diff::DiffArgs),
+    /// Merge two or more lines of reasoning into claims that name the steps they came from.
+    Merge(diff::MergeArgs),
     /// A human verdict on a node: verified, questionable or disagree (with --correction).
     Checkpoint(checkpoint::CheckpointArgs),
     /// List, show or delete sessions.
@@ -262,6 +267,8 @@ pub fn run(ctx: &Ctx, runtime: &tokio::runtime::Runtime, command: Command) -> Re
         Command::Ask(args) => runtime.block_on(ask::run(ctx, args)),
         Command::Fork(args) => runtime.block_on(fork::run(ctx, args)),
         Command::Steer(args) => runtime.block_on(steer::run(ctx, args)),
+        Command::Diff(args) => runtime.block_on(diff::diff(ctx, args)),
+        Command::Merge(args) => runtime.block_on(diff::merge(ctx, args)),
         Command::Checkpoint(args) => runtime.block_on(checkpoint::run(ctx, args)),
         Command::Sessions(cmd) => sessions::run(ctx, cmd),
         Command::Mcp(args) => runtime.block_on(mcp::run(ctx, args)),

@@ -102,14 +102,12 @@ pub async fn run(ctx: &Ctx, args: SteerArgs) -> Result<ExitCode> {
             }
             SteerResult::Merge { styles, merged, .. } => {
                 let names: Vec<&str> = styles.iter().map(|s| s.as_str()).collect();
-                println!(
-                    "## merged {} (confidence {:.2})\n{}\n",
-                    names.join(" + "),
-                    merged.confidence,
-                    merged.conclusion
-                );
-                for i in &merged.key_insights {
-                    println!("  - {i}");
+                println!("## merged {}", names.join(" + "));
+                for (s, name) in merged.sources.iter().zip(&names) {
+                    println!("  {} = {name} ({})", s.letter, s.node.short());
+                }
+                for c in &merged.claims {
+                    println!("  - {}  [{}]", c.text, merged.refs(c));
                 }
             }
             SteerResult::Refork { result, .. } => {

@@ -181,6 +181,45 @@ pub(super) fn check_values(config: &Config) -> Vec<(String, String)> {
             "must be at least 1".into(),
         );
     }
+    let d = &config.diff;
+    for (name, v) in [
+        ("min_similarity", d.min_similarity),
+        ("min_overlap", d.min_overlap),
+        ("same_similarity", d.same_similarity),
+    ] {
+        check(
+            (0.0..=1.0).contains(&v),
+            &format!("diff.{name}"),
+            format!("must be 0 to 1, got {v}"),
+        );
+    }
+    check(
+        d.gap_penalty.is_finite() && d.gap_penalty >= 0.0,
+        "diff.gap_penalty",
+        format!("must be 0 or more, got {}", d.gap_penalty),
+    );
+    check(
+        d.step_chars >= 20,
+        "diff.step_chars",
+        format!("must be at least 20, got {}", d.step_chars),
+    );
+    check(
+        (1..=8).contains(&d.max_claims),
+        "diff.max_claims",
+        format!("must be 1 to 8, got {}", d.max_claims),
+    );
+    for (stage, st) in [("judge", d.judge), ("merge", d.merge)] {
+        check(
+            (0.0..=2.0).contains(&st.temperature),
+            &format!("diff.{stage}.temperature"),
+            format!("must be 0 to 2, got {}", st.temperature),
+        );
+        check(
+            st.max_tokens > 0,
+            &format!("diff.{stage}.max_tokens"),
+            "must be at least 1".into(),
+        );
+    }
     let nous = &config.memory.nous;
     let w = &nous.weights;
     for (name, v) in [

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::engines::diff::DiffParams;
 use crate::engines::fork::ForkParams;
 use crate::engines::got::GotTuning;
 use crate::engines::knowledge::KnowledgeParams;
@@ -174,6 +175,8 @@ pub struct Config {
     pub knowledge: KnowledgeParams,
     /// `[research]`: the DeepTrust plan → audit → approval → tools → report loop (seed 001).
     pub research: ResearchParams,
+    /// `[diff]`: aligning two lines of reasoning, labelling pairs, merging with provenance.
+    pub diff: DiffParams,
     /// `[loop]`: spotting a model that repeats itself, and what to do then.
     #[serde(rename = "loop")]
     pub r#loop: LoopParams,

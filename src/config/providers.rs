@@ -283,6 +283,7 @@ impl ForkSettings {
         s.debate_rounds = cfg.fork.debate_rounds;
         s.consensus_threshold = cfg.fork.consensus_threshold;
         s.memory_feedback = cfg.memory.learn.clone();
+        s.diff = cfg.diff.clone();
         s
     }
 }
@@ -347,5 +348,56 @@ pub fn research_engine(
         prompts: ResearchPrompts::from(prompts),
         tools,
         seed: Some(cfg.generation.seed),
+    }
+}
+
+/// The model side of a diff or merge: the built provider and model, one `[diff]` call's
+/// settings, the `[generation]` seed and the named prompt.
+pub fn diff_model(
+    cfg: &Config,
+    prompts: &crate::engines::prompts::Prompts,
+    built: &Built,
+    call: crate::engines::diff::CallParams,
+    prompt: &str,
+) -> crate::engines::diff::Judge {
+    let mut settings = crate::engines::got::CallSettings::new(built.model.clone(), call.max_tokens);
+    settings.temperature = Some(call.temperature);
+    settings.seed = Some(cfg.generation.seed);
+    crate::engines::diff::Judge {
+        provider: built.provider.clone(),
+        call: settings,
+        prompt: prompts.get(prompt).to_string(),
+    }
+}
+
+/// A diff engine: `[diff]`, the judge model when one is given (else labels come from
+/// similarity alone) and the embedder when it loads.
+pub fn diff_engine(
+    cfg: &Config,
+    prompts: &crate::engines::prompts::Prompts,
+    built: Option<&Built>,
+    store: Store,
+    embedder: Option<Arc<dyn crate::engines::memory::embed::Embedder>>,
+) -> crate::engines::diff::DiffEngine {
+    crate::engines::diff::DiffEngine {
+        store,
+        judge: built.map(|b| diff_model(cfg, prompts, b, cfg.diff.judge, "diff/judge")),
+        embedder,
+        params: cfg.diff.clone(),
+    }
+}
+
+/// The merge engine of `glassbox merge` (and, through the fork engine, `steer --merge`).
+pub fn merger(
+    cfg: &Config,
+    prompts: &crate::engines::prompts::Prompts,
+    built: &Built,
+    store: Store,
+) -> crate::engines::diff::Merger {
+    crate::engines::diff::Merger {
+        store,
+        model: diff_model(cfg, prompts, built, cfg.diff.merge, "diff/merge"),
+        step_chars: cfg.diff.step_chars,
+        max_claims: cfg.diff.max_claims,
     }
 }

@@ -1,6 +1,7 @@
 //! All reasoning work. Engines are async, talk to the app only through typed events,
 //! and never touch terminal or widget types.
 
+pub mod diff;
 pub mod fork;
 pub mod got;
 pub mod json_extract;

@@ -19,6 +19,14 @@ const DEFAULTS: &[(&str, &str)] = &[
         include_str!("../../configs/prompts/orchestrator/compaction.md"),
     ),
     (
+        "diff/judge",
+        include_str!("../../configs/prompts/diff/judge.md"),
+    ),
+    (
+        "diff/merge",
+        include_str!("../../configs/prompts/diff/merge.md"),
+    ),
+    (
         "got/generate",
         include_str!("../../configs/prompts/got/generate.md"),
     ),

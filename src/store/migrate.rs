@@ -24,7 +24,7 @@ use super::tables::*;
 use super::{Store, StoreError, codec, search};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 const VERSION_KEY: &str = "schema_version";
 
@@ -86,6 +86,7 @@ pub(super) fn ensure_schema(store: &Store) -> Result<(), StoreError> {
                 4 => migrate_v4_to_v5(&txn)?,
                 5 => migrate_v5_to_v6(&txn)?,
                 6 => migrate_v6_to_v7(&txn)?,
+                7 => migrate_v7_to_v8(&txn)?,
                 other => {
                     return Err(StoreError::Corrupt(format!(
                         "no migration from schema {other}"
@@ -141,6 +142,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(TRANSCRIPT_CURSORS)?;
     txn.open_table(KNOWLEDGE_DOCS)?;
     txn.open_table(KNOWLEDGE_CHUNKS)?;
+    txn.open_table(PAIR_JUDGEMENTS)?;
     txn.open_table(JOURNAL)?;
     txn.open_table(SEARCH_POSTINGS)?;
     txn.open_table(SEARCH_DOCS)?;
@@ -248,5 +250,11 @@ fn migrate_v5_to_v6(txn: &WriteTransaction) -> Result<(), StoreError> {
 /// v6 → v7: the knowledge base's two tables are new and start empty; `create_tables` (run
 /// before every migration) has opened them, so there is nothing to convert.
 fn migrate_v6_to_v7(_txn: &WriteTransaction) -> Result<(), StoreError> {
+    Ok(())
+}
+
+/// v7 → v8: the diff's cache of pair judgements is new and starts empty (`create_tables`
+/// opened it).
+fn migrate_v7_to_v8(_txn: &WriteTransaction) -> Result<(), StoreError> {
     Ok(())
 }

@@ -16,6 +16,7 @@ mod knowledge;
 pub mod learning;
 mod memory;
 mod migrate;
+mod pairs;
 mod read;
 pub mod search;
 pub mod tables;
@@ -32,6 +33,7 @@ pub use memory::{
     CoreSection, MemoryCounters, MemoryEntry, MemoryScope, MemoryTier, Provenance, StoredVector,
 };
 pub use migrate::SCHEMA_VERSION;
+pub use pairs::PairJudgement;
 pub use search::SearchHit;
 use tables::*;
 pub use types::*;

@@ -88,6 +88,9 @@ pub const KNOWLEDGE_DOCS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::ne
 /// document id ‖ chunk index (u32 big-endian) → KnowledgeChunk: a document's chunks in order.
 pub const KNOWLEDGE_CHUNKS: TableDefinition<[u8; 20], &[u8]> =
     TableDefinition::new("knowledge_chunks");
+/// sha256(model, the two step texts) → PairJudgement: the diff's cache of pair labels.
+pub const PAIR_JUDGEMENTS: TableDefinition<[u8; 32], &[u8]> =
+    TableDefinition::new("pair_judgements");
 /// sequence (u64, monotonic across processes) → Change.
 pub const JOURNAL: TableDefinition<u64, &[u8]> = TableDefinition::new("journal");
 

@@ -395,7 +395,8 @@ pub enum SteerResult {
     },
     Merge {
         styles: Vec<ForkStyle>,
-        merged: Conclusion,
+        /// The claims with their provenance (the same merge as `glassbox merge`).
+        merged: crate::engines::diff::Merged,
         #[serde(rename = "nodeId")]
         node_id: NodeId,
     },
@@ -528,6 +529,8 @@ pub struct ForkSettings {
     pub max_branches: usize,
     /// What a checkpoint does to the learnings its turn used (`[memory.learn]`).
     pub memory_feedback: crate::engines::memory::LearnParams,
+    /// How `steer --merge` merges (`[diff]`: the merge call, step length, claims).
+    pub diff: crate::engines::diff::DiffParams,
 }
 
 impl ForkSettings {
@@ -555,6 +558,7 @@ impl ForkSettings {
             min_branches: MIN_BRANCHES,
             max_branches: MAX_BRANCHES,
             memory_feedback: Default::default(),
+            diff: Default::default(),
         }
     }
 }
@@ -572,6 +576,7 @@ impl ForkPrompts {
             .names()
             .filter_map(|n| n.strip_prefix("thinkfork/"))
             .map(|n| (n.to_string(), p.get(&format!("thinkfork/{n}")).to_string()))
+            .chain([(CLAIMS_MERGE.to_string(), p.get("diff/merge").to_string())])
             .collect();
         Self { by_name }
     }
@@ -580,6 +585,9 @@ impl ForkPrompts {
         self.by_name.get(name).map(String::as_str).unwrap_or("")
     }
 }
+
+/// The name under which [`ForkPrompts`] keeps the merge-with-provenance prompt.
+const CLAIMS_MERGE: &str = "claims_merge";
 
 /// What a fork starts from.
 #[derive(Clone, Debug)]

@@ -11,6 +11,8 @@ use super::{
     BranchResult, Events, ForkEngine, ForkError, ForkEvent, ForkStyle, Guidance, Lane, Outcome,
     Spec, SteerAction, SteerResult,
 };
+use crate::engines::diff::{DiffError, Judge, MergeRequest, Merger};
+use crate::engines::got::CallSettings;
 use crate::engines::llm::TurnPlan;
 use crate::store::{EdgeType, NodeId, RunId, RunKind, RunStatus, SessionId, Store};
 
@@ -155,28 +157,40 @@ impl ForkEngine {
                     .iter()
                     .map(|s| find(*s))
                     .collect::<Result<Vec<_>, _>>()?;
-                let mut user = format!("Question: {}\n\nBranches to merge:\n", spec.query);
-                for b in &picked {
-                    user.push_str(&describe_branch(b));
-                }
-                if let Some(f) = focus_area.filter(|f| !f.trim().is_empty()) {
-                    user.push_str(&format!("\nFocus on: {f}\n"));
-                }
-                let sources: Vec<NodeId> = picked.iter().filter_map(|b| b.node_id).collect();
-                match self
-                    .synthesis(&spec, &user, &sources, run.id, "merge", events)
-                    .await?
-                {
-                    Ok((merged, node, _)) => (
-                        SteerResult::Merge {
-                            styles: unique,
-                            merged,
-                            node_id: node,
-                        },
-                        vec![node],
-                    ),
-                    Err((e, _)) => {
-                        let err = ForkError::Model(format!("merge failed: {e}"));
+                let nodes: Vec<NodeId> = picked.iter().filter_map(|b| b.node_id).collect();
+                let mut meta = Map::new();
+                meta.insert("run".into(), json!(run.id));
+                meta.insert("styles".into(), json!(unique));
+                let _ = events.send(ForkEvent::LaneStarted {
+                    lane: Lane::Synthesis,
+                    round: 0,
+                });
+                let req = MergeRequest {
+                    nodes,
+                    focus: focus_area,
+                    meta,
+                };
+                match self.merger().merge(req, &self.cancel).await {
+                    Ok(merged) => {
+                        let node = merged.node;
+                        (
+                            SteerResult::Merge {
+                                styles: unique,
+                                merged,
+                                node_id: node,
+                            },
+                            vec![node],
+                        )
+                    }
+                    Err(e) => {
+                        let err = match e {
+                            DiffError::Store(e) => ForkError::Store(e),
+                            DiffError::Cancelled
+                            | DiffError::Model(crate::engines::llm::LlmError::Cancelled) => {
+                                ForkError::Cancelled
+                            }
+                            e => ForkError::Model(format!("merge failed: {e}")),
+                        };
                         self.fail_run(run, &err).await?;
                         return Err(err);
                     }
@@ -202,6 +216,25 @@ impl ForkEngine {
             }
         };
         self.finish(run, spec.session, nodes, result).await
+    }
+
+    /// The merge engine `steer --merge` shares with `glassbox merge`: this engine's provider
+    /// and model, the `[diff]` merge settings and the `diff/merge` prompt.
+    fn merger(&self) -> Merger {
+        let d = &self.settings.diff;
+        let mut call = CallSettings::new(self.settings.model.clone(), d.merge.max_tokens);
+        call.temperature = Some(d.merge.temperature);
+        call.seed = self.settings.seed;
+        Merger {
+            store: self.store.clone(),
+            model: Judge {
+                provider: self.provider.clone(),
+                call,
+                prompt: self.prompts.get(super::CLAIMS_MERGE).to_string(),
+            },
+            step_chars: d.step_chars,
+            max_claims: d.max_claims,
+        }
     }
 
     #[allow(clippy::too_many_arguments)]

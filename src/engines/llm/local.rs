@@ -603,6 +603,7 @@ mod tests {
     /// Every structured answer an engine asks for compiles to a grammar llama.cpp loads.
     #[test]
     fn every_engine_answer_schema_compiles_to_a_grammar() {
+        use crate::engines::structured::Artifact;
         use crate::engines::{fork, got, metacog, verify};
         use crate::store::NodeId;
         let schemas = [
@@ -620,6 +621,8 @@ mod tests {
             ),
             crate::engines::memory::learn::extract::extraction_schema(&Default::default(), &[]),
             crate::engines::memory::learn::reconcile::NliAnswer::schema(),
+            crate::engines::diff::PairAnswer::schema(),
+            crate::engines::diff::merge_schema(&["A1".into(), "B1".into(), "B2".into()]),
         ];
         let pipeline = crate::engines::pipeline::artifacts::all_schemas();
         let research = crate::engines::research::all_schemas();
@@ -631,6 +634,10 @@ mod tests {
         let id = NodeId::new();
         let grammar = grammar_of(&metacog::insights_schema(&[id])).unwrap();
         assert!(grammar.contains(&id.to_string()));
+        // The merge grammar only lets the model name the steps it was shown, or "new".
+        let grammar =
+            grammar_of(&crate::engines::diff::merge_schema(&["A7".into(), "B3".into()])).unwrap();
+        assert!(grammar.contains("A7") && grammar.contains("new") && !grammar.contains("A8"));
     }
 
     #[test]

@@ -415,6 +415,44 @@ fn fence_for(text: &str) -> String {
     "`".repeat((longest + 1).max(3))
 }
 
+/// A merge: its claims as a list, each claim's provenance as a footnote naming the source
+/// node and quoting its steps (a source outside this session is named by id and step).
+fn merge_markdown(out: &mut String, n: &Node, nodes: &[Node], when: &str) {
+    use crate::engines::diff::{claims_of, steps_of};
+    let id = n.id.short();
+    let _ = writeln!(out, "\n### Merge · {when} · `{id}`\n");
+    if let Some(f) = n.meta.get("focus").and_then(|v| v.as_str()) {
+        let _ = writeln!(out, "Focus: {f}\n");
+    }
+    let claims = claims_of(n);
+    for (i, c) in claims.iter().enumerate() {
+        let _ = writeln!(out, "- {}[^{id}-{}]", c.text.trim(), i + 1);
+    }
+    out.push('\n');
+    for (i, c) in claims.iter().enumerate() {
+        let mut notes = Vec::new();
+        for p in &c.provenance {
+            let src = nodes.iter().find(|x| x.id == p.node);
+            let steps = src.map(steps_of).unwrap_or_default();
+            let kind = src.map_or("node", |x| x.kind.as_str());
+            for k in &p.steps {
+                let quote = steps
+                    .iter()
+                    .find(|s| s.index == *k)
+                    .map(|s| format!(": \"{}\"", excerpt(&s.text, 160)))
+                    .unwrap_or_default();
+                notes.push(format!("{kind} `{}` step {}{quote}", p.node.short(), k + 1));
+            }
+        }
+        let note = if notes.is_empty() {
+            "new: no source step".to_string()
+        } else {
+            notes.join("; ")
+        };
+        let _ = writeln!(out, "[^{id}-{}]: {note}", i + 1);
+    }
+}
+
 /// A readable Markdown transcript: turns in order, thinking quoted with its decision points,
 /// tool calls with their input and result.
 pub fn to_markdown(export: &SessionExport) -> String {
@@ -545,6 +583,9 @@ pub fn to_markdown(export: &SessionExport) -> String {
                     n.id.short(),
                     n.text.trim_end()
                 );
+            }
+            NodeType::Synthesis if n.meta.contains_key(crate::engines::diff::CLAIMS_KEY) => {
+                merge_markdown(&mut out, n, &export.nodes, &when.to_string());
             }
             other => {
                 let _ = writeln!(

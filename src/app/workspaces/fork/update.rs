@@ -397,12 +397,15 @@ pub(super) fn steer_view(label: String, r: &SteerResult) -> SteerView {
         SteerResult::Merge {
             merged, node_id, ..
         } => {
-            let mut lines = vec![merged.conclusion.clone()];
-            lines.extend(merged.key_insights.iter().map(|i| format!("• {i}")));
+            let lines = merged
+                .claims
+                .iter()
+                .map(|c| format!("• {}  [{}]", c.text, merged.refs(c)))
+                .collect();
             SteerView {
                 label,
                 lines,
-                confidence: Some(merged.confidence),
+                confidence: None,
                 node: Some(*node_id),
                 ..Default::default()
             }
