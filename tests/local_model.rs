@@ -623,3 +623,87 @@ fn research_runs_end_to_end_on_the_local_model_with_well_formed_nodes() {
         steps.len()
     );
 }
+
+#[test]
+fn diff_and_merge_run_on_the_local_model_with_well_formed_labels_and_claims() {
+    if model_path().is_none() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let session =
+        glassbox::store::Session::new("rent or buy", glassbox::store::SessionSource::Glassbox);
+    let mut ids = Vec::new();
+    let mut nodes = Vec::new();
+    for text in [
+        "Renting keeps you free to move.\n\nHouse prices rose fast last year.\n\nClosing costs eat most gains within three years.",
+        "Renting keeps you free to move.\n\nBuying builds equity every month.\n\nClosing costs eat most gains within three years.",
+    ] {
+        let n = glassbox::store::Node::new(session.id, NodeType::Response, text);
+        ids.push(n.id.to_string());
+        nodes.push(n);
+    }
+    store
+        .write(|w| {
+            w.put_session(&session)?;
+            nodes.iter().try_for_each(|n| w.put_node(n).map(|_| ()))
+        })
+        .unwrap();
+    drop(store);
+    // Every step pairs up in order (no floor), so the middle pair goes to the model.
+    let diff = glassbox(dir.path())
+        .env("GLASSBOX_DIFF__MIN_SIMILARITY", "0")
+        .env("GLASSBOX_DIFF__MIN_OVERLAP", "0")
+        .args(["--provider", "local", "diff", &ids[0], &ids[1], "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        diff.status.success(),
+        "{}",
+        String::from_utf8_lossy(&diff.stderr)
+    );
+    let d: serde_json::Value = serde_json::from_slice(&diff.stdout).unwrap();
+    let pairs = d["pairs"].as_array().unwrap();
+    assert_eq!(pairs.len(), 3, "{d}");
+    assert_eq!(
+        (pairs[0]["label"].as_str(), pairs[0]["by"].as_str()),
+        (Some("same"), Some("identical"))
+    );
+    assert_eq!(
+        (pairs[2]["label"].as_str(), pairs[2]["by"].as_str()),
+        (Some("same"), Some("identical"))
+    );
+    let middle = pairs[1]["label"].as_str().unwrap();
+    assert!(["same", "differs", "contradicts"].contains(&middle), "{d}");
+    assert_eq!(pairs[1]["by"], "model", "{d}");
+
+    let merge = glassbox(dir.path())
+        .env("GLASSBOX_DIFF__MERGE__MAX_TOKENS", "200")
+        .args(["--provider", "local", "merge", &ids[0], &ids[1], "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        merge.status.success(),
+        "{}",
+        String::from_utf8_lossy(&merge.stderr)
+    );
+    let m: serde_json::Value = serde_json::from_slice(&merge.stdout).unwrap();
+    let claims = m["claims"].as_array().unwrap();
+    assert!(!claims.is_empty(), "{m}");
+    for c in claims {
+        assert!(!c["text"].as_str().unwrap().trim().is_empty(), "{c}");
+        let prov = c["provenance"].as_array().unwrap();
+        assert_eq!(c["new"] == true, prov.is_empty(), "{c}");
+        for p in prov {
+            assert!(ids.iter().any(|id| p["node"] == id.as_str()), "{c}");
+            assert!(
+                p["steps"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .all(|s| s.as_u64().unwrap() < 3),
+                "{c}"
+            );
+        }
+    }
+}

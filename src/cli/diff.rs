@@ -67,11 +67,7 @@ pub struct MergeArgs {
 fn resolve(store: &Store, texts: &[&str]) -> Result<Vec<NodeId>> {
     texts
         .iter()
-        .map(|t| {
-            store
-                .resolve_node(t)
-                .map_err(|e| anyhow::anyhow!("{t}: {e}"))
-        })
+        .map(|t| Ok(store.resolve_node(t)?))
         .collect()
 }
 
