@@ -559,3 +559,108 @@ fn a_subagent_file_imported_later_still_branches_from_its_task_call() {
         .unwrap();
     assert_eq!(n3, at_once_nodes);
 }
+
+/// One API message over four lines, as Claude Code writes it: a whitespace-only text line,
+/// the thinking, the text, a tool call, all sharing `message.id`.
+#[test]
+fn a_split_message_reads_thinking_first_and_its_checkpoint_reaches_what_follows() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("projects");
+    let project = root.join("-home-ann-split");
+    std::fs::create_dir_all(&project).unwrap();
+    let sid = "99999999-9999-4999-8999-999999999999";
+    let line =
+        |uuid: &str, parent: Option<&str>, kind: &str, ts: &str, message: serde_json::Value| {
+            serde_json::json!({
+                "parentUuid": parent, "isSidechain": false, "cwd": "/home/ann/split",
+                "sessionId": sid, "version": "2.1.39", "type": kind, "uuid": uuid,
+                "timestamp": ts, "message": message
+            })
+            .to_string()
+        };
+    let msg = |content: serde_json::Value| {
+        serde_json::json!({"id": "msg_split", "type": "message", "role": "assistant",
+                           "model": "claude-opus-4-5", "content": content})
+    };
+    let lines = [
+        line(
+            "u1",
+            None,
+            "user",
+            "2026-01-01T10:00:00.000Z",
+            serde_json::json!({"role": "user", "content": "List the files"}),
+        ),
+        line(
+            "a1",
+            Some("u1"),
+            "assistant",
+            "2026-01-01T10:00:01.000Z",
+            msg(serde_json::json!([{"type": "text", "text": "\n\n"}])),
+        ),
+        line(
+            "a2",
+            Some("a1"),
+            "assistant",
+            "2026-01-01T10:00:01.100Z",
+            msg(
+                serde_json::json!([{"type": "thinking", "thinking": "I should run ls first.", "signature": "s"}]),
+            ),
+        ),
+        line(
+            "a3",
+            Some("a2"),
+            "assistant",
+            "2026-01-01T10:00:01.200Z",
+            msg(serde_json::json!([{"type": "text", "text": "Listing them now."}])),
+        ),
+        line(
+            "a4",
+            Some("a3"),
+            "assistant",
+            "2026-01-01T10:00:01.300Z",
+            msg(
+                serde_json::json!([{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}]),
+            ),
+        ),
+    ];
+    std::fs::write(
+        project.join(format!("{sid}.jsonl")),
+        lines.join("\n") + "\n",
+    )
+    .unwrap();
+    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    import(&store, &root);
+    let session = session_by_claude_id(&store, sid);
+    let nodes = store.session_nodes(session.id).unwrap();
+    // No node for the whitespace line: one query, one thinking, one response, one call.
+    assert_eq!(nodes.len(), 4, "{nodes:#?}");
+    let of = |k: NodeType| nodes.iter().find(|n| n.kind == k).unwrap().id;
+    let (q, t, r, c) = (
+        of(NodeType::Query),
+        of(NodeType::Thinking),
+        of(NodeType::Response),
+        of(NodeType::ToolCall),
+    );
+    assert_eq!(store.node(r).unwrap().unwrap().text, "Listing them now.");
+    let out = |n| -> Vec<(EdgeType, glassbox::store::NodeId)> {
+        let mut v: Vec<_> = store
+            .edges_from(n, None)
+            .unwrap()
+            .into_iter()
+            .map(|e| (e.kind, e.dst))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(out(q), [(EdgeType::Influences, t)]);
+    assert_eq!(out(t), [(EdgeType::Influences, r)]);
+    let mut want = vec![(EdgeType::Influences, c), (EdgeType::Answers, q)];
+    want.sort();
+    assert_eq!(out(r), want);
+    // A checkpoint on the thinking disputes the text and the call that followed it.
+    let downstream = glassbox::engines::fork::downstream_of(&store, t).unwrap();
+    assert!(
+        downstream.contains(&r) && downstream.contains(&c),
+        "{downstream:?}"
+    );
+}

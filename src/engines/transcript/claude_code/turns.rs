@@ -272,6 +272,11 @@ impl FileMapper {
                         .unwrap_or_default()
                         .to_string();
                     let part = format!("{uuid}#{bi}");
+                    if text.trim().is_empty() {
+                        // Claude Code opens a split message with a whitespace-only text
+                        // line: no node, so the thinking that follows comes first.
+                        continue;
+                    }
                     match state.response {
                         Some(rid) => {
                             if let Some(node) =
