@@ -165,22 +165,6 @@ pub(super) fn check_values(config: &Config) -> Vec<(String, String)> {
         "research.fetch_timeout_ms",
         "must be at least 1".into(),
     );
-    for (stage, st) in [
-        ("thinker", r.thinker),
-        ("auditor", r.auditor),
-        ("synthesizer", r.synthesizer),
-    ] {
-        check(
-            (0.0..=2.0).contains(&st.temperature),
-            &format!("research.{stage}.temperature"),
-            format!("must be 0 to 2, got {}", st.temperature),
-        );
-        check(
-            st.max_tokens > 0,
-            &format!("research.{stage}.max_tokens"),
-            "must be at least 1".into(),
-        );
-    }
     let d = &config.diff;
     for (name, v) in [
         ("min_similarity", d.min_similarity),
@@ -208,15 +192,42 @@ pub(super) fn check_values(config: &Config) -> Vec<(String, String)> {
         "diff.max_claims",
         format!("must be 1 to 8, got {}", d.max_claims),
     );
-    for (stage, st) in [("judge", d.judge), ("merge", d.merge)] {
+    // Every model stage of research and diff: (its key, temperature, max_tokens).
+    for (stage, temperature, max_tokens) in [
+        (
+            "research.thinker",
+            r.thinker.temperature,
+            r.thinker.max_tokens,
+        ),
+        (
+            "research.auditor",
+            r.auditor.temperature,
+            r.auditor.max_tokens,
+        ),
+        (
+            "research.synthesizer",
+            r.synthesizer.temperature,
+            r.synthesizer.max_tokens,
+        ),
+        (
+            "diff.judge",
+            f64::from(d.judge.temperature),
+            d.judge.max_tokens,
+        ),
+        (
+            "diff.merge",
+            f64::from(d.merge.temperature),
+            d.merge.max_tokens,
+        ),
+    ] {
         check(
-            (0.0..=2.0).contains(&st.temperature),
-            &format!("diff.{stage}.temperature"),
-            format!("must be 0 to 2, got {}", st.temperature),
+            (0.0..=2.0).contains(&temperature),
+            &format!("{stage}.temperature"),
+            format!("must be 0 to 2, got {temperature}"),
         );
         check(
-            st.max_tokens > 0,
-            &format!("diff.{stage}.max_tokens"),
+            max_tokens > 0,
+            &format!("{stage}.max_tokens"),
             "must be at least 1".into(),
         );
     }

@@ -528,3 +528,41 @@ fn the_research_section_loads_and_is_checked() {
         assert!(err.contains(message), "{toml}: {err}");
     }
 }
+
+#[test]
+fn the_diff_section_loads_and_is_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(CONFIG_FILE_NAME);
+    let c = load(&sources(dir.path())).unwrap().config;
+    assert_eq!(c.diff, crate::engines::diff::DiffParams::default());
+    std::fs::write(
+        &path,
+        "[diff]\nmin_overlap = 0.5\n[diff.judge]\ntemperature = 0.3\nmax_tokens = 64\n",
+    )
+    .unwrap();
+    let c = load(&sources(dir.path())).unwrap().config;
+    assert_eq!((c.diff.min_overlap, c.diff.judge.max_tokens), (0.5, 64));
+    for (toml, message) in [
+        (
+            "[diff]\nsame_similarity = 1.5",
+            "'diff.same_similarity': must be 0 to 1",
+        ),
+        (
+            "[diff]\nmax_claims = 0",
+            "'diff.max_claims': must be 1 to 8",
+        ),
+        (
+            "[diff]\ngap_penalty = -1",
+            "'diff.gap_penalty': must be 0 or more",
+        ),
+        (
+            "[diff.merge]\ntemperature = 0\nmax_tokens = 0",
+            "'diff.merge.max_tokens': must be at least 1",
+        ),
+        ("[diff]\nmin_similarty = 0.3", "min_similarty"),
+    ] {
+        std::fs::write(&path, format!("{toml}\n")).unwrap();
+        let err = load(&sources(dir.path())).unwrap_err().to_string();
+        assert!(err.contains(message), "{toml}: {err}");
+    }
+}
