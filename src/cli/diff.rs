@@ -65,10 +65,7 @@ pub struct MergeArgs {
 }
 
 fn resolve(store: &Store, texts: &[&str]) -> Result<Vec<NodeId>> {
-    texts
-        .iter()
-        .map(|t| Ok(store.resolve_node(t)?))
-        .collect()
+    texts.iter().map(|t| Ok(store.resolve_node(t)?)).collect()
 }
 
 fn embedder(ctx: &Ctx) -> Option<std::sync::Arc<dyn Embedder>> {

@@ -635,8 +635,11 @@ mod tests {
         let grammar = grammar_of(&metacog::insights_schema(&[id])).unwrap();
         assert!(grammar.contains(&id.to_string()));
         // The merge grammar only lets the model name the steps it was shown, or "new".
-        let grammar =
-            grammar_of(&crate::engines::diff::merge_schema(&["A7".into(), "B3".into()])).unwrap();
+        let grammar = grammar_of(&crate::engines::diff::merge_schema(&[
+            "A7".into(),
+            "B3".into(),
+        ]))
+        .unwrap();
         assert!(grammar.contains("A7") && grammar.contains("new") && !grammar.contains("A8"));
     }
 
