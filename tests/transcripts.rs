@@ -100,7 +100,8 @@ fn import_gives_exact_counts_and_structure() {
     );
     assert_eq!(
         s.skipped_by_reason.get("unknown line type 'custom-title'"),
-        Some(&1)
+        None,
+        "custom-title lines name the session"
     );
     assert_eq!(s.errors.len(), 1, "{:?}", s.errors);
     assert!(
@@ -165,6 +166,8 @@ fn import_gives_exact_counts_and_structure() {
 
     // 2.0.x: a message split over three lines is one response, usage counted once (latest).
     let s2 = session_by_claude_id(&store, S2);
+    assert_eq!(s2.title, "login form", "a custom-title line wins");
+    assert_eq!(s2.meta["title_source"], "custom_title");
     let n2 = store.session_nodes(s2.id).unwrap();
     assert_eq!(n2.len(), 18);
     assert_eq!(
@@ -663,4 +666,124 @@ fn a_split_message_reads_thinking_first_and_its_checkpoint_reaches_what_follows(
         downstream.contains(&r) && downstream.contains(&c),
         "{downstream:?}"
     );
+}
+
+/// One transcript line of session `sid`.
+fn line(sid: &str, uuid: &str, parent: Option<&str>, ts: &str, content: &str) -> String {
+    serde_json::json!({
+        "type": "user", "uuid": uuid, "parentUuid": parent, "sessionId": sid,
+        "timestamp": ts, "cwd": "/nowhere/proj-x", "slug": "brave-fox",
+        "message": {"role": "user", "content": content},
+    })
+    .to_string()
+}
+
+#[test]
+fn titles_skip_system_payloads_and_render_slash_commands() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("projects/-nowhere-proj-x");
+    std::fs::create_dir_all(&root).unwrap();
+    let a = "aaaaaaaa-0000-4000-8000-000000000001";
+    let b = "bbbbbbbb-0000-4000-8000-000000000002";
+    let c = "cccccccc-0000-4000-8000-000000000003";
+    // a: payloads first, then a slash command.
+    let lines_a = [
+        line(
+            a,
+            "00000000-0000-4000-8000-00000000000a",
+            None,
+            "2026-01-01T10:00:00Z",
+            "<task-notification>\n<task-id>b1</task-id>\n</task-notification>",
+        ),
+        line(
+            a,
+            "00000000-0000-4000-8000-00000000000b",
+            Some("00000000-0000-4000-8000-00000000000a"),
+            "2026-01-01T10:00:01Z",
+            "<local-command-stdout>done</local-command-stdout>",
+        ),
+        line(
+            a,
+            "00000000-0000-4000-8000-00000000000c",
+            Some("00000000-0000-4000-8000-00000000000b"),
+            "2026-01-01T10:00:02Z",
+            "<command-message>create-beads is running…</command-message>\n<command-name>/create-beads</command-name>\n<command-args>foo</command-args>",
+        ),
+        line(
+            a,
+            "00000000-0000-4000-8000-00000000000d",
+            Some("00000000-0000-4000-8000-00000000000c"),
+            "2026-01-01T10:00:03Z",
+            "and now a typed question",
+        ),
+    ];
+    std::fs::write(root.join(format!("{a}.jsonl")), lines_a.join("\n") + "\n").unwrap();
+    // b: only payloads: the slug.
+    let lines_b = [line(
+        b,
+        "00000000-0000-4000-8000-0000000000b1",
+        None,
+        "2026-01-02T10:00:00Z",
+        "<system-reminder>be brief</system-reminder>",
+    )];
+    std::fs::write(root.join(format!("{b}.jsonl")), lines_b.join("\n") + "\n").unwrap();
+    // c: a typed prompt, then a custom title set later in the file.
+    let mut lines_c = vec![line(
+        c,
+        "00000000-0000-4000-8000-0000000000c1",
+        None,
+        "2026-01-03T10:00:00Z",
+        "Fix the login form\nplease",
+    )];
+    lines_c.push(r#"{"type":"custom-title","customTitle":"login work","sessionId":"cccccccc-0000-4000-8000-000000000003"}"#.to_string());
+    std::fs::write(root.join(format!("{c}.jsonl")), lines_c.join("\n") + "\n").unwrap();
+
+    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let projects = dir.path().join("projects");
+    import(&store, &projects);
+    let sa = session_by_claude_id(&store, a);
+    assert_eq!(sa.title, "/create-beads foo");
+    assert_eq!(sa.meta["title_source"], "prompt");
+    let nodes = store.session_nodes(sa.id).unwrap();
+    let first = by_uuid(&nodes, "00000000-0000-4000-8000-00000000000a");
+    assert_eq!(first.meta["system_payload"], "task-notification");
+    assert!(
+        first.text.starts_with("<task-notification>"),
+        "the text is kept as written"
+    );
+    let cmd = by_uuid(&nodes, "00000000-0000-4000-8000-00000000000c");
+    assert_eq!(cmd.meta["command"], "/create-beads foo");
+    assert!(
+        by_uuid(&nodes, "00000000-0000-4000-8000-00000000000d")
+            .meta
+            .get("system_payload")
+            .is_none()
+    );
+
+    let sb = session_by_claude_id(&store, b);
+    assert_eq!(sb.title, "brave-fox");
+    assert_eq!(sb.meta["title_source"], "slug");
+
+    let sc = session_by_claude_id(&store, c);
+    assert_eq!(sc.title, "login work");
+
+    // A typed prompt appended to b later replaces the slug; a re-import changes nothing.
+    let more = line(
+        b,
+        "00000000-0000-4000-8000-0000000000b2",
+        Some("00000000-0000-4000-8000-0000000000b1"),
+        "2026-01-02T10:01:00Z",
+        "What is a monad?",
+    );
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(root.join(format!("{b}.jsonl")))
+        .unwrap();
+    writeln!(f, "{more}").unwrap();
+    drop(f);
+    import(&store, &projects);
+    import(&store, &projects);
+    assert_eq!(session_by_claude_id(&store, b).title, "What is a monad?");
+    assert_eq!(session_by_claude_id(&store, a).title, "/create-beads foo");
+    assert_eq!(session_by_claude_id(&store, c).title, "login work");
 }

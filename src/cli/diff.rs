@@ -244,11 +244,8 @@ pub fn render_diff(d: &Diff, width: usize, styled: bool) -> String {
             let l = left.get(k).map_or("", String::as_str);
             let r = right.get(k).map_or("", String::as_str);
             let pad = col.saturating_sub(l.chars().count());
-            out.push_str(
-                &format!("  {l}{} │ {r}\n", " ".repeat(pad))
-                    .trim_end()
-                    .to_string(),
-            );
+            let row = format!("  {l}{} │ {r}", " ".repeat(pad));
+            out.push_str(row.trim_end());
             out.push('\n');
         }
     }

@@ -123,6 +123,24 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
                 root.display()
             );
         }
+        if !args.watch {
+            let mut errors = Vec::new();
+            let found = transcript::discover(std::slice::from_ref(&root), &mut errors)?;
+            if found.is_empty() && errors.is_empty() {
+                let line = format!(
+                    "{} holds no Claude Code transcripts (looked for *.jsonl in its project \
+                     folders; set CLAUDE_CONFIG_DIR or pass a path)",
+                    root.display()
+                );
+                if args.json {
+                    eprintln!("{line}");
+                    print_json(&ImportSummary::default())?;
+                } else {
+                    println!("{line}");
+                }
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
         vec![root]
     } else {
         args.paths.clone()

@@ -7,13 +7,31 @@ use anyhow::{Result, bail};
 use clap::Subcommand;
 use serde_json::json;
 
+use chrono::{DateTime, Utc};
+
 use super::{Ctx, print_json};
-use crate::store::{Node, NodeStatus, Session};
+use crate::engines::transcript::{
+    SessionStats, human_duration, parse_since, session_cwd, session_git_branch, session_project,
+};
+use crate::store::{Node, NodeStatus, Session, SessionSource};
 
 #[derive(Debug, Subcommand)]
 pub enum SessionsCmd {
-    /// List sessions, newest first.
+    /// List sessions, newest first, with their project (the git repository or folder they
+    /// ran in; `-` when a session has none).
     List {
+        /// Only sessions of this project (case-insensitive; `-` for sessions without one).
+        #[arg(long, value_name = "NAME")]
+        project: Option<String>,
+        /// Only sessions active since DATE: YYYY-MM-DD, an RFC 3339 time or a span like 90d / 12h.
+        #[arg(long, value_name = "DATE")]
+        since: Option<String>,
+        /// Only sessions from this source: glassbox, claude_code, mcp or import.
+        #[arg(long, value_name = "SOURCE")]
+        source: Option<String>,
+        /// At most N sessions (the newest).
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -49,7 +67,66 @@ fn session_json(s: &Session, node_count: u64) -> serde_json::Value {
         "provider": s.provider,
         "model": s.model,
         "nodes": node_count,
+        "project": session_project(s),
+        "cwd": session_cwd(s),
+        "git_branch": session_git_branch(s),
     })
+}
+
+/// The filters of `sessions list`.
+struct ListFilter {
+    project: Option<String>,
+    since: Option<DateTime<Utc>>,
+    source: Option<SessionSource>,
+}
+
+impl ListFilter {
+    fn new(project: Option<String>, since: Option<&str>, source: Option<&str>) -> Result<Self> {
+        let since = since
+            .map(|t| parse_since(t).map(DateTime::<Utc>::from))
+            .transpose()?;
+        let source = match source {
+            None => None,
+            Some(name) => {
+                let want = name.trim().replace('-', "_").to_ascii_lowercase();
+                let all = [
+                    SessionSource::Glassbox,
+                    SessionSource::ClaudeCode,
+                    SessionSource::Mcp,
+                    SessionSource::Import,
+                ];
+                match all.into_iter().find(|s| s.as_str() == want) {
+                    Some(s) => Some(s),
+                    None => {
+                        bail!("--source '{name}': expected glassbox, claude_code, mcp or import")
+                    }
+                }
+            }
+        };
+        Ok(Self {
+            project,
+            since,
+            source,
+        })
+    }
+
+    fn keeps(&self, s: &Session, project: Option<&str>) -> bool {
+        if let Some(src) = self.source
+            && s.source != src
+        {
+            return false;
+        }
+        if let Some(t) = self.since
+            && s.updated_at.max(s.created_at) < t
+        {
+            return false;
+        }
+        match self.project.as_deref().map(str::trim) {
+            None => true,
+            Some("-" | "") => project.is_none(),
+            Some(want) => project.is_some_and(|p| p.eq_ignore_ascii_case(want)),
+        }
+    }
 }
 
 /// The first line of `text`, cut to `max` characters.
@@ -67,6 +144,62 @@ pub(crate) fn excerpt(text: &str, max: usize) -> String {
     }
 }
 
+/// The details at the top of `sessions show`.
+fn print_stats(st: &SessionStats) {
+    let or_dash = |v: Option<&str>| v.unwrap_or("-").to_string();
+    println!(
+        "project {}  cwd {}  branch {}",
+        or_dash(st.project.as_deref()),
+        or_dash(st.cwd.as_deref()),
+        or_dash(st.git_branch.as_deref())
+    );
+    if !st.models.is_empty() || !st.versions.is_empty() {
+        println!(
+            "models {}  claude code {}",
+            if st.models.is_empty() {
+                "-".into()
+            } else {
+                st.models.join(", ")
+            },
+            if st.versions.is_empty() {
+                "-".into()
+            } else {
+                st.versions.join(", ")
+            }
+        );
+    }
+    if let (Some(a), Some(b)) = (st.first_activity, st.last_activity) {
+        println!(
+            "active {} → {} ({})",
+            a.format("%Y-%m-%d %H:%M:%S"),
+            b.format("%Y-%m-%d %H:%M:%S"),
+            human_duration(st.duration_secs.unwrap_or(0))
+        );
+    }
+    let mut counts = format!(
+        "{} turns, {} responses, {} thinking blocks, {} tool calls",
+        st.turns, st.responses, st.thinking_blocks, st.tool_calls
+    );
+    if st.system_payloads > 0 {
+        counts.push_str(&format!(", {} system payloads", st.system_payloads));
+    }
+    counts.push_str(&format!(
+        ", {} subagents, {} compactions",
+        st.subagents, st.compactions
+    ));
+    println!("{counts}");
+    if !st.tool_calls_by_tool.is_empty() {
+        let mut tools: Vec<_> = st.tool_calls_by_tool.iter().collect();
+        tools.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let tools: Vec<String> = tools.iter().map(|(t, n)| format!("{t} {n}")).collect();
+        println!("tools {}", tools.join(", "));
+    }
+    if !st.tokens.is_empty() {
+        let t: Vec<String> = st.tokens.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        println!("tokens {}", t.join(", "));
+    }
+}
+
 fn status_label(n: &Node) -> &'static str {
     match n.status {
         NodeStatus::Complete => "",
@@ -79,29 +212,54 @@ fn status_label(n: &Node) -> &'static str {
 pub fn run(ctx: &Ctx, cmd: SessionsCmd) -> Result<ExitCode> {
     let store = ctx.open_store()?;
     match cmd {
-        SessionsCmd::List { json } => {
+        SessionsCmd::List {
+            project,
+            since,
+            source,
+            limit,
+            json,
+        } => {
+            let filter = ListFilter::new(project, since.as_deref(), source.as_deref())?;
+            let filtering =
+                filter.project.is_some() || filter.since.is_some() || filter.source.is_some();
             let sessions = store.sessions()?;
             let mut rows = Vec::with_capacity(sessions.len());
             for s in &sessions {
-                rows.push((s, store.session_node_count(s.id)?));
+                if rows.len() >= limit.unwrap_or(usize::MAX) {
+                    break;
+                }
+                let project = session_project(s);
+                if !filter.keeps(s, project.as_deref()) {
+                    continue;
+                }
+                rows.push((s, store.session_node_count(s.id)?, project));
             }
             if json {
-                let v: Vec<_> = rows.iter().map(|(s, n)| session_json(s, *n)).collect();
+                let v: Vec<_> = rows.iter().map(|(s, n, _)| session_json(s, *n)).collect();
                 print_json(&v)?;
+            } else if rows.is_empty() && (filtering || !sessions.is_empty()) {
+                println!("no sessions match");
             } else if rows.is_empty() {
                 println!("no sessions yet — try: glassbox ask \"Why is the sky blue?\"");
             } else {
+                let width = rows
+                    .iter()
+                    .map(|(_, _, p)| p.as_deref().map_or(1, |p| p.chars().count().min(24)))
+                    .max()
+                    .unwrap_or(1)
+                    .max("PROJECT".len());
                 println!(
-                    "{:<36}  {:<16}  {:>5}  {:<11}  TITLE",
-                    "ID", "CREATED", "NODES", "SOURCE"
+                    "{:<36}  {:<16}  {:>5}  {:<11}  {:<width$}  TITLE",
+                    "ID", "CREATED", "NODES", "SOURCE", "PROJECT"
                 );
-                for (s, n) in rows {
+                for (s, n, p) in rows {
                     println!(
-                        "{}  {}  {:>5}  {:<11}  {}",
+                        "{}  {}  {:>5}  {:<11}  {:<width$}  {}",
                         s.id,
                         s.created_at.format("%Y-%m-%d %H:%M"),
                         n,
                         s.source.as_str(),
+                        excerpt(p.as_deref().unwrap_or("-"), 24),
                         excerpt(&s.title, 60)
                     );
                 }
@@ -114,9 +272,11 @@ pub fn run(ctx: &Ctx, cmd: SessionsCmd) -> Result<ExitCode> {
             };
             let nodes = store.session_nodes(sid)?;
             let edges = store.session_edges(sid)?;
+            let stats = SessionStats::of(&s, &nodes);
             if json {
                 print_json(&json!({
                     "session": session_json(&s, nodes.len() as u64),
+                    "stats": stats,
                     "meta": s.meta,
                     "nodes": nodes,
                     "edges": edges,
@@ -131,16 +291,19 @@ pub fn run(ctx: &Ctx, cmd: SessionsCmd) -> Result<ExitCode> {
                     s.provider.as_deref().unwrap_or("-"),
                     s.model.as_deref().unwrap_or("-")
                 );
+                print_stats(&stats);
                 println!("{} nodes, {} edges", nodes.len(), edges.len());
                 for n in &nodes {
-                    // A pipeline layer says which layer it is.
-                    let layer = n
-                        .meta
-                        .get("layer")
-                        .and_then(|v| v.as_str())
-                        .filter(|_| n.kind == crate::store::NodeType::PipelineLayer)
-                        .map(|l| format!("[{l}] "))
-                        .unwrap_or_default();
+                    // A pipeline layer says which layer it is, a tool call which tool, a
+                    // user turn Claude Code wrote what it is.
+                    let str_meta = |k: &str| n.meta.get(k).and_then(|v| v.as_str());
+                    let label = match n.kind {
+                        crate::store::NodeType::PipelineLayer => str_meta("layer"),
+                        crate::store::NodeType::ToolCall => str_meta("tool"),
+                        crate::store::NodeType::Query => str_meta("system_payload"),
+                        _ => None,
+                    };
+                    let layer = label.map(|l| format!("[{l}] ")).unwrap_or_default();
                     println!(
                         "  {}  {:<16} {layer}{}{}",
                         n.id.short(),

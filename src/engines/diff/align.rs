@@ -56,11 +56,11 @@ pub fn align(sim: &[Vec<f64>], floor: f64, gap: f64) -> Vec<Aligned> {
     let gap = gap.max(0.0);
     // score[i][j]: the best alignment of the first i steps of A and j of B.
     let mut score = vec![vec![0.0f64; m + 1]; n + 1];
-    for i in 1..=n {
-        score[i][0] = -(i as f64) * gap;
+    for (i, row) in score.iter_mut().enumerate() {
+        row[0] = -(i as f64) * gap;
     }
-    for j in 1..=m {
-        score[0][j] = -(j as f64) * gap;
+    for (j, cell) in score[0].iter_mut().enumerate() {
+        *cell = -(j as f64) * gap;
     }
     for i in 1..=n {
         for j in 1..=m {

@@ -339,7 +339,8 @@ pub fn to_dot(export: &SessionExport) -> String {
             x.short()
         );
     }
-    for e in &export.edges {
+    let plan = EdgePlan::of(&export.edges, usize::MAX);
+    for e in &plan.primary {
         let _ = writeln!(
             out,
             "  \"{}\" -> \"{}\" [label=\"{}\"];",
@@ -348,8 +349,105 @@ pub fn to_dot(export: &SessionExport) -> String {
             e.kind.as_str()
         );
     }
+    for e in &plan.secondary {
+        let _ = writeln!(
+            out,
+            "  \"{}\" -> \"{}\" [label=\"{}\", constraint=false, style=dashed, color=gray50, fontcolor=gray40];",
+            e.src,
+            e.dst,
+            e.kind.as_str()
+        );
+    }
+    for (src, kind, n) in &plan.collapsed {
+        let _ = writeln!(
+            out,
+            "  \"{src}:{kind}:more\" [label=\"{kind} {n} more\", shape=note, style=dashed];\n  \"{src}\" -> \"{src}:{kind}:more\" [constraint=false, style=dashed, color=gray50];"
+        );
+    }
+    if plan.left_out > 0 {
+        let _ = writeln!(
+            out,
+            "  // {} secondary edges left out (collapsed into the notes above)",
+            plan.left_out
+        );
+    }
     out.push_str("}\n");
     out
+}
+
+/// Most edges of one secondary kind drawn from one node (a compaction supersedes every line
+/// before it); the rest are collapsed into one note.
+const SECONDARY_PER_NODE: usize = 8;
+/// Mermaid's default `maxEdges`.
+const MERMAID_MAX_EDGES: usize = 500;
+
+/// Which edges a drawing lays out: the reading order (parent → child) as the primary
+/// edges; `answers` (which point back up) and `supersedes` as secondary ones, drawn without
+/// moving the layout, at most [`SECONDARY_PER_NODE`] per node and kind.
+struct EdgePlan<'a> {
+    primary: Vec<&'a Edge>,
+    secondary: Vec<&'a Edge>,
+    /// (source, kind, edges left out) for each collapsed group.
+    collapsed: Vec<(NodeId, &'static str, usize)>,
+    left_out: usize,
+}
+
+impl<'a> EdgePlan<'a> {
+    /// `budget` caps primary + secondary + collapsed notes: secondary edges go first, then
+    /// primary ones (counted in `left_out`).
+    fn of(edges: &'a [Edge], budget: usize) -> Self {
+        let secondary_kind = |k: crate::store::EdgeType| {
+            matches!(
+                k,
+                crate::store::EdgeType::Answers | crate::store::EdgeType::Supersedes
+            )
+        };
+        let mut primary: Vec<&Edge> = edges.iter().filter(|e| !secondary_kind(e.kind)).collect();
+        let mut per: HashMap<(NodeId, crate::store::EdgeType), usize> = HashMap::new();
+        let mut secondary = Vec::new();
+        let mut collapsed_n: Vec<((NodeId, crate::store::EdgeType), usize)> = Vec::new();
+        let mut left_out = 0;
+        for e in edges.iter().filter(|e| secondary_kind(e.kind)) {
+            let c = per.entry((e.src, e.kind)).or_insert(0);
+            *c += 1;
+            if *c <= SECONDARY_PER_NODE {
+                secondary.push(e);
+            } else {
+                left_out += 1;
+                match collapsed_n.iter_mut().find(|(k, _)| *k == (e.src, e.kind)) {
+                    Some((_, n)) => *n += 1,
+                    None => collapsed_n.push(((e.src, e.kind), 1)),
+                }
+            }
+        }
+        let mut collapsed: Vec<(NodeId, &'static str, usize)> = collapsed_n
+            .into_iter()
+            .map(|((src, kind), n)| (src, kind.as_str(), n))
+            .collect();
+        if primary.len() > budget {
+            left_out += primary.len() - budget + secondary.len();
+            left_out += collapsed.iter().map(|c| c.2).sum::<usize>();
+            primary.truncate(budget);
+            secondary.clear();
+            collapsed.clear();
+        } else {
+            let room = budget - primary.len();
+            // Each collapsed note costs one edge.
+            while secondary.len() + collapsed.len() > room {
+                if secondary.pop().is_some() {
+                    left_out += 1;
+                } else if let Some(c) = collapsed.pop() {
+                    left_out += c.2;
+                }
+            }
+        }
+        Self {
+            primary,
+            secondary,
+            collapsed,
+            left_out,
+        }
+    }
 }
 
 fn mermaid_escape(s: &str) -> String {
@@ -392,10 +490,28 @@ pub fn to_mermaid(export: &SessionExport) -> String {
             slot.insert(id);
         }
     }
-    for e in &export.edges {
+    let plan = EdgePlan::of(&export.edges, MERMAID_MAX_EDGES);
+    for e in &plan.primary {
         if let (Some(a), Some(b)) = (ids.get(&e.src), ids.get(&e.dst)) {
             let _ = writeln!(out, "  {a} -->|{}| {b}", e.kind.as_str());
         }
+    }
+    for e in &plan.secondary {
+        if let (Some(a), Some(b)) = (ids.get(&e.src), ids.get(&e.dst)) {
+            let _ = writeln!(out, "  {a} -.->|{}| {b}", e.kind.as_str());
+        }
+    }
+    for (i, (src, kind, n)) in plan.collapsed.iter().enumerate() {
+        if let Some(a) = ids.get(src) {
+            let _ = writeln!(out, "  m{i}>\"{kind} {n} more\"]\n  {a} -.- m{i}");
+        }
+    }
+    if plan.left_out > 0 {
+        let _ = writeln!(
+            out,
+            "  %% {} edges left out (secondary edges collapsed; Mermaid draws at most {MERMAID_MAX_EDGES})",
+            plan.left_out
+        );
     }
     out
 }
@@ -635,13 +751,16 @@ mod tests {
         let e = sample();
         let dot = to_dot(&e);
         assert!(dot.contains("why \\\"x\\\" < y?"), "{dot}");
-        assert!(dot.contains("[label=\"answers\"]"));
+        assert!(
+            dot.contains("[label=\"answers\", constraint=false"),
+            "{dot}"
+        );
         let mm = to_mermaid(&e);
         assert!(
             mm.contains("n0[\"query: why #quot;x#quot; #lt; y?\"]"),
             "{mm}"
         );
-        assert!(mm.contains("n1 -->|answers| n0"), "{mm}");
+        assert!(mm.contains("n1 -.->|answers| n0"), "{mm}");
         assert!(mm.contains("because 'a' #35; b"), "{mm}");
     }
 
@@ -658,6 +777,86 @@ mod tests {
         let text = to_json(&e).unwrap();
         let err = parse_json(&text, "f.json").unwrap_err().to_string();
         assert!(err.contains("belongs to another session"), "{err}");
+    }
+
+    /// A long Claude Code-like session: 430 nodes in a reading-order chain, a response
+    /// `answers` each query, one compaction supersedes the 300 nodes before it.
+    fn large() -> SessionExport {
+        let s = Session::new("large", SessionSource::ClaudeCode);
+        let mut nodes = Vec::new();
+        let mut edges = Vec::new();
+        let mut last_query = None;
+        for i in 0..430 {
+            let kind = match i {
+                300 => NodeType::Compaction,
+                i if i % 3 == 0 => NodeType::Query,
+                i if i % 3 == 1 => NodeType::Thinking,
+                _ => NodeType::Response,
+            };
+            let n = Node::new(s.id, kind, format!("node {i}"));
+            if let Some(prev) = nodes.last().map(|p: &Node| p.id) {
+                edges.push(Edge::new(prev, EdgeType::Influences, n.id));
+            }
+            match kind {
+                NodeType::Query => last_query = Some(n.id),
+                NodeType::Response => {
+                    edges.push(Edge::new(n.id, EdgeType::Answers, last_query.unwrap()));
+                }
+                _ => {}
+            }
+            if kind == NodeType::Compaction {
+                for old in &nodes {
+                    edges.push(Edge::new(n.id, EdgeType::Supersedes, old.id));
+                }
+            }
+            nodes.push(n);
+        }
+        SessionExport {
+            format: FORMAT.into(),
+            version: FORMAT_VERSION,
+            session: s,
+            edges,
+            nodes,
+            decision_points: vec![],
+            insights: vec![],
+            runs: vec![],
+            raw_streams: vec![],
+        }
+    }
+
+    #[test]
+    fn large_graphs_lay_out_by_reading_order_and_stay_under_mermaids_limit() {
+        let e = large();
+        assert!(e.edges.len() > 800, "{}", e.edges.len());
+        let dot = to_dot(&e);
+        let arrows: Vec<&str> = dot.lines().filter(|l| l.contains(" -> ")).collect();
+        let constrained = arrows
+            .iter()
+            .filter(|l| !l.contains("constraint=false"))
+            .count();
+        assert_eq!(constrained, 429, "only the reading order is laid out");
+        assert!(
+            arrows
+                .iter()
+                .all(|l| !l.contains("\"answers\"") || l.contains("constraint=false")),
+            "answers edges do not move the layout"
+        );
+        let supersedes = arrows
+            .iter()
+            .filter(|l| l.contains("\"supersedes\""))
+            .count();
+        assert_eq!(supersedes, SECONDARY_PER_NODE);
+        assert!(dot.contains("supersedes 292 more"), "the rest are one note");
+        assert!(dot.contains("// 292 secondary edges left out"), "{dot}");
+
+        let mm = to_mermaid(&e);
+        let edges = mm
+            .lines()
+            .filter(|l| l.contains("-->") || l.contains("-.->") || l.contains("-.-"))
+            .count();
+        assert!(edges <= MERMAID_MAX_EDGES, "{edges} edges");
+        assert!(edges >= 429, "the reading order is all there: {edges}");
+        assert!(mm.contains("edges left out"), "says what it left out");
     }
 
     #[test]

@@ -9,6 +9,8 @@ pub mod claude_code;
 mod discover;
 pub mod export;
 mod importer;
+pub mod project;
+pub mod stats;
 #[cfg(test)]
 mod tests;
 pub mod watch;
@@ -23,6 +25,8 @@ use sha2::{Digest, Sha256};
 use crate::store::{SessionId, StoreError};
 pub use discover::{default_root, discover, parse_since, sort_transcripts};
 pub use importer::Importer;
+pub use project::{project_of_cwd, session_cwd, session_git_branch, session_project};
+pub use stats::{SessionStats, human_duration};
 use write::WritePipe;
 
 /// Lines per batch (one file's lines, committed with its cursor) while importing.

@@ -109,6 +109,8 @@ pub(crate) struct RawLine {
     pub summary: Option<String>,
     #[serde(rename = "leafUuid", deserialize_with = "lenient_str")]
     pub leaf_uuid: Option<String>,
+    #[serde(rename = "customTitle", deserialize_with = "lenient_str")]
+    pub custom_title: Option<String>,
 }
 
 /// The API message inside `user` and `assistant` lines.

@@ -8,6 +8,7 @@
 //! thread to the Task call that started it. The import driver is `transcript::Importer`.
 
 mod lines;
+pub mod prompt;
 mod session;
 mod subagents;
 mod turns;
@@ -88,6 +89,8 @@ pub(crate) struct SessionDelta {
     /// The first main-thread user turn, for the title.
     pub first_query: Option<String>,
     pub summaries: Vec<(String, Option<String>)>,
+    /// The newest `custom-title` line (a title the person gave the session in Claude Code).
+    pub custom_title: Option<String>,
     pub files: Vec<String>,
 }
 
@@ -125,6 +128,8 @@ pub(crate) struct FileMapper {
     sessions: BTreeMap<SessionId, SessionDelta>,
     /// Summaries seen before the file's session existed.
     pending_summaries: Vec<(String, Option<String>)>,
+    /// A `custom-title` seen before the file's session existed.
+    pending_custom_title: Option<String>,
     /// Whether lines are only replayed to rebuild state (nothing is produced).
     pub dry: bool,
 }
@@ -190,6 +195,7 @@ impl FileMapper {
             decisions: Vec::new(),
             sessions: BTreeMap::new(),
             pending_summaries: Vec::new(),
+            pending_custom_title: None,
             dry: false,
         }
     }
@@ -244,6 +250,7 @@ impl FileMapper {
             "assistant" => self.assistant(ctx, line)?,
             "system" => self.system(ctx, line)?,
             "summary" => self.summary_line(ctx, line)?,
+            "custom-title" => self.custom_title_line(ctx, line),
             "progress" | "file-history-snapshot" | "queue-operation" => {
                 self.skip(ctx, &kind);
                 self.pass_through(&line);

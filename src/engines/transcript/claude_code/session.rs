@@ -59,6 +59,9 @@ impl FileMapper {
         if Some(&claude) == self.file_session.as_ref() && !self.pending_summaries.is_empty() {
             delta.summaries.append(&mut self.pending_summaries);
         }
+        if Some(&claude) == self.file_session.as_ref() && self.pending_custom_title.is_some() {
+            delta.custom_title = self.pending_custom_title.take();
+        }
         Some((id, claude))
     }
 
@@ -168,5 +171,30 @@ impl FileMapper {
             None => self.pending_summaries.push(entry),
         }
         Ok(())
+    }
+
+    /// A `custom-title` line: the title the person gave the session in Claude Code.
+    pub(super) fn custom_title_line(&mut self, ctx: &mut MapCtx<'_>, line: RawLine) {
+        let Some(title) = line.custom_title.clone().filter(|s| !s.trim().is_empty()) else {
+            self.skip(ctx, "custom-title line without a title");
+            return;
+        };
+        let claude = line
+            .session_id
+            .clone()
+            .or_else(|| self.file_session.clone());
+        let known = claude.as_ref().and_then(|c| ctx.sessions.get(c).copied());
+        match (known, claude) {
+            (Some(id), Some(claude)) => {
+                let path = self.path.clone();
+                let delta = self.sessions.entry(id).or_insert_with(|| SessionDelta {
+                    claude_session: claude,
+                    files: vec![path],
+                    ..Default::default()
+                });
+                delta.custom_title = Some(title);
+            }
+            _ => self.pending_custom_title = Some(title),
+        }
     }
 }

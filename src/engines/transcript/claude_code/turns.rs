@@ -5,6 +5,7 @@
 use serde_json::{Value, json};
 
 use super::lines::tool_result_text;
+use super::prompt::{PromptKind, classify};
 use super::{
     FileMapper, LineInfo, MAX_TOOL_USE_RESULT_BYTES, MapCtx, RawLine, TASK_TOOLS, line_key,
 };
@@ -160,6 +161,17 @@ impl FileMapper {
             if images > 0 {
                 n.meta.insert("images".into(), json!(images));
             }
+            // The text stays as it was written; what it is goes into meta for the views.
+            let prompt = classify(&n.text);
+            match &prompt {
+                PromptKind::Typed => {}
+                PromptKind::Command(c) => {
+                    n.meta.insert("command".into(), json!(c));
+                }
+                PromptKind::SystemPayload(kind) => {
+                    n.meta.insert("system_payload".into(), json!(kind));
+                }
+            }
             for (k, v) in [
                 ("cwd", &line.cwd),
                 ("git_branch", &line.git_branch),
@@ -181,7 +193,11 @@ impl FileMapper {
                 && let Some(d) = self.sessions.get_mut(&session)
                 && d.first_query.is_none()
             {
-                d.first_query = Some(n.text.clone());
+                d.first_query = match prompt {
+                    PromptKind::Typed => Some(n.text.clone()),
+                    PromptKind::Command(c) => Some(c),
+                    PromptKind::SystemPayload(_) => None,
+                };
             }
             info.tail = Some(n.id);
             info.query = Some(n.id);
