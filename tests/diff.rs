@@ -218,13 +218,7 @@ async fn diff_of_two_recorded_fork_branches_aligns_labels_and_caches() {
     // The text view: two columns, label markers, counts.
     assert!(text.status.success());
     let text = String::from_utf8_lossy(&text.stdout);
-    for needle in [
-        "= same",
-        "! contradicts",
-        " │ ",
-        "3 same",
-        &format!("{label}"),
-    ] {
+    for needle in ["= same", "! contradicts", " │ ", "3 same", label] {
         assert!(text.contains(needle), "{needle} missing:\n{text}");
     }
 

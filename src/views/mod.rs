@@ -3,6 +3,7 @@
 //! such as [`graph_model::GraphModel`] or [`think::ThinkView`]) and calls the views.
 
 pub mod chrome;
+pub mod diff;
 pub mod fork;
 pub mod form;
 pub mod got;
@@ -80,4 +81,26 @@ pub enum JobPhase {
     /// Stored as running, but not by this TUI (another process, or one that stopped
     /// without saying so).
     Elsewhere,
+}
+
+/// A node picked in a workspace (the selected branch, layer or graph node), for the actions
+/// that take "the selected node" from anywhere (marking a diff): its id, its kind and what
+/// that workspace calls it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Picked {
+    pub node: crate::store::NodeId,
+    pub kind: crate::store::NodeType,
+    /// A name besides the kind (`conservative`, `Critic`), when the workspace has one.
+    pub what: Option<String>,
+}
+
+impl Picked {
+    /// `fork_branch 1a2b3c4d (conservative)`.
+    pub fn label(&self) -> String {
+        let mut s = format!("{} {}", self.kind.as_str(), self.node.short());
+        if let Some(w) = &self.what {
+            s.push_str(&format!(" ({w})"));
+        }
+        s
+    }
 }

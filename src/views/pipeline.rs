@@ -22,7 +22,7 @@ use super::theme::{Role, Theme};
 use super::think::pane;
 use super::{ViewCx, hints};
 use crate::engines::pipeline::{Final, Layer, Mode};
-use crate::store::{RunId, SessionId};
+use crate::store::{NodeId, RunId, SessionId};
 
 /// How far one layer has got.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -64,6 +64,8 @@ impl LayerStatus {
 #[derive(Clone, Debug, PartialEq)]
 pub struct LayerPane {
     pub layer: Layer,
+    /// Its `pipeline_layer` node, once the layer has started.
+    pub node: Option<NodeId>,
     pub status: LayerStatus,
     /// Its answer (raw JSON for a structured layer).
     pub text: String,
@@ -80,6 +82,7 @@ impl LayerPane {
     pub fn pending(layer: Layer) -> Self {
         Self {
             layer,
+            node: None,
             status: LayerStatus::Pending,
             text: String::new(),
             thinking: String::new(),

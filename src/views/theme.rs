@@ -88,6 +88,12 @@ roles! {
     Evaluation => "evaluation", "Reasoning step kind: evaluation.";
     Conclusion => "conclusion", "Reasoning step kind: conclusion.";
     Consideration => "consideration", "Reasoning step kind: consideration.";
+    DiffSame => "diff_same", "Diff row label: both steps make the same point.";
+    DiffDiffers => "diff_differs", "Diff row label: the steps say different things.";
+    DiffContradicts => "diff_contradicts", "Diff row label: one step contradicts the other.";
+    DiffOnlyA => "diff_only_a", "Diff row label: a step only line A has.";
+    DiffOnlyB => "diff_only_b", "Diff row label: a step only line B has.";
+    DiffSource => "diff_source", "Diff steps the selected merge claim came from.";
     CodeBg => "code_bg", "Background of code blocks.";
     Heading => "heading", "Markdown headings.";
     Link => "link", "Links.";
@@ -120,6 +126,15 @@ const STEP_ROLES: &[(&str, Role)] = &[
     ("evaluation", Role::Evaluation),
     ("conclusion", Role::Conclusion),
     ("consideration", Role::Consideration),
+];
+
+/// Diff row labels (`engines::diff::Label::as_str`) and their roles.
+const DIFF_ROLES: &[(&str, Role)] = &[
+    ("same", Role::DiffSame),
+    ("differs", Role::DiffDiffers),
+    ("contradicts", Role::DiffContradicts),
+    ("only_a", Role::DiffOnlyA),
+    ("only_b", Role::DiffOnlyB),
 ];
 
 const ROLE_COUNT: usize = Role::ALL.len();
@@ -428,6 +443,11 @@ impl Theme {
         role_for(STEP_ROLES, kind).map_or(self.style(Role::Fg), |r| self.style(r))
     }
 
+    /// The style of a diff row label by its name (`"contradicts"`); plain text if unknown.
+    pub fn diff_style(&self, label: &str) -> Style {
+        role_for(DIFF_ROLES, label).map_or(self.style(Role::Fg), |r| self.style(r))
+    }
+
     /// The style of a confidence in 0.0–1.0: low below 0.4, high from 0.7, mid between.
     pub fn confidence_style(&self, c: f64) -> Style {
         let role = if c >= CONFIDENCE_HIGH {
@@ -656,6 +676,24 @@ mod tests {
         for (name, role) in NODE_ROLES.iter().chain(STEP_ROLES) {
             assert_eq!(role.name(), *name);
         }
+    }
+
+    #[test]
+    fn diff_labels_all_have_roles() {
+        use crate::engines::diff::Label;
+        let theme = Theme::builtin("dark", ColorDepth::TrueColor).unwrap();
+        for l in [
+            Label::Same,
+            Label::Differs,
+            Label::Contradicts,
+            Label::OnlyA,
+            Label::OnlyB,
+        ] {
+            let role = role_for(DIFF_ROLES, l.as_str()).unwrap();
+            assert_eq!(role.name(), format!("diff_{}", l.as_str()));
+            assert_eq!(theme.diff_style(l.as_str()), theme.style(role));
+        }
+        assert_eq!(theme.diff_style("nonsense"), theme.style(Role::Fg));
     }
 
     #[test]

@@ -168,7 +168,7 @@ fn an_unknown_section_names_the_real_ones() {
     assert_eq!(
         err,
         "k.toml:1: unknown section [forkk] (expected one of: global, input, normal, fork, \
-         got, verify, insights, replay, memory, pipeline, research)"
+         got, verify, insights, replay, memory, pipeline, research, diff)"
     );
 }
 

@@ -25,8 +25,9 @@ use super::form::{Answer, Form, Purpose};
 use super::runtime::Services;
 use super::state::{Level, Overlay, State};
 use super::update::{Effect, Msg};
-use crate::views::ViewCx;
+use crate::views::{Picked, ViewCx};
 
+pub mod diff;
 pub mod fork;
 pub mod got;
 pub mod insights;
@@ -53,6 +54,7 @@ pub const REGISTRY: &[Entry] = &[
     entry::<memory::MemoryWs>(),
     entry::<pipeline::Pipeline>(),
     entry::<research::Research>(),
+    entry::<diff::DiffWs>(),
 ];
 
 /// A workspace's name: its keymap section (`[fork]`), its `workspace_<id>` action and its
@@ -142,6 +144,12 @@ pub trait Workspace: Default + Send + 'static {
         None
     }
 
+    /// The node selected in it now, for the actions that take "the selected node" from
+    /// any workspace (marking a diff). `state` is the shared state (the Think graph).
+    fn selected_node(&self, _state: &State) -> Option<Picked> {
+        None
+    }
+
     /// The title of the session it shows when that is its own (the replayed one), shown
     /// after the tabs instead of the open session's.
     fn session_title(&self) -> Option<String> {
@@ -185,7 +193,14 @@ pub type Boxed = Box<dyn Any + Send>;
 trait Slot: Send {
     fn spec(&self) -> &'static Spec;
     fn enter(&mut self, state: &mut State, fx: &mut Vec<Effect>);
-    fn action(&mut self, a: &Action, state: &mut State, fx: &mut Vec<Effect>) -> bool;
+    fn action(
+        &mut self,
+        a: &Action,
+        state: &mut State,
+        fx: &mut Vec<Effect>,
+        picked: Option<Picked>,
+    ) -> bool;
+    fn selected_node(&self, state: &State) -> Option<Picked>;
     fn msg(&mut self, m: Boxed, state: &mut State, fx: &mut Vec<Effect>);
     fn store_changed(&mut self, state: &mut State, fx: &mut Vec<Effect>);
     fn typing(&self) -> bool;
@@ -203,6 +218,7 @@ fn cx<'a, W: Workspace>(state: &'a mut State, fx: &'a mut Vec<Effect>) -> Cx<'a,
     Cx {
         state,
         fx,
+        picked: None,
         _w: PhantomData,
     }
 }
@@ -214,8 +230,19 @@ impl<W: Workspace> Slot for W {
     fn enter(&mut self, state: &mut State, fx: &mut Vec<Effect>) {
         self.on_enter(&mut cx::<W>(state, fx));
     }
-    fn action(&mut self, a: &Action, state: &mut State, fx: &mut Vec<Effect>) -> bool {
-        self.on_action(a, &mut cx::<W>(state, fx))
+    fn action(
+        &mut self,
+        a: &Action,
+        state: &mut State,
+        fx: &mut Vec<Effect>,
+        picked: Option<Picked>,
+    ) -> bool {
+        let mut cx = cx::<W>(state, fx);
+        cx.picked = picked;
+        self.on_action(a, &mut cx)
+    }
+    fn selected_node(&self, state: &State) -> Option<Picked> {
+        Workspace::selected_node(self, state)
     }
     fn msg(&mut self, m: Boxed, state: &mut State, fx: &mut Vec<Effect>) {
         match m.downcast::<W::Msg>() {
@@ -321,17 +348,30 @@ impl Workspaces {
     /// (for [`Place::Anywhere`] actions); true when one of them took it.
     pub fn action(&mut self, a: &Action, state: &mut State, fx: &mut Vec<Effect>) -> bool {
         let shown = state.workspace;
+        // Only workspace actions take the selected node (marking a diff).
+        let picked = match a {
+            Action::Ws(_) => self.selected_node(state),
+            _ => None,
+        };
         if let Some(slot) = self.slot(shown)
-            && slot.action(a, state, fx)
+            && slot.action(a, state, fx, picked.clone())
         {
             return true;
         }
         match a {
             Action::Ws(wa) if wa.ws != shown => self
                 .slot(wa.ws)
-                .is_some_and(|slot| slot.action(a, state, fx)),
+                .is_some_and(|slot| slot.action(a, state, fx, picked)),
             _ => false,
         }
+    }
+
+    /// The node selected in the workspace on screen (see [`Workspace::selected_node`]).
+    pub fn selected_node(&self, state: &State) -> Option<Picked> {
+        self.slots
+            .iter()
+            .find(|s| s.spec().id == state.workspace)
+            .and_then(|s| s.selected_node(state))
     }
 
     /// Whether the workspace on screen takes typed keys as text now.
@@ -446,6 +486,8 @@ pub struct Cx<'a, W: ?Sized> {
     /// The shared state: the open session and its graph, focus, overlay, status line.
     pub state: &'a mut State,
     fx: &'a mut Vec<Effect>,
+    /// The node selected in the workspace on screen, when an action is being handled.
+    picked: Option<Picked>,
     _w: PhantomData<fn() -> Box<W>>,
 }
 
@@ -458,6 +500,12 @@ impl<W: Workspace> Cx<'_, W> {
     /// Asks the runtime for a shared effect (load a session, …).
     pub fn effect(&mut self, e: Effect) {
         self.fx.push(e);
+    }
+
+    /// The node selected in the workspace on screen when the action being handled was
+    /// pressed (see [`Workspace::selected_node`]); `None` outside [`Workspace::on_action`].
+    pub fn picked(&self) -> Option<&Picked> {
+        self.picked.as_ref()
     }
 
     /// Says something on the status line.

@@ -11,7 +11,7 @@ use crate::app::graph::RowKey;
 use crate::app::state::{Level, Overlay};
 use crate::engines::fork::{BranchResult, ForkRequest, ForkStyle, SteerAction, Verdict};
 use crate::engines::thinkgraph::Step;
-use crate::store::{NodeId, RunId};
+use crate::store::{NodeId, RunId, SessionId};
 
 /// The checkpoint menu's verdicts, in the order offered.
 const VERDICTS: [Verdict; 3] = [Verdict::Verified, Verdict::Questionable, Verdict::Disagree];
@@ -36,6 +36,12 @@ fn styles_form(title: &str, purpose: FormPurpose) -> Form {
 
 fn optional_text(title: String, purpose: FormPurpose, label: &str) -> Form {
     Form::choose(title, Ctx::purpose(purpose), Vec::new()).with_text(label, false, 2_000)
+}
+
+/// The styles form (titled `title`) that forks `question` in `session`; submitted, the fork
+/// starts in this workspace. Diff's `fork_step` opens it on a step's text.
+pub fn question_form(title: &str, question: String, session: Option<SessionId>) -> Form {
+    styles_form(title, FormPurpose::ForkQuestion { question, session })
 }
 
 /// The question (prefilled with `question`) and the styles of a new fork or debate.

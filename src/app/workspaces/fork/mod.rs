@@ -11,6 +11,8 @@ mod actions;
 mod tasks;
 mod update;
 
+pub use self::actions::question_form;
+
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
@@ -356,6 +358,16 @@ impl Workspace for Fork {
 
     fn run(e: ForkEffect, svc: &Services, out: Outbox<ForkMsg>) {
         tasks::run(e, svc, out);
+    }
+
+    /// The focused branch's node, once the branch has finished.
+    fn selected_node(&self, _state: &State) -> Option<crate::views::Picked> {
+        let c = self.focused()?;
+        Some(crate::views::Picked {
+            node: c.node()?,
+            kind: crate::store::NodeType::ForkBranch,
+            what: Some(c.style.to_string()),
+        })
     }
 
     fn job(&self) -> Option<String> {

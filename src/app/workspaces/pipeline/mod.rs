@@ -155,6 +155,20 @@ impl Workspace for Pipeline {
         tasks::run(effect, svc, out);
     }
 
+    /// The focused layer's node (none for the solvers' row or the final answer).
+    fn selected_node(&self, _state: &State) -> Option<crate::views::Picked> {
+        let (units, at) = self.focused();
+        let Some(Unit::Layer(layer)) = units.get(at).copied() else {
+            return None;
+        };
+        let pane = self.view.layers.iter().find(|p| p.layer == layer)?;
+        Some(crate::views::Picked {
+            node: pane.node?,
+            kind: crate::store::NodeType::PipelineLayer,
+            what: Some(layer.as_str().to_string()),
+        })
+    }
+
     fn job(&self) -> Option<String> {
         self.running().then(|| {
             let layer = self

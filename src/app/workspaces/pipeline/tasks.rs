@@ -206,6 +206,7 @@ pub fn load_last(store: &Store, session: SessionId) -> Result<Option<RunView>, S
         .iter()
         .map(|r| LayerPane {
             layer: r.layer,
+            node: Some(r.node.id),
             status: match &r.node.status {
                 NodeStatus::Complete => LayerStatus::Done,
                 NodeStatus::Streaming if live => LayerStatus::Running,

@@ -109,8 +109,9 @@ impl Pipeline {
                 v.mode = Some(mode);
                 plan(v, mode);
             }
-            PipelineEvent::LayerStart { layer, .. } => {
+            PipelineEvent::LayerStart { layer, node, .. } => {
                 let p = v.pane_mut(layer);
+                p.node = Some(node);
                 p.status = LayerStatus::Running;
                 p.error = None;
                 p.duration_ms = None;

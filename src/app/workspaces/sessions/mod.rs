@@ -10,7 +10,7 @@ use ratatui::layout::Rect;
 use super::{Cx, Outbox, Spec, Workspace, WorkspaceId};
 use crate::app::runtime::Services;
 use crate::app::state::{Focus, State};
-use crate::views::ViewCx;
+use crate::views::{Picked, ViewCx};
 
 pub const ID: WorkspaceId = "sessions";
 
@@ -40,6 +40,11 @@ impl Workspace for Sessions {
 
     fn run(effect: Infallible, _svc: &Services, _out: Outbox<Infallible>) {
         match effect {}
+    }
+
+    /// The open session's node selected in the Think graph, as `f` forks it from here.
+    fn selected_node(&self, state: &State) -> Option<Picked> {
+        super::think::graph_pick(state)
     }
 
     fn draw(&mut self, f: &mut Frame, area: Rect, state: &mut State, v: &ViewCx<'_>) {

@@ -14,10 +14,10 @@ use super::{Outbox, Spec, Workspace, WorkspaceId};
 use crate::app::runtime::Services;
 use crate::app::state::State;
 use crate::store::NodeStatus;
-use crate::views::ViewCx;
 use crate::views::graph::visible_offset;
 use crate::views::sessions::SessionsView;
 use crate::views::think::{self, Focus, ThinkView};
+use crate::views::{Picked, ViewCx};
 
 pub const ID: WorkspaceId = "think";
 
@@ -33,6 +33,18 @@ const SPEC: &Spec = &Spec {
 /// The Think workspace. Everything it shows lives in the shared [`State`].
 #[derive(Debug, Default)]
 pub struct Think;
+
+/// The node selected in the Think graph (a step or decision: its thinking node), named by a
+/// piece of its text.
+pub(super) fn graph_pick(state: &State) -> Option<Picked> {
+    let node = state.loaded.node(state.graph.selected_node()?)?;
+    let text = crate::views::text::one_line(&node.text);
+    Some(Picked {
+        node: node.id,
+        kind: node.kind,
+        what: (!text.is_empty()).then(|| crate::views::text::clip(&text, 28)),
+    })
+}
 
 /// The sessions list of the shared state, as the sidebar and the Sessions workspace draw it.
 pub(super) fn sessions_view(state: &State) -> SessionsView<'_> {
@@ -93,6 +105,10 @@ impl Workspace for Think {
 
     fn run(effect: Infallible, _svc: &Services, _out: Outbox<Infallible>) {
         match effect {}
+    }
+
+    fn selected_node(&self, state: &State) -> Option<Picked> {
+        graph_pick(state)
     }
 
     fn draw(&mut self, f: &mut Frame, area: Rect, state: &mut State, v: &ViewCx<'_>) {
