@@ -130,10 +130,9 @@ async fn fork_four_ways_merge_challenge_and_checkpoint_from_the_keyboard() {
         })
         .collect();
     steps.push(json_answer(&universal("Refactor in place"))); // comparison
-    steps.push(json_answer(
-        &json!({"conclusion": "Strangle the old service module by module",
-        "confidence": 0.85, "keyInsights": ["keeps revenue safe"]}),
-    )); // merge
+    steps.push(json_answer(&json!({"claims": [
+        {"text": "Strangle the old service module by module", "sources": ["A1", "B1"]}
+    ]}))); // merge
     steps.push(json_answer(
         &json!({"conclusion": "Still refactor: the deadline is soft",
         "confidence": 0.7, "keyInsights": ["the counter-argument is weaker"], "risks": []}),
@@ -216,7 +215,10 @@ async fn fork_four_ways_merge_challenge_and_checkpoint_from_the_keyboard() {
     pump_until(&mut app, idle).await;
     let merge = app.ws::<Fork>().steers.last().unwrap();
     assert_eq!(merge.label, "merge conservative + aggressive");
-    assert_eq!(merge.lines[0], "Strangle the old service module by module");
+    assert_eq!(
+        merge.lines[0],
+        "• Strangle the old service module by module  [A1 B1]"
+    );
     assert!(merge.node.is_some());
     let reqs = server.requests();
     assert!(

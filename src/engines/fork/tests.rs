@@ -54,7 +54,8 @@ fn styles_parse_case_insensitively() {
 const ANSWER: &str = r#"{"conclusion": "Ship it", "confidence": 0.9, "keyInsights": ["small steps"],
     "response": "Still ship it", "positionChanged": false,
     "convergencePoints": [{"topic": "pace", "agreementLevel": "full", "styles": ["conservative", "aggressive"], "summary": "s"}],
-    "divergencePoints": [], "metaInsight": "they agree"}"#;
+    "divergencePoints": [], "metaInsight": "they agree",
+    "claims": [{"text": "Ship it in small steps", "sources": ["A1", "B2"]}]}"#;
 
 #[test]
 fn fork_debate_steer_and_checkpoint_leave_the_runtime_thread_free() {
