@@ -249,13 +249,7 @@ pub fn render_diff(d: &Diff, width: usize, styled: bool) -> String {
             out.push('\n');
         }
     }
-    let counts: Vec<String> = d
-        .counts()
-        .into_iter()
-        .filter(|(_, n)| *n > 0)
-        .map(|(l, n)| format!("{n} {}", l.as_str()))
-        .collect();
-    out.push_str(&format!("\n{}\n", counts.join(" · ")));
+    out.push_str(&format!("\n{}\n", d.summary()));
     out
 }
 

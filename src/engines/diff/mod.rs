@@ -204,6 +204,16 @@ impl Diff {
         .map(|l| (l, self.pairs.iter().filter(|p| p.label == l).count()))
         .collect()
     }
+
+    /// The non-zero counts, as `3 same · 1 only_b`.
+    pub fn summary(&self) -> String {
+        self.counts()
+            .into_iter()
+            .filter(|(_, n)| *n > 0)
+            .map(|(l, n)| format!("{n} {}", l.as_str()))
+            .collect::<Vec<_>>()
+            .join(" · ")
+    }
 }
 
 /// Progress of a diff, for a spinner.

@@ -359,13 +359,7 @@ impl DiffWs {
                 self.progress = None;
                 match result {
                     Ok(d) => {
-                        let counts: Vec<String> = d
-                            .counts()
-                            .into_iter()
-                            .filter(|(_, n)| *n > 0)
-                            .map(|(l, n)| format!("{n} {}", l.as_str()))
-                            .collect();
-                        cx.notice(format!("diff: {}", counts.join(" · ")), Level::Info);
+                        cx.notice(format!("diff: {}", d.summary()), Level::Info);
                         self.diff = Some(*d);
                         self.phase = JobPhase::Done;
                         self.row = 0;
