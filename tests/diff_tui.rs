@@ -7,8 +7,6 @@
 
 mod support;
 
-use std::time::Duration;
-
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use glassbox::app::runtime::App;
 use glassbox::app::workspaces::diff::{self, DiffWs, Focus};
@@ -24,21 +22,8 @@ use support::{Script, ScriptedServer, Step};
 const JUDGED: &str = r#"{"label":"differs","reason":"B expects a sharper fall"}"#;
 const MERGE: &str = r#"{"claims":[{"text":"Owning builds equity that renting does not.","sources":["A2","B2"]},{"text":"Prices may fall, maybe sharply.","sources":["A4","B4"]}]}"#;
 
-fn chunk(text: &str) -> String {
-    let c = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":text},"finish_reason":null}]});
-    format!("data: {c}\n\n")
-}
-
-/// An OpenAI-compatible stream answering `text` in two pieces.
 fn answer(text: &str) -> Step {
-    let (a, b) = text.split_at(text.len() / 2);
-    let done = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}});
-    Step::sse(format!(
-        "{}{}data: {done}\n\ndata: [DONE]\n\n",
-        chunk(a),
-        chunk(b)
-    ))
-    .delay_each(Duration::from_millis(5))
+    support::wire::openai_answer_streamed(text)
 }
 
 fn branch(session: &Session, conclusion: &str, meta: serde_json::Value) -> Node {

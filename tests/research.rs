@@ -27,9 +27,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 fn sse(text: &str) -> String {
-    let chunk = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":text},"finish_reason":null}]});
-    let done = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}});
-    format!("data: {chunk}\n\ndata: {done}\n\ndata: [DONE]\n\n")
+    support::wire::openai_stream(&[text])
 }
 
 fn answer(text: &str) -> Step {

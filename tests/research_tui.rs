@@ -6,15 +6,12 @@
 
 mod support;
 
-use std::time::Duration;
-
 use crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use glassbox::app::runtime::App;
 use glassbox::app::workspaces::research::{self, ModalMode, Phase, Research};
 use glassbox::config::Config;
 use glassbox::engines::research::{CitationKind, Status};
 use glassbox::store::{Node, NodeType, Session, SessionSource, Store};
-use serde_json::json;
 use support::tui::{app_with, draw, openai_engine, press, pump_until, type_text};
 use support::{Script, ScriptedServer, Step};
 
@@ -23,21 +20,8 @@ const AUDIT: &str =
     r#"{"verdict":"approved","policyViolations":[],"suggestions":["Cite the session."]}"#;
 const REPORT: &str = "The sky is blue because air scatters short wavelengths most [1].";
 
-fn chunk(text: &str) -> String {
-    let c = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":text},"finish_reason":null}]});
-    format!("data: {c}\n\n")
-}
-
-/// An OpenAI-compatible stream answering `text` in two pieces.
 fn answer(text: &str) -> Step {
-    let (a, b) = text.split_at(text.len() / 2);
-    let done = json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}});
-    Step::sse(format!(
-        "{}{}data: {done}\n\ndata: [DONE]\n\n",
-        chunk(a),
-        chunk(b)
-    ))
-    .delay_each(Duration::from_millis(5))
+    support::wire::openai_answer_streamed(text)
 }
 
 fn ws(app: &App) -> &Research {

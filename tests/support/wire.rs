@@ -55,3 +55,27 @@ pub fn anthropic_frames(thinking: &[&str], answer: &[&str]) -> Vec<String> {
 pub fn anthropic_stream(thinking: &[&str], answer: &str) -> String {
     anthropic_frames(thinking, &[answer]).concat()
 }
+
+fn openai_chunk(delta: serde_json::Value, finish: Option<&str>) -> String {
+    let c = serde_json::json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"m",
+        "choices":[{"index":0,"delta":delta,"finish_reason":finish}]});
+    format!("data: {c}\n\n")
+}
+
+/// An OpenAI-compatible stream answering `pieces` in order, then stop, usage and `[DONE]`.
+pub fn openai_stream(pieces: &[&str]) -> String {
+    let mut s: String = pieces
+        .iter()
+        .map(|p| openai_chunk(serde_json::json!({"content": p}), None))
+        .collect();
+    let done = serde_json::json!({"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15}});
+    s.push_str(&format!("data: {done}\n\ndata: [DONE]\n\n"));
+    s
+}
+
+/// A scripted OpenAI-compatible answer of `text` in two pieces, 5 ms apart: enough for a
+/// view to see it stream.
+pub fn openai_answer_streamed(text: &str) -> super::Step {
+    let (a, b) = text.split_at(text.len() / 2);
+    super::Step::sse(openai_stream(&[a, b])).delay_each(std::time::Duration::from_millis(5))
+}
