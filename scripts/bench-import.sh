@@ -3,12 +3,17 @@
 # files, then the re-import (nothing new) time. The corpus (default ≥ 200 MB) is generated
 # from tests/fixtures/claude_code by repeating each fixture session with fresh ids.
 #
-# Two corpus shapes (CORPUS=realistic, the default, or CORPUS=dense):
+# Three corpus shapes (CORPUS=realistic, the default, CORPUS=dense or CORPUS=many):
 #   dense      the fixture lines verbatim: tiny payloads, ~900 nodes per MB — a worst case
 #              where per-node store work dominates;
 #   realistic  the same lines with payloads at sizes typical of real sessions: tool results
 #              carry a file listing (~6 KB, duplicated in toolUseResult as Claude Code does),
 #              thinking blocks ~1.5 KB, progress lines carry command output.
+#   many       a real ~/.claude/projects in shape (scripts/gen-history.py): thousands of
+#              session files of 10-240 KB over 40 projects, with this repository's sources
+#              and docs as their vocabulary. Imported at 250, 1,000 and 2,500 files (or the
+#              counts in MANY_FILES="…"), each into a fresh store, to show the time per file
+#              stays flat as the history grows. MEGABYTES is ignored.
 #
 # Usage: scripts/bench-import.sh [MEGABYTES]     (needs jq and python3)
 #        IMPORT_BENCH_BIN=target/release/glassbox scripts/bench-import.sh   (skip the build)
@@ -34,6 +39,33 @@ if [[ -n "${IMPORT_BENCH_CORPUS:-}" ]]; then
 fi
 
 CORPUS="${CORPUS:-realistic}"
+if [[ "$CORPUS" == many ]]; then
+    ROOT="${IMPORT_BENCH_CORPUS:-$WORK}"
+    printf '%-7s %9s %8s %9s %9s %10s %9s %8s\n' files MB jq_s import_s ms/file vs_jq store_MB store/in
+    for n in ${MANY_FILES:-250 1000 2500}; do
+        dir="$ROOT/many-$n"
+        [[ -d "$dir" ]] || python3 scripts/gen-history.py "$PWD" "$dir" "$n" > /dev/null
+        bytes=$(find "$dir" -name '*.jsonl' -print0 | du -cb --files0-from=- | tail -1 | cut -f1)
+        find "$dir" -name '*.jsonl' -exec cat {} + > /dev/null
+        t0=$(date +%s.%N)
+        find "$dir" -name '*.jsonl' -exec cat {} + | jq -c . > /dev/null
+        t1=$(date +%s.%N)
+        rm -rf "$WORK/data-many"
+        GLASSBOX_DATA_DIR="$WORK/data-many" GLASSBOX_CONFIG_DIR="$WORK/config" \
+            GLASSBOX_EMBEDDINGS__PROVIDER=none "$BIN" import claude-code "$dir" --json > "$WORK/many.json"
+        t2=$(date +%s.%N)
+        store=$(stat -c %s "$WORK/data-many/glassbox.redb")
+        python3 - "$n" "$bytes" "$t0" "$t1" "$t2" "$store" "$WORK/many.json" <<'EOF2'
+import json, sys
+n, size, t0, t1, t2, store = int(sys.argv[1]), int(sys.argv[2]), *map(float, sys.argv[3:6]), int(sys.argv[6])
+summary = json.load(open(sys.argv[7]))
+assert summary["files"] == n and not summary["errors"], summary["errors"][:3]
+jq, imp = t1 - t0, t2 - t1
+print(f"{n:<7} {size / 1e6:9.1f} {jq:8.2f} {imp:9.2f} {imp * 1000 / n:10.2f} {jq / imp:8.2f}x {store / 1e6:8.1f} {store / size:8.2f}")
+EOF2
+    done
+    exit 0
+fi
 if [[ -d "$PROJECTS" ]]; then
     echo "reusing the corpus in $PROJECTS"
 else

@@ -55,6 +55,7 @@ fn gather(ctx: &Ctx) -> Value {
                 "size_bytes": std::fs::metadata(&store_path).map(|m| m.len()).unwrap_or(0),
                 "schema_version": s.schema_version().ok(),
                 "counts": s.counts().ok(),
+                "tables": s.table_sizes().ok(),
             }),
             Err(e) => json!({"path": store_path, "error": e.to_string()}),
         }
@@ -176,6 +177,29 @@ pub fn run(ctx: &Ctx, json_out: bool) -> Result<ExitCode> {
         if let Some(c) = st["counts"].as_object() {
             let parts: Vec<String> = c.iter().map(|(k, n)| format!("{k} {n}")).collect();
             println!("             {}", parts.join("  "));
+        }
+        if let Some(tables) = st["tables"].as_array() {
+            let size = |t: &Value| {
+                ["stored", "metadata", "fragmented"]
+                    .iter()
+                    .map(|k| t[k].as_u64().unwrap_or(0))
+                    .sum::<u64>()
+            };
+            let file = st["size_bytes"].as_u64().unwrap_or(0).max(1);
+            let parts: Vec<String> = tables
+                .iter()
+                .take(6)
+                .map(|t| {
+                    let b = size(t);
+                    format!(
+                        "{} {} ({:.0}%)",
+                        s(&t["name"]),
+                        human_size(b),
+                        b as f64 * 100.0 / file as f64
+                    )
+                })
+                .collect();
+            println!("  largest    {}", parts.join("  "));
         }
     }
     println!("provider     {}", s(&v["provider"]));

@@ -17,6 +17,10 @@
 //!   `projections` table are dropped; every memory entry but core facts becomes a learning
 //!   through a `legacy-v1` extraction event.
 //! - v7: the local knowledge base (seed 001): `knowledge_docs` and `knowledge_chunks`.
+//! - v8: the diff's cache of pair judgements, `pair_judgements`.
+//! - v9: postings kept as runs (a log-structured merge, see `search/postings.rs`), one
+//!   `search_run_*` table each, instead of segments updated in place in `search_postings`;
+//!   the segments become the oldest run.
 
 use redb::{ReadTransaction, ReadableDatabase, ReadableTable, TableHandle, WriteTransaction};
 
@@ -24,7 +28,7 @@ use super::tables::*;
 use super::{Store, StoreError, codec, search};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 8;
+pub const SCHEMA_VERSION: u32 = 9;
 
 const VERSION_KEY: &str = "schema_version";
 
@@ -87,6 +91,7 @@ pub(super) fn ensure_schema(store: &Store) -> Result<(), StoreError> {
                 5 => migrate_v5_to_v6(&txn)?,
                 6 => migrate_v6_to_v7(&txn)?,
                 7 => migrate_v7_to_v8(&txn)?,
+                8 => migrate_v8_to_v9(&txn)?,
                 other => {
                     return Err(StoreError::Corrupt(format!(
                         "no migration from schema {other}"
@@ -144,7 +149,6 @@ fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(KNOWLEDGE_CHUNKS)?;
     txn.open_table(PAIR_JUDGEMENTS)?;
     txn.open_table(JOURNAL)?;
-    txn.open_table(SEARCH_POSTINGS)?;
     txn.open_table(SEARCH_DOCS)?;
     Ok(())
 }
@@ -184,7 +188,7 @@ fn migrate_v2_to_v3(_txn: &WriteTransaction) -> Result<(), StoreError> {
 }
 
 /// v3 → v4: drop the one-row-per-posting `search_terms` table and rebuild the index (docs,
-/// totals and segmented postings) over every node.
+/// totals and postings) over every node.
 fn migrate_v3_to_v4(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.delete_table(SEARCH_TERMS_V3)?;
     txn.delete_table(SEARCH_DOCS)?;
@@ -257,4 +261,57 @@ fn migrate_v6_to_v7(_txn: &WriteTransaction) -> Result<(), StoreError> {
 /// opened it).
 fn migrate_v7_to_v8(_txn: &WriteTransaction) -> Result<(), StoreError> {
     Ok(())
+}
+
+/// v8 → v9: the segments of `search_postings` (`term ‖ 0x00 ‖ first node id → postings`, a
+/// term's rows contiguous and in node order) become the index's oldest run, and the table
+/// is dropped.
+fn migrate_v8_to_v9(txn: &WriteTransaction) -> Result<(), StoreError> {
+    if !txn
+        .list_tables()?
+        .any(|t| t.name() == SEARCH_POSTINGS.name())
+    {
+        return Ok(());
+    }
+    {
+        let old = txn.open_table(SEARCH_POSTINGS)?;
+        let mut rows = old.iter()?.peekable();
+        let terms = std::iter::from_fn(|| {
+            let mut term: Option<Vec<u8>> = None;
+            let mut postings = Vec::new();
+            loop {
+                let same = match (rows.peek(), &term) {
+                    (None, _) => false,
+                    (Some(Err(_)), _) | (Some(Ok(_)), None) => true,
+                    (Some(Ok((k, _))), Some(t)) => segment_term(k.value()) == Some(t.as_slice()),
+                };
+                if !same {
+                    return term.map(|t| Ok((t, postings)));
+                }
+                let (k, v) = match rows.next()? {
+                    Ok(row) => row,
+                    Err(e) => return Some(Err(e.into())),
+                };
+                let Some(t) = segment_term(k.value()) else {
+                    return Some(Err(StoreError::Corrupt(
+                        "search_postings: key shorter than a node id".into(),
+                    )));
+                };
+                if term.is_none() {
+                    term = Some(t.to_vec());
+                }
+                if let Err(e) = search::decode_postings(v.value(), &mut postings) {
+                    return Some(Err(e));
+                }
+            }
+        });
+        search::import_oldest_run(txn, terms)?;
+    }
+    txn.delete_table(SEARCH_POSTINGS)?;
+    Ok(())
+}
+
+/// The term of a v4–v8 segment key (`term ‖ 0x00 ‖ first node id`).
+fn segment_term(key: &[u8]) -> Option<&[u8]> {
+    key.len().checked_sub(17).map(|n| &key[..n])
 }

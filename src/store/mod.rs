@@ -19,6 +19,7 @@ mod migrate;
 mod pairs;
 mod read;
 pub mod search;
+mod stats;
 pub mod tables;
 mod types;
 mod write;
@@ -35,6 +36,7 @@ pub use memory::{
 pub use migrate::SCHEMA_VERSION;
 pub use pairs::PairJudgement;
 pub use search::SearchHit;
+pub use stats::TableSize;
 use tables::*;
 pub use types::*;
 pub use write::{PreparedNode, PutOutcome, Writer};
@@ -221,10 +223,19 @@ impl Store {
             next_seq,
             index: search::PendingIndex::default(),
         };
+        let t0 = std::time::Instant::now();
         let out = f(&mut w)?;
+        let t1 = std::time::Instant::now();
         // Postings gathered by the puts and deletes are merged in the same transaction.
         w.index.apply(&txn)?;
+        let t2 = std::time::Instant::now();
         txn.commit()?;
+        tracing::debug!(
+            puts_ms = (t1 - t0).as_millis() as u64,
+            index_ms = (t2 - t1).as_millis() as u64,
+            commit_ms = t2.elapsed().as_millis() as u64,
+            "store write"
+        );
         Ok(out)
     }
 

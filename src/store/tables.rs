@@ -73,9 +73,10 @@ pub const PROJECTION_CHECKPOINTS: TableDefinition<&str, u64> =
 pub const TRANSCRIPT_CURSORS: TableDefinition<&str, &[u8]> =
     TableDefinition::new("transcript_cursors");
 /// term (UTF-8, never containing 0x00) ‖ 0x00 ‖ first node id of the segment → a segment of
-/// the term's postings: `node id ‖ term frequency (u32 LE)` repeated, sorted by node id, at
-/// most 256 of them. A term's segments never overlap. The postings of the full-text index
-/// (see `search`); schema v4 on.
+/// the term's postings: `node id ‖ term frequency (u32 LE)` repeated, sorted by node id. The
+/// postings of schema v4 to v8; only opened to turn them into a run when migrating to v9.
+/// From v9 on the postings are in `search_run_<id>` tables (term → postings), listed in
+/// `meta` (see `search/postings.rs`).
 pub const SEARCH_POSTINGS: TableDefinition<&[u8], &[u8]> = TableDefinition::new("search_postings");
 /// term ‖ 0x00 ‖ node id → term frequency: the postings of schema v3, one row each. Only
 /// opened to delete it when migrating to v4.

@@ -241,6 +241,14 @@ impl Writer<'_> {
         self.journal(ChangeKind::CursorPut, None, None)
     }
 
+    /// Merges the full-text index into one run without tombstones (the smallest form, and the
+    /// fastest to search); returns the postings it holds. Imports leave a few runs; this is
+    /// for `doctor --compact` and tests.
+    pub fn compact_search_index(&mut self) -> Result<u64> {
+        self.index.apply(self.txn)?;
+        search::compact(self.txn)
+    }
+
     /// Deletes a session and everything it owns: nodes, their edges (both indexes), decision
     /// points and search index entries, runs, insights, raw streams with their chunks, and the
     /// memory entries of its session scope.

@@ -13,10 +13,20 @@ use crate::store::{
     TranscriptCursor,
 };
 
-/// Batches that may wait for the writer thread.
-const QUEUED_BATCHES: usize = 4;
-/// Encoded node bytes above which the writer thread stops adding queued batches to a commit.
-const COMMIT_BYTES: usize = 48 << 20;
+/// Encoded node bytes the writer thread gathers from the batches it is sent before it
+/// commits them in one transaction. A commit costs about as much as the index pages it
+/// touches, and a few small files already touch a page per distinct word: committing file by
+/// file made an import of thousands of small transcripts grow with the square of the store.
+/// Gathering tens of megabytes per commit keeps it linear, and bounds what a kill can lose
+/// (the cursors are in the same commit, so a rerun picks up exactly there).
+const COMMIT_BYTES: usize = 8 << 20;
+/// Longest a batch waits for others before it is committed anyway (`--watch` shows new
+/// lines within this; the end of an import or a settle commits at once).
+const COMMIT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// Encoded node bytes sent to the writer thread and not yet committed, above which the
+/// importing thread waits: room for the commit being written and the next one gathering,
+/// so reading never waits for a commit and memory stays bounded.
+const PENDING_BYTES: usize = 2 * COMMIT_BYTES;
 
 /// One batch of a file and the file's cursor after it: what one write transaction commits.
 pub(super) struct WriteJob {
@@ -133,7 +143,7 @@ impl WriteJob {
 /// a failed commit the later batches are dropped unwritten (their cursors must not move past
 /// lines that were never stored), and the error is reported by `settle` and `finish`.
 pub(crate) struct WritePipe {
-    jobs: Option<std::sync::mpsc::SyncSender<WriteJob>>,
+    jobs: Option<std::sync::mpsc::Sender<Msg>>,
     thread: Option<std::thread::JoinHandle<()>>,
     state: std::sync::Arc<(std::sync::Mutex<PipeState>, std::sync::Condvar)>,
 }
@@ -142,6 +152,8 @@ pub(crate) struct WritePipe {
 struct PipeState {
     sent: u64,
     finished: u64,
+    /// Encoded bytes of the batches sent and not yet committed.
+    pending: usize,
     done: Vec<Committed>,
     error: Option<StoreError>,
 }
@@ -151,7 +163,7 @@ impl WritePipe {
     pub(super) fn start(store: Store) -> Option<Self> {
         // A few batches may wait while one is written: they are then committed together, and
         // memory stays bounded.
-        let (tx, rx) = std::sync::mpsc::sync_channel::<WriteJob>(QUEUED_BATCHES);
+        let (tx, rx) = std::sync::mpsc::channel::<Msg>();
         let state = std::sync::Arc::new((
             std::sync::Mutex::new(PipeState::default()),
             std::sync::Condvar::new(),
@@ -159,33 +171,7 @@ impl WritePipe {
         let shared = state.clone();
         let thread = std::thread::Builder::new()
             .name("import-writer".into())
-            .spawn(move || {
-                let (lock, cv) = &*shared;
-                while let Ok(first) = rx.recv() {
-                    // Whatever else is queued joins this commit, up to COMMIT_BYTES.
-                    let mut weight = first.weight();
-                    let mut jobs = vec![first];
-                    while weight < COMMIT_BYTES {
-                        let Ok(next) = rx.try_recv() else { break };
-                        weight += next.weight();
-                        jobs.push(next);
-                    }
-                    let failed = lock.lock().map(|s| s.error.is_some()).unwrap_or(true);
-                    let result = if failed {
-                        None
-                    } else {
-                        Some(WriteJob::commit_all(&jobs, &store))
-                    };
-                    let Ok(mut st) = lock.lock() else { return };
-                    match result {
-                        Some(Ok(done)) => st.done.extend(done),
-                        Some(Err(e)) => st.error = Some(e),
-                        None => {}
-                    }
-                    st.finished += jobs.len() as u64;
-                    cv.notify_all();
-                }
-            })
+            .spawn(move || writer_loop(&rx, &store, &shared))
             .ok()?;
         Some(Self {
             jobs: Some(tx),
@@ -201,19 +187,27 @@ impl WritePipe {
             )));
         };
         {
-            let (lock, _) = &*self.state;
+            let (lock, cv) = &*self.state;
             let mut st = lock.lock().map_err(|_| poisoned())?;
+            while st.pending >= PENDING_BYTES && st.error.is_none() {
+                st = cv.wait(st).map_err(|_| poisoned())?;
+            }
             if let Some(e) = &st.error {
                 return Err(TranscriptError::Store(e.clone()));
             }
             st.sent += 1;
+            st.pending += job.weight();
         }
-        tx.send(job)
+        tx.send(Msg::Job(job))
             .map_err(|_| TranscriptError::Store(StoreError::Io("import writer stopped".into())))
     }
 
     /// Blocks until every batch sent so far is committed; fails if one could not be.
     pub(crate) fn settle(&self) -> Result<(), StoreError> {
+        if let Some(tx) = &self.jobs {
+            // Commit what the writer is gathering now rather than when its wait runs out.
+            let _ = tx.send(Msg::Commit);
+        }
         let (lock, cv) = &*self.state;
         let mut st = lock.lock().map_err(|_| poisoned_store())?;
         while st.finished < st.sent && st.error.is_none() {
@@ -239,6 +233,77 @@ impl WritePipe {
             error = Some(StoreError::Io("import writer thread panicked".into()));
         }
         (std::mem::take(&mut st.done), error)
+    }
+}
+
+/// What the importing thread sends the writer thread.
+enum Msg {
+    /// A batch to commit.
+    Job(WriteJob),
+    /// Commit what has been gathered now: the importer is about to read from the store.
+    Commit,
+}
+
+/// The writer thread: gathers batches until [`COMMIT_BYTES`], [`COMMIT_WAIT`], a
+/// [`Msg::Commit`] or the end of the import, then commits them in one transaction, in the
+/// order they came.
+fn writer_loop(
+    rx: &std::sync::mpsc::Receiver<Msg>,
+    store: &Store,
+    shared: &std::sync::Arc<(std::sync::Mutex<PipeState>, std::sync::Condvar)>,
+) {
+    use std::sync::mpsc::RecvTimeoutError;
+    let (lock, cv) = &**shared;
+    let mut open = true;
+    while open {
+        let first = match rx.recv() {
+            Ok(Msg::Job(job)) => job,
+            Ok(Msg::Commit) => continue,
+            Err(_) => return,
+        };
+        let deadline = std::time::Instant::now() + COMMIT_WAIT;
+        let mut weight = first.weight();
+        let mut jobs = vec![first];
+        while weight < COMMIT_BYTES {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(Msg::Job(job)) => {
+                    weight += job.weight();
+                    jobs.push(job);
+                }
+                Ok(Msg::Commit) | Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => {
+                    open = false;
+                    break;
+                }
+            }
+        }
+        let failed = lock.lock().map(|s| s.error.is_some()).unwrap_or(true);
+        let result = if failed {
+            None
+        } else {
+            let t = std::time::Instant::now();
+            let r = WriteJob::commit_all(&jobs, store);
+            tracing::debug!(
+                batches = jobs.len(),
+                node_bytes = weight,
+                ms = t.elapsed().as_millis() as u64,
+                "import commit"
+            );
+            Some(r)
+        };
+        let n = jobs.len() as u64;
+        // The batches' memory goes back before the importer is told they are done.
+        drop(jobs);
+        let Ok(mut st) = lock.lock() else { return };
+        match result {
+            Some(Ok(done)) => st.done.extend(done),
+            Some(Err(e)) => st.error = Some(e),
+            None => {}
+        }
+        st.finished += n;
+        st.pending = st.pending.saturating_sub(weight);
+        cv.notify_all();
     }
 }
 

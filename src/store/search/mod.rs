@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 
 use super::tables::{META, NODES, SEARCH_DOCS};
 use super::{Node, NodeId, NodeStatus, NodeType, Result, SessionId, StoreError, codec};
-pub(super) use postings::PendingIndex;
+pub(super) use postings::{PendingIndex, compact, decode_postings, import_oldest_run};
 pub use query::{BM25_TF_MAX, bm25_idf, bm25_tf, snippet};
 
 /// Tokens shorter than this many characters are not indexed.
@@ -109,14 +109,6 @@ pub fn indexed_text(n: &Node) -> std::borrow::Cow<'_, str> {
         s.push_str(result);
     }
     std::borrow::Cow::Owned(s)
-}
-
-fn posting_key(term: &[u8], node: [u8; 16]) -> Vec<u8> {
-    let mut k = Vec::with_capacity(term.len() + 17);
-    k.extend_from_slice(term);
-    k.push(0);
-    k.extend_from_slice(&node);
-    k
 }
 
 fn text_hash(text: &str) -> [u8; 8] {

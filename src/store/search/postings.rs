@@ -1,33 +1,105 @@
-//! A term's postings are stored as a few segments rather than one row per (term, node): an
-//! import adds tens of postings per node, and one B-tree insert each was half of the import
-//! time. Segments are sorted runs of `node id ‖ tf` keyed by `term ‖ 0x00 ‖ first node id`;
-//! they never overlap, so the segment holding a node is the last one starting at or before it.
-//! Changes made in a write transaction are gathered in memory ([`PendingIndex`]) and merged
-//! into the stored segments once, term by term, just before the transaction commits: a term
-//! that a batch of a thousand nodes uses is read and written once instead of a thousand times,
-//! and since the merge happens inside the same transaction as the node writes, the index still
-//! never disagrees with the nodes (a crash loses both or neither).
+//! The postings of the full-text index, kept as a few immutable *runs* (a log-structured
+//! merge, in the "logarithmic method" form): each write transaction that indexes anything
+//! writes its changes as one new run, a redb table of its own mapping `term → postings`, and
+//! a run at least as large as the one before it is merged with it into one.
+//!
+//! Why not one table keyed by term, updated in place: a transaction then rewrites a B-tree
+//! page for every distinct word it indexes. An import of real transcripts (code, paths, ids:
+//! hundreds of thousands of distinct words) touched nearly every page of the index on every
+//! commit, so each file cost more than the one before and the import grew with the square of
+//! the history. A new run is written in term order into an empty table, which is sequential;
+//! merging two runs reads both in order and writes a third, and drops the two tables whole.
+//! Each posting is rewritten about log₂(index / batch) times in all, and a term is read
+//! from at most that many runs.
+//!
+//! A posting is `node id ‖ term frequency (u32 LE)`; a run's value for a term is its postings
+//! sorted by node id. Frequency 0 is a tombstone: the node no longer has the term (it was
+//! re-indexed or deleted). Newer runs shadow older ones; tombstones are dropped when a merge
+//! produces the oldest run. The list of live runs, oldest first, is in `meta` under
+//! [`RUNS_KEY`]; runs are written in the same transaction as the nodes they index, so the
+//! index never disagrees with the nodes (a crash keeps both or neither).
 
 use std::collections::HashMap;
 
-use redb::{ReadableTable, WriteTransaction};
+use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
-use super::super::tables::SEARCH_POSTINGS;
-use super::{TermHasher, add_to_totals, posting_key};
+use super::super::tables::META;
+use super::{TermHasher, add_to_totals};
 use crate::store::{Result, StoreError};
 
-/// Bytes of one posting inside a segment: node id, then term frequency (u32 LE).
+/// Bytes of one posting: node id, then term frequency (u32 LE).
 const POSTING_BYTES: usize = 16 + 4;
-/// Most postings a segment holds. Small enough that rewriting the last segment of a common
-/// term on every batch stays cheap, large enough that a term has few rows.
-const SEGMENT_POSTINGS: usize = 256;
+/// `meta` key of the live runs, oldest first: `run id ‖ postings` (u64 LE each) repeated.
+pub(in crate::store) const RUNS_KEY: &str = "search_runs";
 
-type Posting = ([u8; 16], u32);
+pub(super) type Posting = ([u8; 16], u32);
 
-pub(super) fn decode_segment(v: &[u8], out: &mut Vec<Posting>) -> Result<()> {
+/// One run of the index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(in crate::store) struct Run {
+    pub id: u64,
+    /// Postings it holds, tombstones included.
+    pub postings: u64,
+}
+
+pub(in crate::store) fn run_name(id: u64) -> String {
+    format!("search_run_{id:016x}")
+}
+
+pub(in crate::store) fn run_table(name: &str) -> TableDefinition<'_, &'static [u8], &'static [u8]> {
+    TableDefinition::new(name)
+}
+
+pub(in crate::store) fn decode_runs(v: Option<&[u8]>) -> Result<Vec<Run>> {
+    let Some(v) = v else { return Ok(Vec::new()) };
+    if !v.len().is_multiple_of(16) {
+        return Err(StoreError::Corrupt(format!(
+            "meta.{RUNS_KEY}: length is not a whole number of runs"
+        )));
+    }
+    Ok(v.chunks_exact(16)
+        .map(|c| {
+            let mut id = [0u8; 8];
+            let mut n = [0u8; 8];
+            id.copy_from_slice(&c[..8]);
+            n.copy_from_slice(&c[8..]);
+            Run {
+                id: u64::from_le_bytes(id),
+                postings: u64::from_le_bytes(n),
+            }
+        })
+        .collect())
+}
+
+fn encode_runs(runs: &[Run]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(runs.len() * 16);
+    for r in runs {
+        v.extend_from_slice(&r.id.to_le_bytes());
+        v.extend_from_slice(&r.postings.to_le_bytes());
+    }
+    v
+}
+
+fn read_runs(txn: &WriteTransaction) -> Result<Vec<Run>> {
+    let meta = txn.open_table(META)?;
+    let v = meta.get(RUNS_KEY)?;
+    decode_runs(v.as_ref().map(|v| v.value()))
+}
+
+fn write_runs(txn: &WriteTransaction, runs: &[Run]) -> Result<()> {
+    let mut meta = txn.open_table(META)?;
+    if runs.is_empty() {
+        meta.remove(RUNS_KEY)?;
+    } else {
+        meta.insert(RUNS_KEY, encode_runs(runs).as_slice())?;
+    }
+    Ok(())
+}
+
+pub(in crate::store) fn decode_postings(v: &[u8], out: &mut Vec<Posting>) -> Result<()> {
     if !v.len().is_multiple_of(POSTING_BYTES) {
         return Err(StoreError::Corrupt(
-            "search_postings: segment length is not a whole number of postings".into(),
+            "search index: postings length is not a whole number of postings".into(),
         ));
     }
     out.reserve(v.len() / POSTING_BYTES);
@@ -41,7 +113,7 @@ pub(super) fn decode_segment(v: &[u8], out: &mut Vec<Posting>) -> Result<()> {
     Ok(())
 }
 
-fn encode_segment(postings: &[Posting], out: &mut Vec<u8>) {
+pub(super) fn encode_postings(postings: &[Posting], out: &mut Vec<u8>) {
     out.clear();
     out.reserve(postings.len() * POSTING_BYTES);
     for (node, tf) in postings {
@@ -50,9 +122,66 @@ fn encode_segment(postings: &[Posting], out: &mut Vec<u8>) {
     }
 }
 
-/// Index changes made in one write transaction and not yet merged into the stored postings.
-/// Per term, the postings set (tf > 0) or removed (tf = 0) in the order they were made, so a
-/// node indexed and then re-indexed in the same transaction ends with its last state.
+/// `older` overlaid with `newer` (both sorted by node id): a node in both takes `newer`'s
+/// entry. Tombstones are kept unless `drop_tombstones`.
+fn overlay(older: &[Posting], newer: &[Posting], drop_tombstones: bool, out: &mut Vec<Posting>) {
+    out.clear();
+    out.reserve(older.len() + newer.len());
+    let (mut a, mut b) = (0, 0);
+    while a < older.len() || b < newer.len() {
+        let p = if b == newer.len() || (a < older.len() && older[a].0 < newer[b].0) {
+            a += 1;
+            older[a - 1]
+        } else {
+            if a < older.len() && older[a].0 == newer[b].0 {
+                a += 1;
+            }
+            b += 1;
+            newer[b - 1]
+        };
+        if p.1 > 0 || !drop_tombstones {
+            out.push(p);
+        }
+    }
+}
+
+/// The index's runs opened for reading, oldest first.
+pub(super) struct RunReader {
+    tables: Vec<redb::ReadOnlyTable<&'static [u8], &'static [u8]>>,
+}
+
+impl RunReader {
+    pub(super) fn open(r: &ReadTransaction) -> Result<Self> {
+        let meta = r.open_table(META)?;
+        let v = meta.get(RUNS_KEY)?;
+        let runs = decode_runs(v.as_ref().map(|v| v.value()))?;
+        let mut tables = Vec::with_capacity(runs.len());
+        for run in runs {
+            let name = run_name(run.id);
+            tables.push(r.open_table(run_table(&name))?);
+        }
+        Ok(Self { tables })
+    }
+
+    /// The live postings of `term`, sorted by node id.
+    pub(super) fn postings(&self, term: &[u8]) -> Result<Vec<Posting>> {
+        let mut merged = Vec::new();
+        let (mut run, mut next) = (Vec::new(), Vec::new());
+        for t in &self.tables {
+            let Some(v) = t.get(term)? else { continue };
+            run.clear();
+            decode_postings(v.value(), &mut run)?;
+            overlay(&merged, &run, false, &mut next);
+            std::mem::swap(&mut merged, &mut next);
+        }
+        merged.retain(|p| p.1 > 0);
+        Ok(merged)
+    }
+}
+
+/// Index changes made in one write transaction and not yet written as a run. Per term, the
+/// postings set (tf > 0) or removed (tf = 0) in the order they were made, so a node indexed
+/// and then re-indexed in the same transaction ends with its last state.
 #[derive(Default)]
 pub(in crate::store) struct PendingIndex {
     terms: HashMap<Vec<u8>, Vec<Posting>, std::hash::BuildHasherDefault<TermHasher>>,
@@ -70,7 +199,8 @@ impl PendingIndex {
         }
     }
 
-    /// Merges every pending change into the stored segments and the totals.
+    /// Writes every pending change as a new run, merges runs as they come to match in size,
+    /// and updates the totals.
     pub(in crate::store) fn apply(&mut self, txn: &WriteTransaction) -> Result<()> {
         let (docs, tokens) = (self.docs, self.tokens);
         self.docs = 0;
@@ -80,137 +210,204 @@ impl PendingIndex {
             return Ok(());
         }
         let mut terms: Vec<(Vec<u8>, Vec<Posting>)> = self.terms.drain().collect();
-        // Key order keeps the B-tree pages a term touches next to those of the previous one.
         terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut table = txn.open_table(SEARCH_POSTINGS)?;
-        let mut scratch = MergeScratch::default();
-        for (term, ops) in terms {
-            merge_term(&mut table, &term, ops, &mut scratch)?;
+        let mut runs = read_runs(txn)?;
+        let id = next_id(&runs);
+        let name = run_name(id);
+        let mut table = txn.open_table(run_table(&name))?;
+        let mut value = Vec::new();
+        let mut written = 0u64;
+        for (term, mut ops) in terms {
+            // A stable sort keeps each node's changes in the order they were made: the last
+            // wins.
+            ops.sort_by_key(|o| o.0);
+            ops.dedup_by(|later, earlier| {
+                if later.0 == earlier.0 {
+                    *earlier = *later;
+                    true
+                } else {
+                    false
+                }
+            });
+            // Nothing older to shadow: a tombstone would only take room.
+            if runs.is_empty() {
+                ops.retain(|p| p.1 > 0);
+                if ops.is_empty() {
+                    continue;
+                }
+            }
+            encode_postings(&ops, &mut value);
+            table.insert(term.as_slice(), value.as_slice())?;
+            written += ops.len() as u64;
         }
-        Ok(())
+        drop(table);
+        runs.push(Run {
+            id,
+            postings: written,
+        });
+        while runs.len() >= 2 && runs[runs.len() - 1].postings >= runs[runs.len() - 2].postings {
+            merge_newest(txn, &mut runs)?;
+        }
+        write_runs(txn, &runs)
     }
 }
 
-#[derive(Default)]
-struct MergeScratch {
-    stored: Vec<Posting>,
-    merged: Vec<Posting>,
-    value: Vec<u8>,
+fn next_id(runs: &[Run]) -> u64 {
+    runs.iter().map(|r| r.id).max().unwrap_or(0) + 1
 }
 
-/// The stored segment that a posting for `node` belongs in: the last one starting at or
-/// before it, else the term's first one. Returns its first node id and its postings.
-fn segment_for(
-    table: &redb::Table<&[u8], &[u8]>,
-    term: &[u8],
-    node: [u8; 16],
-    out: &mut Vec<Posting>,
-) -> Result<Option<[u8; 16]>> {
-    let lo = posting_key(term, [0; 16]);
-    let at = posting_key(term, node);
-    let hi = posting_key(term, [0xff; 16]);
-    let row = match table.range(lo.as_slice()..=at.as_slice())?.next_back() {
-        Some(row) => Some(row?),
-        None => table
-            .range(at.as_slice()..=hi.as_slice())?
-            .next()
-            .transpose()?,
+/// Merges the two newest runs of `runs` into one.
+fn merge_newest(txn: &WriteTransaction, runs: &mut Vec<Run>) -> Result<()> {
+    let (Some(newer), Some(older)) = (runs.pop(), runs.pop()) else {
+        return Ok(());
     };
-    let Some((k, v)) = row else { return Ok(None) };
-    let k = k.value();
-    let mut first = [0u8; 16];
-    first.copy_from_slice(&k[k.len() - 16..]);
-    out.clear();
-    decode_segment(v.value(), out)?;
-    Ok(Some(first))
-}
-
-/// The first node id of the segment after the one starting at `first`, if any.
-fn next_segment_start(
-    table: &redb::Table<&[u8], &[u8]>,
-    term: &[u8],
-    first: [u8; 16],
-) -> Result<Option<[u8; 16]>> {
-    use std::ops::Bound;
-    let from = posting_key(term, first);
-    let hi = posting_key(term, [0xff; 16]);
-    let range = (
-        Bound::Excluded(from.as_slice()),
-        Bound::Included(hi.as_slice()),
-    );
-    let Some(row) = table.range::<&[u8]>(range)?.next() else {
-        return Ok(None);
-    };
-    let (k, _) = row?;
-    let k = k.value();
-    let mut next = [0u8; 16];
-    next.copy_from_slice(&k[k.len() - 16..]);
-    Ok(Some(next))
-}
-
-/// Applies one term's pending changes: each stored segment they fall into is read once,
-/// merged and written back (split into segments of at most [`SEGMENT_POSTINGS`]).
-fn merge_term(
-    table: &mut redb::Table<&[u8], &[u8]>,
-    term: &[u8],
-    mut ops: Vec<Posting>,
-    s: &mut MergeScratch,
-) -> Result<()> {
-    // A stable sort keeps each node's changes in the order they were made: the last wins.
-    ops.sort_by_key(|o| o.0);
-    let mut dedup: Vec<Posting> = Vec::with_capacity(ops.len());
-    for op in ops {
-        match dedup.last_mut() {
-            Some(last) if last.0 == op.0 => *last = op,
-            _ => dedup.push(op),
-        }
+    let id = next_id(&[newer, older]).max(next_id(runs));
+    let drop_tombstones = runs.is_empty();
+    let postings = merge_runs(txn, older.id, Some(newer.id), id, drop_tombstones)?;
+    for old in [older.id, newer.id] {
+        txn.delete_table(run_table(&run_name(old)))?;
     }
-    let ops = dedup;
-    let mut i = 0;
-    while i < ops.len() {
-        let first = segment_for(table, term, ops[i].0, &mut s.stored)?;
-        if first.is_none() {
-            s.stored.clear();
-        }
-        // This segment takes every change below the start of the next one.
-        let end = match first {
-            Some(f) => match next_segment_start(table, term, f)? {
-                Some(next) => i + ops[i..].partition_point(|o| o.0 < next),
-                None => ops.len(),
-            },
-            None => ops.len(),
-        };
-        let changes = &ops[i..end];
-        i = end;
-        s.merged.clear();
-        s.merged.reserve(s.stored.len() + changes.len());
-        let (mut a, mut b) = (0, 0);
-        while a < s.stored.len() || b < changes.len() {
-            let take_stored =
-                b == changes.len() || (a < s.stored.len() && s.stored[a].0 < changes[b].0);
-            if take_stored {
-                s.merged.push(s.stored[a]);
-                a += 1;
-                continue;
-            }
-            if a < s.stored.len() && s.stored[a].0 == changes[b].0 {
-                a += 1;
-            }
-            if changes[b].1 > 0 {
-                s.merged.push(changes[b]);
-            }
-            b += 1;
-        }
-        if s.merged == s.stored {
-            continue;
-        }
-        if let Some(f) = first {
-            table.remove(posting_key(term, f).as_slice())?;
-        }
-        for chunk in s.merged.chunks(SEGMENT_POSTINGS) {
-            encode_segment(chunk, &mut s.value);
-            table.insert(posting_key(term, chunk[0].0).as_slice(), s.value.as_slice())?;
-        }
+    if postings == 0 && drop_tombstones {
+        txn.delete_table(run_table(&run_name(id)))?;
+    } else {
+        runs.push(Run { id, postings });
     }
     Ok(())
+}
+
+/// Writes run `into` as run `older` overlaid with run `newer`, reading both in term order.
+/// Returns the postings written.
+/// With no `newer`, run `older` is copied (dropping its tombstones, if asked).
+fn merge_runs(
+    txn: &WriteTransaction,
+    older: u64,
+    newer: Option<u64>,
+    into: u64,
+    drop_tombstones: bool,
+) -> Result<u64> {
+    let (na, nb, nc) = (
+        run_name(older),
+        newer.map(run_name).unwrap_or_default(),
+        run_name(into),
+    );
+    let a = txn.open_table(run_table(&na))?;
+    let b = match newer {
+        Some(_) => Some(txn.open_table(run_table(&nb))?),
+        None => None,
+    };
+    let mut c = txn.open_table(run_table(&nc))?;
+    let mut ia = a.iter()?;
+    let mut ib = match &b {
+        Some(b) => Some(b.iter()?),
+        None => None,
+    };
+    let mut ra = ia.next().transpose()?;
+    let mut rb = match ib.as_mut() {
+        Some(i) => i.next().transpose()?,
+        None => None,
+    };
+    let (mut pa, mut pb, mut out) = (Vec::new(), Vec::new(), Vec::new());
+    let mut value = Vec::new();
+    let mut written = 0u64;
+    loop {
+        pa.clear();
+        pb.clear();
+        // Take the smaller term (both when equal); put back the other row.
+        let (from_a, from_b) = match (ra.take(), rb.take()) {
+            (None, None) => break,
+            (Some(x), None) => (Some(x), None),
+            (None, Some(y)) => (None, Some(y)),
+            (Some(x), Some(y)) => match x.0.value().cmp(y.0.value()) {
+                std::cmp::Ordering::Less => {
+                    rb = Some(y);
+                    (Some(x), None)
+                }
+                std::cmp::Ordering::Greater => {
+                    ra = Some(x);
+                    (None, Some(y))
+                }
+                std::cmp::Ordering::Equal => (Some(x), Some(y)),
+            },
+        };
+        if let Some((_, v)) = &from_a {
+            decode_postings(v.value(), &mut pa)?;
+            ra = ia.next().transpose()?;
+        }
+        if let Some((_, v)) = &from_b {
+            decode_postings(v.value(), &mut pb)?;
+            rb = match ib.as_mut() {
+                Some(i) => i.next().transpose()?,
+                None => None,
+            };
+        }
+        let Some((term, _)) = from_a.or(from_b) else {
+            break;
+        };
+        overlay(&pa, &pb, drop_tombstones, &mut out);
+        if out.is_empty() {
+            continue;
+        }
+        encode_postings(&out, &mut value);
+        c.insert(term.value(), value.as_slice())?;
+        written += out.len() as u64;
+    }
+    Ok(written)
+}
+
+/// Merges every run into one, dropping tombstones: the smallest, fastest form of the index.
+/// Returns the postings left.
+pub(in crate::store) fn compact(txn: &WriteTransaction) -> Result<u64> {
+    let mut runs = read_runs(txn)?;
+    while runs.len() >= 2 {
+        merge_newest(txn, &mut runs)?;
+    }
+    if let [only] = runs.as_slice() {
+        // A lone run may still hold tombstones from before it was alone.
+        let id = next_id(&runs);
+        let postings = merge_runs(txn, only.id, None, id, true)?;
+        txn.delete_table(run_table(&run_name(only.id)))?;
+        runs = vec![Run { id, postings }];
+        if postings == 0 {
+            txn.delete_table(run_table(&run_name(id)))?;
+            runs.clear();
+        }
+    }
+    write_runs(txn, &runs)?;
+    Ok(runs.iter().map(|r| r.postings).sum())
+}
+
+/// Appends `(term, postings)` pairs, in term order, as the oldest run: how a migration
+/// brings an index of an earlier layout over.
+pub(in crate::store) fn import_oldest_run(
+    txn: &WriteTransaction,
+    rows: impl Iterator<Item = Result<(Vec<u8>, Vec<Posting>)>>,
+) -> Result<()> {
+    let mut runs = read_runs(txn)?;
+    let id = next_id(&runs);
+    let name = run_name(id);
+    let mut table = txn.open_table(run_table(&name))?;
+    let mut value = Vec::new();
+    let mut written = 0u64;
+    for row in rows {
+        let (term, postings) = row?;
+        if postings.is_empty() {
+            continue;
+        }
+        encode_postings(&postings, &mut value);
+        table.insert(term.as_slice(), value.as_slice())?;
+        written += postings.len() as u64;
+    }
+    drop(table);
+    if written == 0 {
+        txn.delete_table(run_table(&name))?;
+        return Ok(());
+    }
+    runs.insert(
+        0,
+        Run {
+            id,
+            postings: written,
+        },
+    );
+    write_runs(txn, &runs)
 }

@@ -3,11 +3,10 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::super::tables::{META, NODES, SEARCH_DOCS, SEARCH_POSTINGS};
-use super::postings::decode_segment;
+use super::super::tables::{META, NODES, SEARCH_DOCS};
+use super::postings::RunReader;
 use super::{
-    DocRecord, SearchHit, TOTALS_KEY, decode_totals, indexed_text, posting_key, tokenize,
-    tokens_with_spans,
+    DocRecord, SearchHit, TOTALS_KEY, decode_totals, indexed_text, tokenize, tokens_with_spans,
 };
 use crate::store::{Node, Result, SessionId, Store, codec};
 
@@ -104,19 +103,13 @@ impl Store {
             decode_totals(meta.get(TOTALS_KEY)?.as_ref().map(|v| v.value()));
         let n_docs = docs_total.max(1) as f64;
         let avg_len = (tokens_total as f64 / n_docs).max(1.0);
-        let postings = r.open_table(SEARCH_POSTINGS)?;
+        let postings = RunReader::open(&r)?;
         let docs = r.open_table(SEARCH_DOCS)?;
         let want = session.map(SessionId::to_bytes);
         let mut scores: HashMap<[u8; 16], f64> = HashMap::new();
         let mut doc_cache: HashMap<[u8; 16], Option<(u32, [u8; 16])>> = HashMap::new();
         for term in &terms {
-            let lo = posting_key(term.as_bytes(), [0; 16]);
-            let hi = posting_key(term.as_bytes(), [0xff; 16]);
-            let mut list = Vec::new();
-            for row in postings.range(lo.as_slice()..=hi.as_slice())? {
-                let (_, v) = row?;
-                decode_segment(v.value(), &mut list)?;
-            }
+            let list = postings.postings(term.as_bytes())?;
             let idf = bm25_idf(n_docs, list.len() as f64);
             for (node, tf) in list {
                 let info = match doc_cache.get(&node) {
@@ -158,6 +151,15 @@ impl Store {
             });
         }
         Ok(out)
+    }
+
+    /// The full-text index's runs, oldest first: (postings, tombstones included) of each.
+    pub fn search_runs(&self) -> Result<Vec<u64>> {
+        let r = self.read()?;
+        let meta = r.open_table(META)?;
+        let v = meta.get(super::postings::RUNS_KEY)?;
+        let runs = super::postings::decode_runs(v.as_ref().map(|v| v.value()))?;
+        Ok(runs.into_iter().map(|r| r.postings).collect())
     }
 
     /// How many nodes the full-text index holds.

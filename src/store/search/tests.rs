@@ -2,9 +2,6 @@
 
 use std::collections::HashSet;
 
-use redb::ReadableTableMetadata;
-
-use super::super::tables::SEARCH_POSTINGS;
 use super::*;
 use crate::store::{Session, SessionSource, Store};
 
@@ -150,8 +147,9 @@ fn segments_split_merge_and_shrink() {
     assert_eq!(store.search_doc_count().unwrap(), 466);
     store.write(|w| w.delete_session(a.id)).unwrap();
     assert!(store.search("common", None, 10).unwrap().is_empty());
-    let r = store.read().unwrap();
-    assert_eq!(r.open_table(SEARCH_POSTINGS).unwrap().len().unwrap(), 0);
+    // Tombstones shadow what older runs still hold until everything is merged.
+    assert_eq!(store.write(|w| w.compact_search_index()).unwrap(), 0);
+    assert!(store.search_runs().unwrap().is_empty());
 }
 
 #[test]
@@ -185,4 +183,142 @@ fn ranking_prefers_more_and_rarer_hits() {
     assert_eq!(hits[1].node, c.id);
     assert_eq!(store.search("zebra", None, 1).unwrap().len(), 1);
     assert!(store.search("a", None, 10).unwrap().is_empty());
+}
+
+/// Many small transactions make many runs; they merge as they match in size, and what a
+/// later transaction removes or changes is shadowed in every older run.
+#[test]
+fn runs_merge_and_newer_runs_shadow_older_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let s = Session::new("t", SessionSource::Glassbox);
+    store.write(|w| w.put_session(&s)).unwrap();
+    let mut nodes = Vec::new();
+    for i in 0..64 {
+        let n = Node::new(
+            s.id,
+            NodeType::Response,
+            format!("shared word{i} batch{}", i / 8),
+        );
+        store.write(|w| w.put_node(&n)).unwrap();
+        nodes.push(n);
+    }
+    // A binary counter of 64 equal runs: at most log2(64) + 1 of them are left.
+    let runs = store.search_runs().unwrap();
+    assert!(runs.len() <= 7, "{runs:?}");
+    assert_eq!(runs.iter().sum::<u64>(), 64 * 3);
+    assert_eq!(store.search("shared", None, 100).unwrap().len(), 64);
+    assert_eq!(store.search("batch3", None, 100).unwrap().len(), 8);
+    // Changing a node's text: its old words go, its new ones come, across runs.
+    let mut changed = nodes[10].clone();
+    changed.text = "replaced entirely".into();
+    store.write(|w| w.put_node(&changed)).unwrap();
+    assert!(store.search("word10", None, 10).unwrap().is_empty());
+    assert_eq!(store.search("shared", None, 100).unwrap().len(), 63);
+    assert_eq!(
+        store.search("replaced", None, 10).unwrap()[0].node,
+        changed.id
+    );
+    // Compaction drops the tombstones and keeps exactly the live postings.
+    let live = store.write(|w| w.compact_search_index()).unwrap();
+    assert_eq!(live, 63 * 3 + 2);
+    assert_eq!(store.search_runs().unwrap(), vec![live]);
+    assert_eq!(store.search("shared", None, 100).unwrap().len(), 63);
+    assert_eq!(store.search("batch1", None, 100).unwrap().len(), 7);
+}
+
+/// A v8 store's segmented postings become the index's oldest run when it is opened.
+#[test]
+fn v8_segments_become_the_oldest_run() {
+    use redb::{ReadableDatabase, ReadableTable};
+
+    use super::super::tables::{META, SEARCH_POSTINGS};
+    use super::postings::{RUNS_KEY, decode_runs, encode_postings, run_name, run_table};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    let store = Store::open(&path).unwrap();
+    let s = Session::new("t", SessionSource::Glassbox);
+    let nodes: Vec<Node> = (0..20)
+        .map(|i| {
+            Node::new(
+                s.id,
+                NodeType::Response,
+                format!("alpha word{i} w{}", i % 3),
+            )
+        })
+        .collect();
+    store
+        .write(|w| {
+            w.put_session(&s)?;
+            nodes.iter().try_for_each(|n| w.put_node(n))
+        })
+        .unwrap();
+    let ids = |store: &Store, q: &str| -> Vec<_> {
+        let mut v: Vec<_> = store
+            .search(q, None, 100)
+            .unwrap()
+            .into_iter()
+            .map(|h| h.node)
+            .collect();
+        v.sort();
+        v
+    };
+    let (alpha, w1) = (ids(&store, "alpha"), ids(&store, "w1"));
+    assert_eq!((alpha.len(), w1.len()), (20, 7));
+    // Write the index back in the v8 layout: segments of at most 3 postings.
+    store.write(|w| w.compact_search_index()).unwrap();
+    {
+        let txn = store.db.begin_write().unwrap();
+        let runs = {
+            let meta = txn.open_table(META).unwrap();
+            let v = meta.get(RUNS_KEY).unwrap();
+            decode_runs(v.as_ref().map(|v| v.value())).unwrap()
+        };
+        assert_eq!(runs.len(), 1);
+        let name = run_name(runs[0].id);
+        let rows: Vec<(Vec<u8>, Vec<u8>)> = txn
+            .open_table(run_table(&name))
+            .unwrap()
+            .iter()
+            .unwrap()
+            .map(|r| {
+                let (k, v) = r.unwrap();
+                (k.value().to_vec(), v.value().to_vec())
+            })
+            .collect();
+        {
+            let mut old = txn.open_table(SEARCH_POSTINGS).unwrap();
+            for (term, v) in rows {
+                let mut postings = Vec::new();
+                decode_postings(&v, &mut postings).unwrap();
+                for chunk in postings.chunks(3) {
+                    let mut key = term.clone();
+                    key.push(0);
+                    key.extend_from_slice(&chunk[0].0);
+                    let mut value = Vec::new();
+                    encode_postings(chunk, &mut value);
+                    old.insert(key.as_slice(), value.as_slice()).unwrap();
+                }
+            }
+        }
+        txn.delete_table(run_table(&name)).unwrap();
+        let mut meta = txn.open_table(META).unwrap();
+        meta.remove(RUNS_KEY).unwrap();
+        meta.insert("schema_version", 8u32.to_le_bytes().as_slice())
+            .unwrap();
+        drop(meta);
+        txn.commit().unwrap();
+    }
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    assert_eq!(
+        store.schema_version().unwrap(),
+        crate::store::SCHEMA_VERSION
+    );
+    assert_eq!(ids(&store, "alpha"), alpha);
+    assert_eq!(ids(&store, "w1"), w1);
+    assert_eq!(store.search_runs().unwrap(), vec![20 * 3]);
+    let r = store.db.begin_read().unwrap();
+    assert!(r.open_table(SEARCH_POSTINGS).is_err());
 }
