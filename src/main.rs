@@ -8,6 +8,11 @@ use clap::Parser;
 use glassbox::app;
 use glassbox::cli::{self, Cli, Command};
 
+/// mimalloc rather than the system allocator: an import allocates and frees millions of
+/// small strings across three threads, where glibc's allocator spent an eighth of the time.
+#[global_allocator]
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// Exit status of a process whose output pipe closed (128 + SIGPIPE), as Unix tools give.
 const CLOSED_PIPE: i32 = 141;
 

@@ -56,6 +56,12 @@ fn gather(ctx: &Ctx) -> Value {
                 "schema_version": s.schema_version().ok(),
                 "counts": s.counts().ok(),
                 "tables": s.table_sizes().ok(),
+                "compression": s.node_compression().ok().map(|c| json!({
+                    "node_bytes_stored": c.stored,
+                    "node_bytes_plain": c.plain,
+                    "ratio": c.ratio(),
+                })),
+                "search_runs": s.search_runs().ok(),
             }),
             Err(e) => json!({"path": store_path, "error": e.to_string()}),
         }
@@ -200,6 +206,30 @@ pub fn run(ctx: &Ctx, json_out: bool) -> Result<ExitCode> {
                 })
                 .collect();
             println!("  largest    {}", parts.join("  "));
+            let index: u64 = tables
+                .iter()
+                .filter(|t| crate::store::is_search_table(&s(&t["name"])))
+                .map(size)
+                .sum();
+            let runs = st["search_runs"].as_array().map_or(0, Vec::len);
+            println!(
+                "  search     {} ({:.0}% of the file) in {runs} run{}",
+                human_size(index),
+                index as f64 * 100.0 / file as f64,
+                if runs == 1 { "" } else { "s" }
+            );
+        }
+        let c = &st["compression"];
+        if let (Some(stored), Some(plain)) = (
+            c["node_bytes_stored"].as_u64(),
+            c["node_bytes_plain"].as_u64(),
+        ) {
+            println!(
+                "  nodes      {} stored for {} of JSON ({:.1}× compression)",
+                human_size(stored),
+                human_size(plain),
+                c["ratio"].as_f64().unwrap_or(1.0)
+            );
         }
     }
     println!("provider     {}", s(&v["provider"]));

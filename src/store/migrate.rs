@@ -21,6 +21,9 @@
 //! - v9: postings kept as runs (a log-structured merge, see `search/postings.rs`), one
 //!   `search_run_*` table each, instead of segments updated in place in `search_postings`;
 //!   the segments become the oldest run.
+//! - v10: values over 200 bytes are zstd-compressed JSON (codec format 2); the nodes are
+//!   rewritten so. `search_docs` records keep only their header (a node's terms are read
+//!   from its text when it is re-indexed or deleted).
 
 use redb::{ReadTransaction, ReadableDatabase, ReadableTable, TableHandle, WriteTransaction};
 
@@ -28,7 +31,7 @@ use super::tables::*;
 use super::{Store, StoreError, codec, search};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 9;
+pub const SCHEMA_VERSION: u32 = 10;
 
 const VERSION_KEY: &str = "schema_version";
 
@@ -92,6 +95,7 @@ pub(super) fn ensure_schema(store: &Store) -> Result<(), StoreError> {
                 6 => migrate_v6_to_v7(&txn)?,
                 7 => migrate_v7_to_v8(&txn)?,
                 8 => migrate_v8_to_v9(&txn)?,
+                9 => migrate_v9_to_v10(&txn)?,
                 other => {
                     return Err(StoreError::Corrupt(format!(
                         "no migration from schema {other}"
@@ -314,4 +318,54 @@ fn migrate_v8_to_v9(txn: &WriteTransaction) -> Result<(), StoreError> {
 /// The term of a v4–v8 segment key (`term ‖ 0x00 ‖ first node id`).
 fn segment_term(key: &[u8]) -> Option<&[u8]> {
     key.len().checked_sub(17).map(|n| &key[..n])
+}
+
+/// v9 → v10: every node record compressed where that pays, every `search_docs` record cut to
+/// its header.
+fn migrate_v9_to_v10(txn: &WriteTransaction) -> Result<(), StoreError> {
+    let nodes = rewrite_values(txn, NODES, codec::compressed)?;
+    let docs = rewrite_values(txn, SEARCH_DOCS, |v| {
+        (v.len() > search::DOC_HEADER).then(|| v[..search::DOC_HEADER].to_vec())
+    })?;
+    tracing::info!(nodes, docs, "migration v9 -> v10: records compressed");
+    Ok(())
+}
+
+/// Replaces each value of `table` for which `new` gives one, a slice of keys at a time (a
+/// table cannot be written while it is read). Returns how many were replaced.
+fn rewrite_values(
+    txn: &WriteTransaction,
+    table: redb::TableDefinition<[u8; 16], &[u8]>,
+    new: impl Fn(&[u8]) -> Option<Vec<u8>>,
+) -> Result<u64, StoreError> {
+    const SLICE: usize = 2048;
+    let mut t = txn.open_table(table)?;
+    let mut after: Option<[u8; 16]> = None;
+    let mut replaced = 0u64;
+    loop {
+        let mut changes = Vec::new();
+        let mut last = None;
+        {
+            let range = match after {
+                Some(k) => {
+                    t.range::<[u8; 16]>((std::ops::Bound::Excluded(k), std::ops::Bound::Unbounded))?
+                }
+                None => t.range::<[u8; 16]>(..)?,
+            };
+            for row in range.take(SLICE) {
+                let (k, v) = row?;
+                last = Some(k.value());
+                if let Some(nv) = new(v.value()) {
+                    changes.push((k.value(), nv));
+                }
+            }
+        }
+        let Some(last) = last else { break };
+        for (k, v) in &changes {
+            t.insert(*k, v.as_slice())?;
+        }
+        replaced += changes.len() as u64;
+        after = Some(last);
+    }
+    Ok(replaced)
 }

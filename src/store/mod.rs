@@ -36,7 +36,7 @@ pub use memory::{
 pub use migrate::SCHEMA_VERSION;
 pub use pairs::PairJudgement;
 pub use search::SearchHit;
-pub use stats::TableSize;
+pub use stats::{Compression, TableSize, is_search_table};
 use tables::*;
 pub use types::*;
 pub use write::{PreparedNode, PutOutcome, Writer};
@@ -156,9 +156,14 @@ impl std::fmt::Debug for Store {
     }
 }
 
+/// redb's own page cache. Reads go through the kernel's page cache as well, so a large one
+/// buys little and shows as resident memory in every process (redb's default is 1 GiB).
+const CACHE_BYTES: usize = 256 << 20;
+
 fn builder() -> redb::Builder {
     let mut b = Database::builder();
     b.set_concurrency_mode(ConcurrencyMode::MultiWriter);
+    b.set_cache_size(CACHE_BYTES);
     b
 }
 

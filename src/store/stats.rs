@@ -1,9 +1,10 @@
 //! What the store file is made of: each table's share of the file, for `doctor` and the
 //! scale benchmarks.
 
-use redb::{ReadableDatabase, ReadableTableMetadata};
+use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
 
-use super::{Result, Store};
+use super::tables::NODES;
+use super::{Result, Store, codec};
 
 /// One table's footprint in the store file.
 #[derive(Clone, Debug, Default, serde::Serialize)]
@@ -26,7 +27,46 @@ impl TableSize {
     }
 }
 
+/// How well the node records compress.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+pub struct Compression {
+    /// Bytes of the node records as stored.
+    pub stored: u64,
+    /// Bytes of the same records as plain JSON.
+    pub plain: u64,
+}
+
+impl Compression {
+    /// Plain bytes per stored byte (1.0 for an empty store).
+    pub fn ratio(&self) -> f64 {
+        if self.stored == 0 {
+            1.0
+        } else {
+            self.plain as f64 / self.stored as f64
+        }
+    }
+}
+
+/// Whether a table belongs to the full-text index.
+pub fn is_search_table(name: &str) -> bool {
+    name == "search_docs" || name.starts_with("search_run_")
+}
+
 impl Store {
+    /// The node records' size as stored and as plain JSON (reads every record's header).
+    pub fn node_compression(&self) -> Result<Compression> {
+        let r = self.db.begin_read()?;
+        let t = r.open_table(NODES)?;
+        let mut c = Compression::default();
+        for row in t.iter()? {
+            let (_, v) = row?;
+            let v = v.value();
+            c.stored += v.len() as u64;
+            c.plain += codec::plain_len(v) as u64;
+        }
+        Ok(c)
+    }
+
     /// Every table's footprint, largest first.
     pub fn table_sizes(&self) -> Result<Vec<TableSize>> {
         let r = self.db.begin_read()?;

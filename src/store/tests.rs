@@ -561,3 +561,86 @@ fn a_record_encoded_differently_but_equal_counts_as_unchanged() {
     let outcome = store.write(|w| w.put_prepared_nodes(&[p])).unwrap();
     assert_eq!(outcome, [PutOutcome::Unchanged]);
 }
+
+#[test]
+fn long_records_are_compressed_and_short_ones_are_not() {
+    let s = Session::new("t", SessionSource::Glassbox);
+    let long = Node::new(
+        s.id,
+        NodeType::Thinking,
+        "the same idea again. ".repeat(200),
+    );
+    let short = serde_json::json!({"a": "short"});
+    let (lb, sb) = (
+        codec::encode(&long).unwrap(),
+        codec::encode(&short).unwrap(),
+    );
+    assert_eq!(lb[0], codec::FORMAT_ZSTD_JSON);
+    assert_eq!(sb[0], codec::FORMAT_JSON);
+    assert!(lb.len() * 4 < codec::plain_len(&lb), "{} bytes", lb.len());
+    assert_eq!(codec::decode::<Node>("nodes", &lb).unwrap(), long);
+    assert_eq!(codec::decode::<serde_json::Value>("t", &sb).unwrap(), short);
+    let err = codec::decode::<Node>("nodes", &[codec::FORMAT_ZSTD_JSON, 1, 2, 3]).unwrap_err();
+    assert!(err.to_string().contains("undecodable"), "{err}");
+}
+
+/// A v9 store (plain records, index records listing their terms) is compressed when opened,
+/// and re-indexing a node then takes its old words from its stored text.
+#[test]
+fn v9_records_are_compressed_and_old_words_come_from_the_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    let store = Store::open(&path).unwrap();
+    let s = Session::new("t", SessionSource::Glassbox);
+    let mut n = Node::new(s.id, NodeType::Thinking, "zebra ".repeat(100) + "giraffe");
+    store
+        .write(|w| {
+            w.put_session(&s)?;
+            w.put_node(&n)
+        })
+        .unwrap();
+    // Back to the v9 layout: the record as plain JSON, the index record with its terms.
+    {
+        let txn = store.db.begin_write().unwrap();
+        let mut plain = vec![codec::FORMAT_JSON];
+        serde_json::to_writer(&mut plain, &n).unwrap();
+        txn.open_table(NODES)
+            .unwrap()
+            .insert(n.id.to_bytes(), plain.as_slice())
+            .unwrap();
+        let mut docs = txn.open_table(SEARCH_DOCS).unwrap();
+        let mut rec = docs.get(n.id.to_bytes()).unwrap().unwrap().value().to_vec();
+        assert_eq!(rec.len(), 28);
+        rec.extend_from_slice(b"giraffe\0zebra");
+        docs.insert(n.id.to_bytes(), rec.as_slice()).unwrap();
+        drop(docs);
+        txn.open_table(META)
+            .unwrap()
+            .insert("schema_version", 9u32.to_le_bytes().as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    {
+        let r = store.read().unwrap();
+        let v = r.open_table(NODES).unwrap();
+        let rec = v.get(n.id.to_bytes()).unwrap().unwrap();
+        assert_eq!(rec.value()[0], codec::FORMAT_ZSTD_JSON);
+        let docs = r.open_table(SEARCH_DOCS).unwrap();
+        assert_eq!(
+            docs.get(n.id.to_bytes()).unwrap().unwrap().value().len(),
+            28
+        );
+    }
+    assert_eq!(store.node(n.id).unwrap().unwrap(), n);
+    n.text = "okapi".into();
+    store.write(|w| w.put_node(&n)).unwrap();
+    assert!(store.search("zebra", None, 5).unwrap().is_empty());
+    assert!(store.search("giraffe", None, 5).unwrap().is_empty());
+    assert_eq!(store.search("okapi", None, 5).unwrap()[0].node, n.id);
+    store.write(|w| w.delete_session(s.id)).unwrap();
+    assert!(store.search("okapi", None, 5).unwrap().is_empty());
+    assert_eq!(store.search_doc_count().unwrap(), 0);
+}

@@ -83,13 +83,15 @@ impl Writer<'_> {
     /// Inserts or replaces a node, indexes it under its session and, unless it is still
     /// streaming, brings its full-text index entries up to date.
     pub fn put_node(&mut self, n: &Node) -> Result<()> {
-        self.txn
+        let old = self
+            .txn
             .open_table(NODES)?
-            .insert(n.id.to_bytes(), codec::encode(n)?.as_slice())?;
+            .insert(n.id.to_bytes(), codec::encode(n)?.as_slice())?
+            .map(|v| v.value().to_vec());
         self.txn
             .open_table(SESSION_NODES)?
             .insert(key32(n.session.to_bytes(), n.id.to_bytes()), ())?;
-        search::index_node(self.txn, &mut self.index, n)?;
+        search::index_node(self.txn, &mut self.index, n, old.as_deref())?;
         self.journal(ChangeKind::NodePut, Some(n.session), Some(n.id.0))
     }
 
@@ -105,10 +107,10 @@ impl Writer<'_> {
         // The newest changed node of each session, for the journal.
         let mut changed: BTreeMap<SessionId, NodeId> = BTreeMap::new();
         for p in nodes {
-            let outcome = match table.get(p.id.to_bytes())? {
-                None => PutOutcome::Created,
-                Some(old) if p.same_as(old.value()) => PutOutcome::Unchanged,
-                Some(_) => PutOutcome::Updated,
+            let (outcome, old) = match table.get(p.id.to_bytes())? {
+                None => (PutOutcome::Created, None),
+                Some(old) if p.same_as(old.value()) => (PutOutcome::Unchanged, None),
+                Some(old) => (PutOutcome::Updated, Some(old.value().to_vec())),
             };
             outcomes.push(outcome);
             if outcome == PutOutcome::Unchanged {
@@ -117,7 +119,14 @@ impl Writer<'_> {
             table.insert(p.id.to_bytes(), p.bytes.as_slice())?;
             by_session.insert(key32(p.session.to_bytes(), p.id.to_bytes()), ())?;
             if let Some(text) = &p.text {
-                search::index_prepared(&mut docs, &mut self.index, p.id, p.session, text)?;
+                search::index_prepared(
+                    &mut docs,
+                    &mut self.index,
+                    p.id,
+                    p.session,
+                    text,
+                    old.as_deref(),
+                )?;
             }
             changed.insert(p.session, p.id);
         }
@@ -271,8 +280,8 @@ impl Writer<'_> {
             let mut inn = self.txn.open_table(EDGES_IN)?;
             let mut dps = self.txn.open_table(DECISION_POINTS)?;
             for n in &node_ids {
-                nodes.remove(*n)?;
-                search::unindex_node(self.txn, &mut self.index, *n)?;
+                let old = nodes.remove(*n)?.map(|v| v.value().to_vec());
+                search::unindex_node(self.txn, &mut self.index, *n, old.as_deref())?;
                 // Outgoing edges and their reverse entries.
                 let mut gone = Vec::new();
                 for row in out.extract_from_if(prefix33(*n), |_, _| true)? {

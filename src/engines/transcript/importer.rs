@@ -362,14 +362,13 @@ impl Importer {
         cursor: &TranscriptCursor,
     ) -> Result<(), TranscriptError> {
         let batch: Batch = mapper.take_batch();
-        let job = WriteJob::new(batch, cursor.clone())?;
         match &self.pipe {
             Some(pipe) => {
                 self.in_flight.insert(cursor.path.clone());
-                pipe.send(job)?;
+                pipe.send(batch, cursor.clone())?;
             }
             None => {
-                let done = job.commit(&self.store)?;
+                let done = WriteJob::new(batch, cursor.clone())?.commit(&self.store)?;
                 done.add_to(&mut self.summary);
             }
         }

@@ -134,79 +134,91 @@ impl WriteJob {
     }
 }
 
-/// A writer thread that commits batches while the importing thread reads and maps the next
-/// ones: parsing and mapping lines and writing them to the store take comparable time, so
-/// doing both at once nearly halves an import on two cores. Batches are committed in the
-/// order they were sent, each with its file's cursor; batches that queued up while the
-/// previous commit ran share one transaction. So the store after a crash is the same as
-/// without the thread: a prefix of the batches. After
-/// a failed commit the later batches are dropped unwritten (their cursors must not move past
-/// lines that were never stored), and the error is reported by `settle` and `finish`.
+/// Two threads behind the importing one: a *preparer* that encodes, compresses and tokenizes
+/// each batch's nodes, and a *writer* that commits them. Reading and mapping lines, preparing
+/// nodes and writing them take comparable time, so the three overlap on two cores. Batches
+/// are committed in the order they were sent, each with its file's cursor, several to a
+/// transaction (see [`COMMIT_BYTES`]). So the store after a crash is the same as without the
+/// threads: a prefix of the batches. After a failed commit the later batches are dropped
+/// unwritten (their cursors must not move past lines that were never stored), and the error
+/// is reported by `send`, `settle` and `finish`.
 pub(crate) struct WritePipe {
-    jobs: Option<std::sync::mpsc::Sender<Msg>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-    state: std::sync::Arc<(std::sync::Mutex<PipeState>, std::sync::Condvar)>,
+    batches: Option<std::sync::mpsc::SyncSender<Raw>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+    state: Shared,
 }
+
+type Shared = std::sync::Arc<(std::sync::Mutex<PipeState>, std::sync::Condvar)>;
+
+/// Mapped batches that may wait for the preparer thread.
+const QUEUED_BATCHES: usize = 8;
 
 #[derive(Default)]
 struct PipeState {
     sent: u64,
     finished: u64,
-    /// Encoded bytes of the batches sent and not yet committed.
+    /// Encoded bytes of the batches prepared and not yet committed.
     pending: usize,
     done: Vec<Committed>,
     error: Option<StoreError>,
 }
 
 impl WritePipe {
-    /// `None` when no thread can be started (the caller then writes batches itself).
+    /// `None` when the threads cannot be started (the caller then writes batches itself).
     pub(super) fn start(store: Store) -> Option<Self> {
-        // A few batches may wait while one is written: they are then committed together, and
-        // memory stays bounded.
+        let (raw_tx, raw_rx) = std::sync::mpsc::sync_channel::<Raw>(QUEUED_BATCHES);
         let (tx, rx) = std::sync::mpsc::channel::<Msg>();
-        let state = std::sync::Arc::new((
+        let state: Shared = std::sync::Arc::new((
             std::sync::Mutex::new(PipeState::default()),
             std::sync::Condvar::new(),
         ));
         let shared = state.clone();
-        let thread = std::thread::Builder::new()
+        let writer = std::thread::Builder::new()
             .name("import-writer".into())
             .spawn(move || writer_loop(&rx, &store, &shared))
             .ok()?;
+        let shared = state.clone();
+        let preparer = std::thread::Builder::new()
+            .name("import-prepare".into())
+            .spawn(move || prepare_loop(&raw_rx, &tx, &shared));
+        let Ok(preparer) = preparer else {
+            // The writer ends once its sender (moved into the failed closure) is gone.
+            let _ = writer.join();
+            return None;
+        };
         Some(Self {
-            jobs: Some(tx),
-            thread: Some(thread),
+            batches: Some(raw_tx),
+            threads: vec![preparer, writer],
             state,
         })
     }
 
-    pub(super) fn send(&self, job: WriteJob) -> Result<(), TranscriptError> {
-        let Some(tx) = &self.jobs else {
-            return Err(TranscriptError::Store(StoreError::Io(
-                "import writer stopped".into(),
-            )));
+    /// Hands a mapped batch and its file's cursor to the threads.
+    pub(super) fn send(
+        &self,
+        batch: Batch,
+        cursor: TranscriptCursor,
+    ) -> Result<(), TranscriptError> {
+        let stopped = || TranscriptError::Store(StoreError::Io("import writer stopped".into()));
+        let Some(tx) = &self.batches else {
+            return Err(stopped());
         };
         {
-            let (lock, cv) = &*self.state;
+            let (lock, _) = &*self.state;
             let mut st = lock.lock().map_err(|_| poisoned())?;
-            while st.pending >= PENDING_BYTES && st.error.is_none() {
-                st = cv.wait(st).map_err(|_| poisoned())?;
-            }
             if let Some(e) = &st.error {
                 return Err(TranscriptError::Store(e.clone()));
             }
             st.sent += 1;
-            st.pending += job.weight();
         }
-        tx.send(Msg::Job(job))
-            .map_err(|_| TranscriptError::Store(StoreError::Io("import writer stopped".into())))
+        tx.send(Raw::Batch(batch, cursor)).map_err(|_| stopped())
     }
 
     /// Blocks until every batch sent so far is committed; fails if one could not be.
     pub(crate) fn settle(&self) -> Result<(), StoreError> {
-        if let Some(tx) = &self.jobs {
+        if let Some(tx) = &self.batches {
             // Commit what the writer is gathering now rather than when its wait runs out.
-            let _ = tx.send(Msg::Commit);
+            let _ = tx.send(Raw::Commit);
         }
         let (lock, cv) = &*self.state;
         let mut st = lock.lock().map_err(|_| poisoned_store())?;
@@ -219,24 +231,34 @@ impl WritePipe {
         }
     }
 
-    /// Stops the thread once it has handled every batch; returns what was committed and the
-    /// first error.
+    /// Stops the threads once they have handled every batch; returns what was committed and
+    /// the first error.
     pub(super) fn finish(mut self) -> (Vec<Committed>, Option<StoreError>) {
-        drop(self.jobs.take());
-        let joined = self.thread.take().map(std::thread::JoinHandle::join);
+        drop(self.batches.take());
+        let panicked = self
+            .threads
+            .drain(..)
+            .map(std::thread::JoinHandle::join)
+            .any(|j| j.is_err());
         let (lock, _) = &*self.state;
         let Ok(mut st) = lock.lock() else {
             return (Vec::new(), Some(poisoned_store()));
         };
         let mut error = st.error.take();
-        if matches!(joined, Some(Err(_))) && error.is_none() {
+        if panicked && error.is_none() {
             error = Some(StoreError::Io("import writer thread panicked".into()));
         }
         (std::mem::take(&mut st.done), error)
     }
 }
 
-/// What the importing thread sends the writer thread.
+/// What the importing thread sends the preparer thread.
+enum Raw {
+    Batch(Batch, TranscriptCursor),
+    Commit,
+}
+
+/// What the preparer thread sends the writer thread.
 enum Msg {
     /// A batch to commit.
     Job(WriteJob),
@@ -244,14 +266,51 @@ enum Msg {
     Commit,
 }
 
+/// The preparer thread: turns each batch into a [`WriteJob`] and passes it on, waiting while
+/// [`PENDING_BYTES`] are on their way to the store.
+fn prepare_loop(
+    rx: &std::sync::mpsc::Receiver<Raw>,
+    tx: &std::sync::mpsc::Sender<Msg>,
+    shared: &Shared,
+) {
+    let (lock, cv) = &**shared;
+    while let Ok(raw) = rx.recv() {
+        let msg = match raw {
+            Raw::Commit => Msg::Commit,
+            Raw::Batch(batch, cursor) => match WriteJob::new(batch, cursor) {
+                Ok(job) => {
+                    let Ok(mut st) = lock.lock() else { return };
+                    while st.pending >= PENDING_BYTES && st.error.is_none() {
+                        let Ok(next) = cv.wait(st) else { return };
+                        st = next;
+                    }
+                    st.pending += job.weight();
+                    Msg::Job(job)
+                }
+                Err(e) => {
+                    let Ok(mut st) = lock.lock() else { return };
+                    if st.error.is_none() {
+                        st.error = Some(match e {
+                            TranscriptError::Store(e) => e,
+                            other => StoreError::Io(other.to_string()),
+                        });
+                    }
+                    st.finished += 1;
+                    cv.notify_all();
+                    continue;
+                }
+            },
+        };
+        if tx.send(msg).is_err() {
+            return;
+        }
+    }
+}
+
 /// The writer thread: gathers batches until [`COMMIT_BYTES`], [`COMMIT_WAIT`], a
 /// [`Msg::Commit`] or the end of the import, then commits them in one transaction, in the
 /// order they came.
-fn writer_loop(
-    rx: &std::sync::mpsc::Receiver<Msg>,
-    store: &Store,
-    shared: &std::sync::Arc<(std::sync::Mutex<PipeState>, std::sync::Condvar)>,
-) {
+fn writer_loop(rx: &std::sync::mpsc::Receiver<Msg>, store: &Store, shared: &Shared) {
     use std::sync::mpsc::RecvTimeoutError;
     let (lock, cv) = &**shared;
     let mut open = true;

@@ -35,7 +35,7 @@ pub const MAX_TOKEN_BYTES: usize = 64;
 /// `meta` key of the index totals: doc count ‖ token count (u64 LE each).
 pub(super) const TOTALS_KEY: &str = "search_totals";
 /// Bytes of a `search_docs` value before the term list: session, token count, text hash.
-const DOC_HEADER: usize = 16 + 4 + 8;
+pub(super) const DOC_HEADER: usize = 16 + 4 + 8;
 
 /// One search result.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -164,18 +164,13 @@ impl DocRecord {
     }
 }
 
-/// `search_docs` value: header, then `terms` (sorted, distinct) joined by 0x00.
-fn encode_doc(session: [u8; 16], tokens: u32, hash: [u8; 8], terms: &[(String, u32)]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(DOC_HEADER + terms.iter().map(|t| t.0.len() + 1).sum::<usize>());
+/// `search_docs` value: the header only. (Before schema v10 the node's distinct terms
+/// followed, joined by 0x00; they are now read from the node's stored text when needed.)
+fn encode_doc(session: [u8; 16], tokens: u32, hash: [u8; 8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(DOC_HEADER);
     v.extend_from_slice(&session);
     v.extend_from_slice(&tokens.to_le_bytes());
     v.extend_from_slice(&hash);
-    for (i, (t, _)) in terms.iter().enumerate() {
-        if i > 0 {
-            v.push(0);
-        }
-        v.extend_from_slice(t.as_bytes());
-    }
     v
 }
 
@@ -321,16 +316,36 @@ pub fn prepare(n: &Node) -> Option<PreparedText> {
 /// Brings the index entries of `n` up to date with its text: its `search_docs` record at
 /// once, its postings in `pending` (merged at commit). Streaming nodes are left as they are
 /// (they are indexed by their final put); unchanged text costs one lookup.
+/// `old` is the node's record as stored before this put, if any: its words are the ones to
+/// take out of the index.
 pub(super) fn index_node(
     txn: &WriteTransaction,
     pending: &mut PendingIndex,
     n: &Node,
+    old: Option<&[u8]>,
 ) -> Result<()> {
     let Some(prepared) = prepare(n) else {
         return Ok(());
     };
     let mut docs = txn.open_table(SEARCH_DOCS)?;
-    index_prepared(&mut docs, pending, n.id, n.session, &prepared)
+    index_prepared(&mut docs, pending, n.id, n.session, &prepared, old)
+}
+
+/// The terms a node was indexed under: listed in its record by stores before schema v10,
+/// else those of its stored text.
+fn indexed_terms(record: DocRecord, old: Option<&[u8]>) -> Result<Vec<Vec<u8>>> {
+    if !record.terms.is_empty() {
+        return Ok(record.terms);
+    }
+    let Some(bytes) = old else {
+        return Err(StoreError::Corrupt(
+            "search_docs: an indexed node has no stored record".into(),
+        ));
+    };
+    let node: Node = codec::decode("nodes", bytes)?;
+    let terms = indexed_text(&node);
+    let (counts, _) = count_terms(&terms);
+    Ok(counts.into_keys().map(String::into_bytes).collect())
 }
 
 /// [`index_node`] with the text already prepared (by [`prepare`] on this node) and the
@@ -341,6 +356,7 @@ pub(super) fn index_prepared(
     node: NodeId,
     session: SessionId,
     p: &PreparedText,
+    old_node: Option<&[u8]>,
 ) -> Result<()> {
     let id = node.to_bytes();
     let old = match docs.get(id)? {
@@ -350,12 +366,12 @@ pub(super) fn index_prepared(
     if old.as_ref().is_some_and(|o| o.hash == p.hash) {
         return Ok(());
     }
-    if let Some(old) = &old {
-        for term in &old.terms {
-            pending.op(term, id, 0);
-        }
+    if let Some(old) = old {
         pending.docs -= 1;
         pending.tokens -= i64::from(old.tokens);
+        for term in indexed_terms(old, old_node)? {
+            pending.op(&term, id, 0);
+        }
     }
     if p.terms.is_empty() {
         docs.remove(id)?;
@@ -366,18 +382,20 @@ pub(super) fn index_prepared(
     }
     docs.insert(
         id,
-        encode_doc(session.to_bytes(), p.tokens, p.hash, &p.terms).as_slice(),
+        encode_doc(session.to_bytes(), p.tokens, p.hash).as_slice(),
     )?;
     pending.docs += 1;
     pending.tokens += i64::from(p.tokens);
     Ok(())
 }
 
-/// Removes every index entry of `node` (its postings through `pending`).
+/// Removes every index entry of `node` (its postings through `pending`); `old` is its
+/// stored record.
 pub(super) fn unindex_node(
     txn: &WriteTransaction,
     pending: &mut PendingIndex,
     node: [u8; 16],
+    old_node: Option<&[u8]>,
 ) -> Result<()> {
     let old = {
         let mut docs = txn.open_table(SEARCH_DOCS)?;
@@ -387,11 +405,11 @@ pub(super) fn unindex_node(
             None => return Ok(()),
         }
     };
-    for term in &old.terms {
-        pending.op(term, node, 0);
-    }
     pending.docs -= 1;
     pending.tokens -= i64::from(old.tokens);
+    for term in indexed_terms(old, old_node)? {
+        pending.op(&term, node, 0);
+    }
     Ok(())
 }
 
@@ -407,7 +425,7 @@ pub(super) fn index_all_nodes(txn: &WriteTransaction) -> Result<u64> {
     }
     let mut pending = PendingIndex::default();
     for n in &nodes {
-        index_node(txn, &mut pending, n)?;
+        index_node(txn, &mut pending, n, None)?;
     }
     pending.apply(txn)?;
     Ok(nodes.len() as u64)
