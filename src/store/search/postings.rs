@@ -213,11 +213,9 @@ impl PendingIndex {
         terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut runs = read_runs(txn)?;
         let id = next_id(&runs);
-        let name = run_name(id);
-        let mut table = txn.open_table(run_table(&name))?;
-        let mut value = Vec::new();
-        let mut written = 0u64;
-        for (term, mut ops) in terms {
+        // Nothing older to shadow: a tombstone would only take room.
+        let keep_tombstones = !runs.is_empty();
+        let rows = terms.into_iter().map(|(term, mut ops)| {
             // A stable sort keeps each node's changes in the order they were made: the last
             // wins.
             ops.sort_by_key(|o| o.0);
@@ -229,22 +227,15 @@ impl PendingIndex {
                     false
                 }
             });
-            // Nothing older to shadow: a tombstone would only take room.
-            if runs.is_empty() {
+            if !keep_tombstones {
                 ops.retain(|p| p.1 > 0);
-                if ops.is_empty() {
-                    continue;
-                }
             }
-            encode_postings(&ops, &mut value);
-            table.insert(term.as_slice(), value.as_slice())?;
-            written += ops.len() as u64;
-        }
-        drop(table);
-        runs.push(Run {
-            id,
-            postings: written,
+            Ok((term, ops))
         });
+        let postings = write_run(txn, id, rows)?;
+        if postings > 0 {
+            runs.push(Run { id, postings });
+        }
         while runs.len() >= 2 && runs[runs.len() - 1].postings >= runs[runs.len() - 2].postings {
             merge_newest(txn, &mut runs)?;
         }
@@ -384,6 +375,21 @@ pub(in crate::store) fn import_oldest_run(
 ) -> Result<()> {
     let mut runs = read_runs(txn)?;
     let id = next_id(&runs);
+    let postings = write_run(txn, id, rows)?;
+    if postings == 0 {
+        return Ok(());
+    }
+    runs.insert(0, Run { id, postings });
+    write_runs(txn, &runs)
+}
+
+/// Writes run `id` from `(term, postings)` rows in term order, leaving out empty ones; a
+/// run that would be empty is not kept. Returns the postings written.
+fn write_run(
+    txn: &WriteTransaction,
+    id: u64,
+    rows: impl Iterator<Item = Result<(Vec<u8>, Vec<Posting>)>>,
+) -> Result<u64> {
     let name = run_name(id);
     let mut table = txn.open_table(run_table(&name))?;
     let mut value = Vec::new();
@@ -400,14 +406,6 @@ pub(in crate::store) fn import_oldest_run(
     drop(table);
     if written == 0 {
         txn.delete_table(run_table(&name))?;
-        return Ok(());
     }
-    runs.insert(
-        0,
-        Run {
-            id,
-            postings: written,
-        },
-    );
-    write_runs(txn, &runs)
+    Ok(written)
 }
