@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# Scale figures, each beside its target:
+#   1. import of a real-shaped Claude Code history (scripts/gen-history.py) at 250 and 2,500
+#      files: time per file (linear: within ±20%), speed against `jq -c .`, store / input;
+#   2. `import json` of one large session's export: time, peak RSS, store / JSON;
+#   3. `sessions show` of that session (the CLI's way of opening it): time and peak RSS;
+#   4. `ask` consuming a 100,000-delta Anthropic stream from a loopback server, against curl
+#      reading the same stream.
+#
+# Usage: scripts/bench-scale.sh            (needs jq, curl and python3)
+#        SCALE_BIN=target/release/glassbox scripts/bench-scale.sh   (skip the build)
+#        SCALE_WORK=/tmp/scale scripts/bench-scale.sh   (keep the generated inputs there)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+for tool in jq curl python3; do
+    command -v "$tool" >/dev/null || { echo "bench-scale: $tool is not installed" >&2; exit 1; }
+done
+if [[ -z "${SCALE_BIN:-}" ]]; then
+    cargo build --release --quiet
+fi
+BIN="${SCALE_BIN:-$PWD/target/release/glassbox}"
+WORK="${SCALE_WORK:-$(mktemp -d)}"
+[[ -n "${SCALE_WORK:-}" ]] || trap 'rm -rf "$WORK"' EXIT
+mkdir -p "$WORK"
+export GLASSBOX_CONFIG_DIR="$WORK/config" GLASSBOX_EMBEDDINGS__PROVIDER=none
+now() { date +%s.%N; }
+# Runs a command under /usr/bin/time; prints "seconds peak_kb".
+timed() {
+    /usr/bin/time -f "%e %M" -o "$WORK/time.txt" "$@" > "$WORK/out.txt"
+    cat "$WORK/time.txt"
+}
+row() { printf '%-58s %-30s %s\n' "$1" "$2" "$3"; }
+
+row "what" "measured" "target"
+
+# ---- 1. import of a real-shaped history --------------------------------------------------
+declare -A PER_FILE
+for n in 250 2500; do
+    dir="$WORK/many-$n"
+    [[ -d "$dir" ]] || python3 scripts/gen-history.py "$PWD" "$dir" "$n" > /dev/null
+    bytes=$(find "$dir" -name '*.jsonl' -print0 | du -cb --files0-from=- | tail -1 | cut -f1)
+    find "$dir" -name '*.jsonl' -exec cat {} + > /dev/null
+    t0=$(now)
+    find "$dir" -name '*.jsonl' -exec cat {} + | jq -c . > /dev/null
+    jq_s=$(python3 -c "print($(now) - $t0)")
+    rm -rf "$WORK/data-$n"
+    read -r secs kb < <(GLASSBOX_DATA_DIR="$WORK/data-$n" timed "$BIN" import claude-code "$dir" --json)
+    store=$(stat -c %s "$WORK/data-$n/glassbox.redb")
+    PER_FILE[$n]=$(python3 -c "print($secs * 1000 / $n)")
+    if [[ $n == 2500 ]]; then
+        mb=$(python3 -c "print(f'{$bytes / 1e6:.0f}')")
+        row "import of 2,500 session files ($mb MB)" \
+            "$(python3 -c "print(f'{$secs:.2f} s = {$jq_s / $secs:.2f}x jq ({$jq_s:.2f} s)')")" "≥ 1.5x faster than jq"
+        row "  store / input" "$(python3 -c "print(f'{$store / $bytes:.2f}')")" "≤ 1.3"
+        row "  peak RSS" "$((kb / 1024)) MB" "-"
+    fi
+done
+row "  time per file at 250 → 2,500 files" \
+    "$(python3 -c "a, b = ${PER_FILE[250]}, ${PER_FILE[2500]}; print(f'{a:.2f} → {b:.2f} ms ({(b / a - 1) * 100:+.0f}%)')")" "within ±20%"
+
+# ---- 2 and 3. one large session -----------------------------------------------------------
+big="$WORK/big"
+if [[ ! -d "$big" ]]; then
+    # One session of about 100,000 nodes: a generated history folded into one session file.
+    python3 scripts/gen-history.py "$PWD" "$WORK/big-src" 2700 > /dev/null
+    mkdir -p "$big/-home-dev-big"
+    python3 - "$WORK/big-src" "$big/-home-dev-big/00000000-0000-4000-8000-0000000000b1.jsonl" <<'EOF'
+import json, os, sys
+src, out = sys.argv[1], sys.argv[2]
+files = sorted(os.path.join(d, n) for d, _, ns in os.walk(src) for n in ns)
+parent = None
+with open(out, "w", encoding="utf-8") as f:
+    for path in files:
+        for line in open(path, encoding="utf-8"):
+            o = json.loads(line)
+            if "uuid" not in o:
+                continue
+            o["sessionId"] = "00000000-0000-4000-8000-0000000000b1"
+            o["parentUuid"] = parent
+            parent = o["uuid"]
+            f.write(json.dumps(o, ensure_ascii=False) + "\n")
+EOF
+fi
+rm -rf "$WORK/data-big"
+GLASSBOX_DATA_DIR="$WORK/data-big" "$BIN" import claude-code "$big" --json > /dev/null
+sid=$(GLASSBOX_DATA_DIR="$WORK/data-big" "$BIN" sessions list --json | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['id'])")
+nodes=$(GLASSBOX_DATA_DIR="$WORK/data-big" "$BIN" doctor --json | python3 -c "import json,sys; print(json.load(sys.stdin)['store']['counts']['nodes'])")
+GLASSBOX_DATA_DIR="$WORK/data-big" "$BIN" export "$sid" --format json -o "$WORK/big.json"
+json_bytes=$(stat -c %s "$WORK/big.json")
+read -r secs kb < <(GLASSBOX_DATA_DIR="$WORK/data-big" timed "$BIN" sessions show "$sid")
+row "sessions show of a $nodes-node session" "$secs s, peak RSS $((kb / 1024)) MB" "TUI: ≤ 300 ms, ≤ 150 MB"
+rm -rf "$WORK/data-json"
+read -r secs kb < <(GLASSBOX_DATA_DIR="$WORK/data-json" timed "$BIN" import json "$WORK/big.json")
+store=$(stat -c %s "$WORK/data-json/glassbox.redb")
+row "import json of its export ($((json_bytes / 1000000)) MB)" \
+    "$secs s, peak RSS $((kb / 1024)) MB, store $(python3 -c "print(f'{$store / $json_bytes:.2f}')")x" "≤ 400 MB RSS, store ≤ 1.3x"
+
+# ---- 4. the stream path -------------------------------------------------------------------
+python3 - "$WORK/stream.sse" <<'EOF'
+import json, sys
+out = open(sys.argv[1], "w")
+def ev(name, data):
+    out.write(f"event: {name}\ndata: {json.dumps(data)}\n\n")
+ev("message_start", {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant", "model": "bench", "content": [], "usage": {"input_tokens": 10, "output_tokens": 1}}})
+ev("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}})
+for i in range(80_000):
+    ev("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": f"step {i} weighs the option against the budget. "}})
+ev("content_block_stop", {"type": "content_block_stop", "index": 0})
+ev("content_block_start", {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}})
+for i in range(20_000):
+    ev("content_block_delta", {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": f"word{i} "}})
+ev("content_block_stop", {"type": "content_block_stop", "index": 1})
+ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 100000}})
+ev("message_stop", {"type": "message_stop"})
+EOF
+python3 - "$WORK/stream.sse" "$WORK/port" <<'EOF' &
+import http.server, sys
+body = open(sys.argv[1], "rb").read()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length", 0)))
+        self.send_response(200)
+        self.send_header("content-type", "text/event-stream")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a):
+        pass
+s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+open(sys.argv[2], "w").write(str(s.server_address[1]))
+s.serve_forever()
+EOF
+SERVER=$!
+trap 'kill $SERVER 2>/dev/null; [[ -n "${SCALE_WORK:-}" ]] || rm -rf "$WORK"' EXIT
+for _ in $(seq 50); do [[ -s "$WORK/port" ]] && break; sleep 0.1; done
+url="http://127.0.0.1:$(cat "$WORK/port")"
+t0=$(now)
+curl -s -X POST -d '{}' "$url/v1/messages" > /dev/null
+curl_s=$(python3 -c "print($(now) - $t0)")
+rm -rf "$WORK/data-ask"
+read -r secs kb < <(GLASSBOX_DATA_DIR="$WORK/data-ask" ANTHROPIC_API_KEY=bench \
+    GLASSBOX_PROVIDERS__ANTHROPIC__BASE_URL="$url" timed "$BIN" --provider anthropic ask "bench" --json)
+row "ask on a $(($(stat -c %s "$WORK/stream.sse") / 1000000)) MB, 100k-delta stream" \
+    "$(python3 -c "print(f'{$secs:.2f} s = {$secs / $curl_s:.0f}x curl ({$curl_s:.3f} s), RSS {$kb // 1024} MB')")" "≤ 5x curl, then ≤ 2x"
