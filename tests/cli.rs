@@ -49,14 +49,17 @@ fn a_fresh_data_dir_doctor_sessions_config_completions() {
         std::fs::metadata(&data).unwrap().permissions().mode() & 0o777,
         0o700
     );
-    assert_eq!(
-        std::fs::metadata(data.join("glassbox.redb"))
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o777,
-        0o600
-    );
+    for file in ["glassbox.redb", "glassbox.log"] {
+        assert_eq!(
+            std::fs::metadata(data.join(file))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o600,
+            "{file}"
+        );
+    }
 
     let doctor: serde_json::Value = serde_json::from_slice(
         &run(glassbox(&data)

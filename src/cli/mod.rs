@@ -204,13 +204,19 @@ pub fn init_logging(ctx: &Ctx, verbose: u8) {
     if ctx.paths.ensure_data_dir().is_err() {
         return;
     }
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let path = ctx.paths.log_file();
     let Ok(file) = std::fs::OpenOptions::new()
         .create(true)
         .append(true)
-        .open(ctx.paths.log_file())
+        .mode(0o600)
+        .open(&path)
     else {
         return;
     };
+    // The log is the user's own, like the store: a log written by an older version with a
+    // looser mode is tightened.
+    let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
     let filter = tracing_subscriber::EnvFilter::try_new(format!("glassbox={level}"))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("glassbox=info"));
     let _ = tracing_subscriber::fmt()
