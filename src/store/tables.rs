@@ -81,8 +81,9 @@ pub const SEARCH_POSTINGS: TableDefinition<&[u8], &[u8]> = TableDefinition::new(
 /// term ‖ 0x00 ‖ node id → term frequency: the postings of schema v3, one row each. Only
 /// opened to delete it when migrating to v4.
 pub const SEARCH_TERMS_V3: TableDefinition<&[u8], u32> = TableDefinition::new("search_terms");
-/// node id → session id ‖ token count (u32 LE) ‖ text hash (8 bytes) ‖ the node's distinct
-/// terms joined by 0x00: what the index holds for a node, so it can be removed or skipped.
+/// node id → session id ‖ token count (u32 LE) ‖ text hash (8 bytes): what the index holds
+/// for a node, so an unchanged text is skipped. (Before schema v10 the node's distinct terms
+/// followed, joined by 0x00; they are now read from its stored text when it is re-indexed.)
 pub const SEARCH_DOCS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("search_docs");
 /// document id → KnowledgeDoc: the knowledge base's documents (schema v7 on).
 pub const KNOWLEDGE_DOCS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("knowledge_docs");
