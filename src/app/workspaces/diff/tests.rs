@@ -72,16 +72,19 @@ fn picked(node: NodeId) -> Picked {
 }
 
 /// A diff of the rent-or-buy branches started here and answered.
-fn diffed() -> (DiffWs, State) {
+/// A Diff workspace (the current one) that has started diffing `a` against `b`, and the
+/// effects that start asked for.
+fn started(a: NodeId, b: NodeId) -> (DiffWs, State, Vec<Effect>) {
     let (mut ws, mut st) = (DiffWs::default(), state());
     st.workspace = ID;
-    let d = rent_or_buy();
     let mut fx = Vec::new();
-    ws.start(
-        picked(d.a.node),
-        picked(d.b.node),
-        &mut cx::<DiffWs>(&mut st, &mut fx),
-    );
+    ws.start(picked(a), picked(b), &mut cx::<DiffWs>(&mut st, &mut fx));
+    (ws, st, fx)
+}
+
+fn diffed() -> (DiffWs, State) {
+    let d = rent_or_buy();
+    let (mut ws, mut st, _) = started(d.a.node, d.b.node);
     let seq = ws.seq;
     msg(
         &mut ws,
@@ -217,15 +220,8 @@ fn a_pipeline_layer_and_a_think_graph_node_are_marked_too() {
 
 #[test]
 fn progress_then_rows_and_n_jumps_between_differences() {
-    let (mut ws, mut st) = (DiffWs::default(), state());
-    st.workspace = ID;
     let d = rent_or_buy();
-    let mut fx = Vec::new();
-    ws.start(
-        picked(d.a.node),
-        picked(d.b.node),
-        &mut cx::<DiffWs>(&mut st, &mut fx),
-    );
+    let (mut ws, mut st, _) = started(d.a.node, d.b.node);
     assert_eq!(ws.job().as_deref(), Some("diff: aligning…"));
     let seq = ws.seq;
     msg(
@@ -380,14 +376,7 @@ fn fork_step_opens_the_fork_form_on_the_step_of_the_chosen_column() {
 
 #[test]
 fn a_failed_diff_says_why_and_esc_cancels_a_running_one() {
-    let (mut ws, mut st) = (DiffWs::default(), state());
-    st.workspace = ID;
-    let mut fx = Vec::new();
-    ws.start(
-        picked(NodeId::new()),
-        picked(NodeId::new()),
-        &mut cx::<DiffWs>(&mut st, &mut fx),
-    );
+    let (mut ws, mut st, fx) = started(NodeId::new(), NodeId::new());
     let cancel = match effects(&fx).as_slice() {
         [DiffEffect::Diff { cancel, .. }] => cancel.clone(),
         other => panic!("{other:?}"),
@@ -422,14 +411,7 @@ fn a_failed_diff_says_why_and_esc_cancels_a_running_one() {
 
 #[test]
 fn a_new_pair_stops_the_diff_before_and_drops_its_news() {
-    let (mut ws, mut st) = (DiffWs::default(), state());
-    st.workspace = ID;
-    let mut fx = Vec::new();
-    ws.start(
-        picked(NodeId::new()),
-        picked(NodeId::new()),
-        &mut cx::<DiffWs>(&mut st, &mut fx),
-    );
+    let (mut ws, mut st, fx) = started(NodeId::new(), NodeId::new());
     let first = ws.seq;
     let [DiffEffect::Diff { cancel, .. }] = effects(&fx).as_slice() else {
         panic!()
