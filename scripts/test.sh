@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# Sets up what the tests need (build tools, model files, tmux) and runs every test:
+# Sets up what the tests need (build tools, model files, tmux, Graphviz) and runs every test:
 # unit, integration (scripted HTTP server, real local model, multi-process store) and the
 # benches in test mode.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-if ! command -v tmux >/dev/null 2>&1; then
-    echo "test: installing tmux for the end-to-end tests"
+# tmux drives the end-to-end TUI tests; Graphviz renders the graph exports.
+missing=()
+command -v tmux >/dev/null 2>&1 || missing+=(tmux)
+command -v dot >/dev/null 2>&1 || missing+=(graphviz)
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "test: installing ${missing[*]} for the end-to-end tests"
     if [ "$(id -u)" = 0 ]; then
-        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     else
-        sudo -n apt-get update -qq && sudo -n env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq tmux >/dev/null
+        sudo -n apt-get update -qq && sudo -n env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     fi
 fi
 # The MCP tests drive `glassbox mcp` with the official MCP Python SDK from .venv (gitignored);

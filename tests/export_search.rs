@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use chrono::TimeZone;
+use glassbox::engines::transcript::drawing::{self, Edges};
 use glassbox::engines::transcript::{Importer, discover, export};
 use glassbox::store::{
     Alternative, DecisionId, DecisionPoint, Edge, EdgeType, Insight, InsightId, Node, NodeStatus,
@@ -192,9 +193,17 @@ fn graph_and_markdown_exports_cover_every_node_and_edge() {
         .find(|s| s.title == "login form")
         .unwrap();
     let e = export::collect(&store, s.id).unwrap();
-    let dot = export::to_dot(&e);
+    let dot = drawing::to_dot(&e, Edges::All);
     assert!(dot.starts_with("digraph"));
-    assert_eq!(dot.matches(" -> ").count(), e.edges.len());
+    // Every edge is drawn; a compaction's supersedes edges are one edge to its range.
+    let supersedes = |e: &&Edge| e.kind == EdgeType::Supersedes;
+    let superseding: std::collections::HashSet<_> =
+        e.edges.iter().filter(supersedes).map(|e| e.src).collect();
+    assert_eq!(
+        dot.matches(" -> ").count(),
+        e.edges.iter().filter(|x| !supersedes(x)).count() + superseding.len()
+    );
+    assert!(!superseding.is_empty());
     assert!(
         dot.contains("[label=\"supersedes\", constraint=false")
             && dot.contains("[label=\"branches_from\"]")
@@ -202,12 +211,14 @@ fn graph_and_markdown_exports_cover_every_node_and_edge() {
     for n in &e.nodes {
         assert!(dot.contains(&format!("\"{}\" [label=", n.id)));
     }
-    let mm = export::to_mermaid(&e);
+    let mm = drawing::to_mermaid(&e, Edges::All);
     assert!(mm.starts_with("flowchart TD\n"));
     assert_eq!(
         mm.matches(" -->|").count() + mm.matches(" -.->|").count(),
-        e.edges.len()
+        dot.matches(" -> ").count()
     );
+    let tree = drawing::to_dot(&e, Edges::Tree);
+    assert!(!tree.contains("constraint=false") && tree.contains("edges left out"));
     assert!(mm.contains("-.->|supersedes|"));
     let md = export::to_markdown(&e);
     assert!(md.starts_with("# login form\n"));

@@ -145,3 +145,45 @@ fn sessions_show_starts_with_the_details() {
     assert!(st["duration_secs"].as_i64().unwrap() >= 0);
     assert!(st["tokens"]["output_tokens"].as_u64().unwrap() > 0, "{st}");
 }
+
+#[test]
+fn a_title_set_with_rename_survives_a_reimport() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let root = dir.path().join("projects");
+    let calc = root.join("-home-ann-calc");
+    std::fs::create_dir_all(&calc).unwrap();
+    let file = calc.join("11111111-1111-4111-8111-111111111111.jsonl");
+    std::fs::copy(
+        Path::new(FIXTURES).join("-home-ann-calc/11111111-1111-4111-8111-111111111111.jsonl"),
+        &file,
+    )
+    .unwrap();
+    ok(glassbox(&data).args(["import", "claude-code"]).arg(&root));
+    let id = list(&data, &[])[0]["id"].as_str().unwrap().to_string();
+
+    let out =
+        ok(glassbox(&data).args(["sessions", "rename", &id[..8], "Rounding, fixed", "--json"]));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["title"], "Rounding, fixed");
+
+    // Claude Code then records a custom title and a summary; the import reads them, and
+    // keeps the person's title.
+    let mut text = std::fs::read_to_string(&file).unwrap();
+    text.push_str(
+        "{\"type\": \"custom-title\", \"customTitle\": \"calc work\", \"sessionId\": \"11111111-1111-4111-8111-111111111111\"}\n\
+         {\"type\": \"summary\", \"summary\": \"Float rounding\", \"leafUuid\": \"x\"}\n",
+    );
+    std::fs::write(&file, text).unwrap();
+    ok(glassbox(&data).args(["import", "claude-code"]).arg(&root));
+    let all = list(&data, &[]);
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0]["title"], "Rounding, fixed");
+
+    let blank = glassbox(&data)
+        .args(["sessions", "rename", &id, "   "])
+        .output()
+        .unwrap();
+    assert!(!blank.status.success());
+    assert!(String::from_utf8_lossy(&blank.stderr).contains("a title needs"));
+}

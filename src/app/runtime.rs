@@ -420,16 +420,8 @@ impl App {
                 let store = self.store.clone();
                 let tx = self.tx.clone();
                 tokio::task::spawn_blocking(move || {
-                    let result = store.write(|w| {
-                        let Some(mut s) = w.session(id)? else {
-                            return Ok(false);
-                        };
-                        s.title = title.clone();
-                        s.updated_at = chrono::Utc::now();
-                        w.put_session(&s)?;
-                        Ok(true)
-                    });
-                    if let Err(e) = result {
+                    // The person's title: a re-import of the transcript keeps it.
+                    if let Err(e) = crate::engines::transcript::title::rename(&store, id, &title) {
                         let _ = tx.send(Msg::Notice(format!("rename failed: {e}"), Level::Error));
                     }
                     let _ = tx.send(reload_sessions(&store));

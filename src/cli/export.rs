@@ -8,6 +8,7 @@ use clap::{Args, ValueEnum};
 use serde_json::Value;
 
 use super::Ctx;
+use crate::engines::transcript::drawing::{self, Edges};
 use crate::engines::transcript::export::{self, SessionExport};
 use crate::engines::verify;
 use crate::store::{SessionId, Store};
@@ -36,7 +37,7 @@ pub enum ExportFormat {
     after_help = "Step labels (prm800k, processbench) come from `glassbox verify` runs in the \
 session, with human verdicts from `glassbox checkpoint` on the verified steps taking \
 precedence over the model's.\n\n\
-Examples:\n  glassbox export 3f2a --format json -o session.json\n  glassbox export 3f2a --format dot | dot -Tsvg > graph.svg\n  glassbox export 3f2a --format prm800k -o labels.jsonl\n  glassbox export 3f2a --format processbench -o labels.json"
+Examples:\n  glassbox export 3f2a --format json -o session.json\n  glassbox export 3f2a --format dot | dot -Tsvg > graph.svg\n  glassbox export 3f2a --format mermaid --edges tree > graph.mmd\n  glassbox export 3f2a --format prm800k -o labels.jsonl\n  glassbox export 3f2a --format processbench -o labels.json"
 )]
 pub struct ExportArgs {
     /// Session id, or a unique prefix or suffix of at least 4 hex digits.
@@ -47,6 +48,28 @@ pub struct ExportArgs {
     /// Write to FILE instead of stdout.
     #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// The edges a graph (dot, mermaid) draws: `all` lays out the reading order and draws
+    /// the other edges over it, a compaction's as one range; `tree` only the reading order.
+    #[arg(long, value_enum, default_value = "all")]
+    pub edges: EdgeChoice,
+}
+
+/// `--edges` of `export`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EdgeChoice {
+    /// Parent → child edges only.
+    Tree,
+    /// Every edge (the non-tree ones do not move the layout).
+    All,
+}
+
+impl From<EdgeChoice> for Edges {
+    fn from(c: EdgeChoice) -> Self {
+        match c {
+            EdgeChoice::Tree => Edges::Tree,
+            EdgeChoice::All => Edges::All,
+        }
+    }
 }
 
 /// The shapes step labels are exported in.
@@ -117,11 +140,12 @@ fn graph(
 pub fn run(ctx: &Ctx, args: ExportArgs) -> Result<ExitCode> {
     let store = ctx.open_store()?;
     let sid = store.resolve_session(&args.session)?;
+    let edges = Edges::from(args.edges);
     let (text, note) = match args.format {
         ExportFormat::Md => graph(&store, sid, |d| Ok(export::to_markdown(d)))?,
         ExportFormat::Json => graph(&store, sid, |d| Ok(export::to_json(d)?))?,
-        ExportFormat::Dot => graph(&store, sid, |d| Ok(export::to_dot(d)))?,
-        ExportFormat::Mermaid => graph(&store, sid, |d| Ok(export::to_mermaid(d)))?,
+        ExportFormat::Dot => graph(&store, sid, |d| Ok(drawing::to_dot(d, edges)))?,
+        ExportFormat::Mermaid => graph(&store, sid, |d| Ok(drawing::to_mermaid(d, edges)))?,
         ExportFormat::Prm800k => step_labels(&store, sid, Labels::Prm800k)?,
         ExportFormat::Processbench => step_labels(&store, sid, Labels::ProcessBench)?,
     };

@@ -1,4 +1,4 @@
-//! `glassbox sessions list|show|rm`.
+//! `glassbox sessions list|show|rename|rm`.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -40,6 +40,16 @@ pub enum SessionsCmd {
     Show {
         /// Session id, or a unique prefix or suffix of at least 4 hex digits.
         id: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give a session a title of your own; a re-import of its transcript keeps it.
+    Rename {
+        /// Session id, or a unique prefix or suffix of at least 4 hex digits.
+        id: String,
+        /// The new title (its first line, at most 80 characters).
+        title: String,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -335,6 +345,20 @@ pub fn run(ctx: &Ctx, cmd: SessionsCmd) -> Result<ExitCode> {
                         e.dst.short()
                     );
                 }
+            }
+        }
+        SessionsCmd::Rename { id, title, json } => {
+            if title.trim().is_empty() {
+                bail!("a title needs at least one character that is not a space");
+            }
+            let sid = store.resolve_session(&id)?;
+            let Some(s) = crate::engines::transcript::title::rename(&store, sid, &title)? else {
+                bail!("session '{id}' not found")
+            };
+            if json {
+                print_json(&json!({"id": s.id, "title": s.title}))?;
+            } else {
+                println!("renamed session {} to \"{}\"", s.id, s.title);
             }
         }
         SessionsCmd::Rm { id, yes, json } => {

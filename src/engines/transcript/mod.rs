@@ -3,16 +3,19 @@
 //!
 //! `importer.rs` drives an import, `claude_code` maps lines onto nodes, `write.rs` commits
 //! the batches, `discover.rs` finds the files; `watch.rs` follows them, `export.rs` reads and
-//! writes whole sessions.
+//! writes whole sessions, `drawing.rs` draws their graphs (DOT, Mermaid) and `title.rs` names
+//! them.
 
 pub mod claude_code;
 mod discover;
+pub mod drawing;
 pub mod export;
 mod importer;
 pub mod project;
 pub mod stats;
 #[cfg(test)]
 mod tests;
+pub mod title;
 pub mod watch;
 mod write;
 

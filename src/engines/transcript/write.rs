@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::json;
 
 use super::claude_code::{Batch, SessionDelta};
+use super::title::set_title;
 use super::{ImportSummary, TranscriptError};
 use crate::store::{
     PreparedNode, PutOutcome, Session, SessionId, SessionSource, Store, StoreError,
@@ -374,20 +375,6 @@ fn poisoned() -> TranscriptError {
     TranscriptError::Store(poisoned_store())
 }
 
-/// The first line of `text`, at most 80 characters.
-fn title_excerpt(text: &str) -> String {
-    let line = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("untitled");
-    let mut t: String = line.chars().take(80).collect();
-    if line.chars().count() > 80 {
-        t.push('…');
-    }
-    t
-}
-
 /// A session record updated with what a batch saw.
 fn merge_session(id: SessionId, existing: Option<Session>, d: &SessionDelta) -> Session {
     let now = d.first_ts.or(d.last_ts).unwrap_or_default();
@@ -461,65 +448,4 @@ fn merge_session(id: SessionId, existing: Option<Session>, d: &SessionDelta) -> 
     let slug = m.get("slug").and_then(|v| v.as_str()).map(str::to_string);
     set_title(&mut s, custom, summary, d.first_query.as_deref(), slug);
     s
-}
-
-/// Where an imported session's title came from, weakest first: a title from a stronger
-/// source is never replaced by one from a weaker.
-const TITLE_SOURCES: [&str; 5] = ["none", "slug", "prompt", "summary", "custom_title"];
-
-fn title_rank(source: &str) -> usize {
-    TITLE_SOURCES.iter().position(|s| *s == source).unwrap_or(0)
-}
-
-/// Sets the title from the best source known: a `custom-title` line, else the newest
-/// `summary` line, else the first prompt the person typed (a slash command as Claude Code
-/// shows it; never a system payload), else the session's slug, else its Claude session id.
-/// `meta.title_source` records which; a title that predates it counts as a prompt's.
-fn set_title(
-    s: &mut Session,
-    custom: Option<String>,
-    summary: Option<String>,
-    first_query: Option<&str>,
-    slug: Option<String>,
-) {
-    let current = match s.meta.get("title_source").and_then(|v| v.as_str()) {
-        Some(src) => title_rank(src),
-        None if s.title.trim().is_empty() => 0,
-        None => title_rank("prompt"),
-    };
-    let offered = [
-        ("custom_title", custom),
-        ("summary", summary),
-        ("prompt", first_query.map(str::to_string)),
-        ("slug", slug),
-    ];
-    for (source, text) in offered {
-        let Some(text) = text.filter(|t| !t.trim().is_empty()) else {
-            continue;
-        };
-        let rank = title_rank(source);
-        // The same rank replaces for custom titles and summaries (the newest wins) but not
-        // for prompts (the first wins).
-        if rank > current || (rank == current && rank >= title_rank("summary")) {
-            s.title = title_excerpt(&text);
-            s.meta.insert("title_source".into(), json!(source));
-        }
-        break;
-    }
-    if s.title.trim().is_empty() {
-        let claude = s
-            .meta
-            .get("claude_session_id")
-            .and_then(|v| v.as_str())
-            .unwrap_or("");
-        s.title = if claude.is_empty() {
-            "untitled Claude Code session".into()
-        } else {
-            format!(
-                "Claude Code session {}",
-                claude.chars().take(8).collect::<String>()
-            )
-        };
-        s.meta.insert("title_source".into(), json!("none"));
-    }
 }
