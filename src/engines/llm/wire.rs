@@ -102,10 +102,19 @@ pub(crate) fn one_line(s: &str, max: usize) -> String {
 }
 
 /// A short, escaped excerpt of unparseable input for error messages (control bytes shown
-/// as escapes, at most about 100 characters).
+/// as escapes, at most about 100 characters). Input that is mostly not text (invalid UTF-8
+/// or control bytes) is named as such: an excerpt of it tells the reader nothing.
 pub(crate) fn snippet(s: &str) -> String {
-    let escaped = format!("{:?}", s.chars().take(100).collect::<String>());
-    one_line(&escaped, 100)
+    let head: String = s.chars().take(100).collect();
+    let odd = head
+        .chars()
+        .filter(|c| *c == char::REPLACEMENT_CHARACTER || (c.is_control() && !c.is_whitespace()))
+        .count();
+    let n = head.chars().count();
+    if n >= 8 && odd * 4 > n {
+        return "binary data, not text".into();
+    }
+    one_line(&format!("{head:?}"), 100)
 }
 
 /// All JSON values in an SSE data field (usually one; proxies sometimes glue several lines).
@@ -157,5 +166,13 @@ mod tests {
         assert_eq!(values.map(|v| v.len()), Some(2));
         assert_eq!(parse_json_values("{\"a\":").map(|v| v.len()), None);
         assert_eq!(snippet("a\u{1}b"), "\"a\\u{1}b\"");
+        assert_eq!(
+            snippet("\0\u{1}\u{fffd}\u{fffd}M\u{fffd}\u{18}%0\u{fffd}"),
+            "binary data, not text"
+        );
+        assert_eq!(
+            snippet("<html>bad gateway</html>"),
+            "\"<html>bad gateway</html>\""
+        );
     }
 }

@@ -135,7 +135,7 @@ impl Live {
             .collect();
         let (thinking, response) = (self.thinking.clone(), self.response.clone());
         let header = header.clone();
-        store
+        let written = store
             .write_async(move |w| {
                 for (i, c) in chunks.iter().enumerate() {
                     w.put_raw_chunk(header.id, first + i as u32, c)?;
@@ -150,9 +150,13 @@ impl Live {
                 for d in &decisions {
                     w.put_decision_point(d)?;
                 }
-                Ok(())
+                Ok([thinking, response].map(|n| n.map(|n| (n.id, n.text.len()))))
             })
             .await?;
+        // After the commit returned: what a crash test may count on finding again.
+        for (node, bytes) in written.into_iter().flatten() {
+            tracing::debug!(%node, bytes, "node committed");
+        }
         self.dirty = false;
         Ok(())
     }
@@ -512,6 +516,7 @@ impl Orchestrator {
                 w.put_raw_stream(&h)
             })
             .await?;
+        tracing::debug!(node = %query.id, bytes = query.text.len(), "node committed");
         let _ = events.send(TurnEvent::Started {
             session: session.id,
             query: query.id,

@@ -120,6 +120,7 @@ impl RunState {
                 w.put_run(&r)
             })
             .await?;
+        tracing::debug!(node = %query.id, bytes = query.text.len(), "node committed");
         Ok(Self {
             run,
             question: req.question.clone(),
@@ -643,6 +644,7 @@ impl Flow<'_, '_> {
                 Ok(())
             })
             .await?;
+        tracing::debug!(node = %node.id, bytes = node.text.len(), "node committed");
         self.run.summary = json!({
             "stage": "final",
             "answer": answer,

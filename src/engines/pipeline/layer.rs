@@ -198,6 +198,7 @@ impl Shared<'_> {
                 Ok(())
             })
             .await?;
+        tracing::debug!(node = %node.id, bytes = 0, "node committed");
         self.emit(PipelineEvent::LayerStart {
             layer,
             layer_label: layer.label(),
@@ -214,6 +215,7 @@ impl Shared<'_> {
             .store
             .write_async(move |w| w.put_node(&n))
             .await?;
+        tracing::debug!(node = %node.id, bytes = node.text.len(), "node committed");
         Ok(())
     }
 

@@ -81,7 +81,15 @@ impl WriteJob {
 
     /// Writes the batch and the cursor in one transaction, so a crash keeps both or neither.
     pub(super) fn commit(self, store: &Store) -> Result<Committed, StoreError> {
-        store.write(|w| self.write_into(w))
+        let done = store.write(|w| self.write_into(w))?;
+        let created: u64 = done.created.values().sum();
+        tracing::debug!(
+            batches = 1,
+            nodes_created = created,
+            ok = true,
+            "import commit"
+        );
+        Ok(done)
     }
 
     /// Writes several batches, in order, in one transaction: fewer commits (each one syncs
@@ -344,9 +352,16 @@ fn writer_loop(rx: &std::sync::mpsc::Receiver<Msg>, store: &Store, shared: &Shar
         } else {
             let t = std::time::Instant::now();
             let r = WriteJob::commit_all(&jobs, store);
+            // Logged once the commit returned, so a crash test may count on these nodes.
+            let created: u64 = r
+                .as_ref()
+                .map(|done| done.iter().flat_map(|d| d.created.values()).sum())
+                .unwrap_or(0);
             tracing::debug!(
                 batches = jobs.len(),
                 node_bytes = weight,
+                nodes_created = created,
+                ok = r.is_ok(),
                 ms = t.elapsed().as_millis() as u64,
                 "import commit"
             );
