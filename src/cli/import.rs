@@ -72,8 +72,8 @@ pub async fn run(ctx: &Ctx, cmd: ImportCmd) -> Result<ExitCode> {
 }
 
 fn import_json(ctx: &Ctx, file: &std::path::Path, replace: bool, json: bool) -> Result<ExitCode> {
-    let text =
-        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let text = export_text(file, bytes)?;
     let parsed = export::parse_json(&text, &file.display().to_string())?;
     let store = ctx.open_store()?;
     export::import(&store, &parsed, replace)?;
@@ -99,6 +99,26 @@ fn import_json(ctx: &Ctx, file: &std::path::Path, replace: bool, json: bool) -> 
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The text of an export file, or a `file:line: reason` error for an empty file or one
+/// that is not UTF-8 (a binary file).
+fn export_text(file: &std::path::Path, bytes: Vec<u8>) -> Result<String> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        bail!(
+            "{}: empty file, not a session export (expected the JSON of `glassbox export --format json`)",
+            file.display()
+        );
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
+        let column = good.len() - good.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) + 1;
+        anyhow::anyhow!(
+            "{}:{line}: not UTF-8 (invalid byte at column {column}); is this a session export?",
+            file.display()
+        )
+    })
 }
 
 async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {

@@ -253,16 +253,18 @@ impl Importer {
         mapper.dry = true;
         let mut scratch = ImportSummary::default();
         while offset < end {
-            buf.clear();
-            let n = reader
-                .read_until(b'\n', &mut buf)
-                .map_err(|e| io_err(path, e))? as u64;
-            if n == 0 || !buf.ends_with(b"\n") || offset + n > end {
+            let line =
+                read_line(&mut reader, &mut buf, MAX_LINE_BYTES).map_err(|e| io_err(path, e))?;
+            let n = line.len;
+            if n == 0 || !line.complete || offset + n > end {
                 mapper.dry = false;
                 return Ok(None);
             }
             offset += n;
             lines += 1;
+            if line.too_long {
+                continue;
+            }
             let mut ctx = MapCtx {
                 store: &self.store,
                 sessions: &mut self.sessions,
@@ -294,14 +296,13 @@ impl Importer {
         let mut read_any = false;
         let mut partial = false;
         loop {
-            buf.clear();
-            let n = reader
-                .read_until(b'\n', &mut buf)
-                .map_err(|e| io_err(path, e))? as u64;
+            let line =
+                read_line(&mut reader, &mut buf, MAX_LINE_BYTES).map_err(|e| io_err(path, e))?;
+            let n = line.len;
             if n == 0 {
                 break;
             }
-            if !buf.ends_with(b"\n") {
+            if !line.complete {
                 partial = true;
                 break;
             }
@@ -321,7 +322,14 @@ impl Importer {
                 writes: self.pipe.as_ref(),
                 task_calls: &mut self.task_calls,
             };
-            if let Err(reason) = state.mapper.feed(&mut ctx, &buf) {
+            if line.too_long {
+                ctx.summary.errors.push(format!(
+                    "{}:{line_no}: line of {:.1} MB is longer than the {} MB a line may have; skipped",
+                    path.display(),
+                    n as f64 / 1e6,
+                    MAX_LINE_BYTES >> 20
+                ));
+            } else if let Err(reason) = state.mapper.feed(&mut ctx, &buf) {
                 self.summary
                     .errors
                     .push(format!("{}:{line_no}: {reason}", path.display()));
@@ -339,6 +347,13 @@ impl Importer {
         }
         if partial {
             self.summary.partial_lines += 1;
+        }
+        if size == 0 {
+            *self
+                .summary
+                .skipped_by_reason
+                .entry("empty file".into())
+                .or_insert(0) += 1;
         }
         state.cursor.size = size.max(state.cursor.offset);
         state.cursor.mtime_ns = mtime_ns;
@@ -413,9 +428,105 @@ impl Importer {
     }
 }
 
+/// The longest transcript line read: a longer one is skipped with a `file:line` warning, and
+/// never held in memory whole (Claude Code's largest lines, tool results with images, stay
+/// far below this).
+pub const MAX_LINE_BYTES: u64 = 32 << 20;
+
+/// What [`read_line`] read.
+struct Line {
+    /// Bytes consumed, the newline included.
+    len: u64,
+    /// Whether the line ended with a newline (else the file ended first).
+    complete: bool,
+    /// Whether the line was longer than the cap: then `buf` is left empty.
+    too_long: bool,
+}
+
+/// Reads the next line (up to and including its `\n`) into `buf`, keeping at most `cap`
+/// bytes of it: the rest of a longer line is read past, not stored.
+fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, cap: u64) -> std::io::Result<Line> {
+    buf.clear();
+    let mut len = 0u64;
+    let mut too_long = false;
+    loop {
+        let avail = match reader.fill_buf() {
+            Ok(a) => a,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if avail.is_empty() {
+            return Ok(Line {
+                len,
+                complete: false,
+                too_long,
+            });
+        }
+        let (take, ends) = match avail.iter().position(|&b| b == b'\n') {
+            Some(i) => (i + 1, true),
+            None => (avail.len(), false),
+        };
+        if !too_long {
+            if len + take as u64 > cap {
+                too_long = true;
+                *buf = Vec::new();
+            } else {
+                buf.extend_from_slice(&avail[..take]);
+            }
+        }
+        len += take as u64;
+        reader.consume(take);
+        if ends {
+            return Ok(Line {
+                len,
+                complete: true,
+                too_long,
+            });
+        }
+    }
+}
+
 fn io_err(path: &Path, e: std::io::Error) -> TranscriptError {
     TranscriptError::Io {
         path: path.display().to_string(),
         reason: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &[u8], cap: u64, chunk: usize) -> Vec<(u64, bool, bool, Vec<u8>)> {
+        let mut r = BufReader::with_capacity(chunk, text);
+        let mut buf = Vec::new();
+        let mut out = Vec::new();
+        loop {
+            let l = read_line(&mut r, &mut buf, cap).unwrap();
+            if l.len == 0 {
+                return out;
+            }
+            out.push((l.len, l.complete, l.too_long, buf.clone()));
+        }
+    }
+
+    #[test]
+    fn a_line_over_the_cap_is_read_past_without_being_kept() {
+        let mut text = b"{\"a\":1}\n".to_vec();
+        text.extend(std::iter::repeat_n(b'x', 100));
+        text.extend_from_slice(b"\nlast");
+        for chunk in [1, 3, 8, 4096] {
+            let got = lines(&text, 16, chunk);
+            assert_eq!(got.len(), 3, "chunk {chunk}");
+            assert_eq!(got[0], (8, true, false, b"{\"a\":1}\n".to_vec()));
+            assert_eq!(got[1], (101, true, true, Vec::new()));
+            assert_eq!(got[2], (4, false, false, b"last".to_vec()));
+        }
+    }
+
+    #[test]
+    fn a_line_exactly_at_the_cap_is_kept() {
+        let got = lines(b"0123456\n", 8, 2);
+        assert_eq!(got, vec![(8, true, false, b"0123456\n".to_vec())]);
     }
 }

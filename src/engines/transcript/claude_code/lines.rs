@@ -127,6 +127,24 @@ pub(crate) struct RawMessage {
     pub usage: Option<Value>,
 }
 
+/// Parses one transcript line (without its newline). Only a JSON object is a line: serde
+/// would also build a [`RawLine`] from an array of its fields in order, which no transcript
+/// holds. The error is the reason the line is skipped.
+pub(crate) fn parse_line(raw: &[u8]) -> Result<RawLine, String> {
+    if let Err(e) = std::str::from_utf8(raw) {
+        return Err(format!(
+            "not UTF-8 (invalid byte at column {})",
+            e.valid_up_to() + 1
+        ));
+    }
+    match raw.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => {}
+        Some(b'[') => return Err("not a JSON object (an array)".into()),
+        _ => {}
+    }
+    serde_json::from_slice(raw).map_err(|e| format!("invalid JSON: {e}"))
+}
+
 pub(super) fn parse_timestamp(s: &str) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc3339(s)
         .ok()
@@ -153,5 +171,39 @@ pub(super) fn tool_result_text(content: Option<&Value>) -> String {
             parts.join("\n")
         }
         _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_an_object_is_a_line() {
+        // An array of the fields in order would otherwise pass for a `user` line.
+        let e = parse_line(br#"["user", null, "u1"]"#).unwrap_err();
+        assert_eq!(e, "not a JSON object (an array)");
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert_eq!(
+            parse_line(deep.as_bytes()).unwrap_err(),
+            "not a JSON object (an array)"
+        );
+        // Deep under a field that is read: serde_json's recursion limit.
+        let deep = format!("{}1{}", r#"{"a":"#.repeat(100_000), "}".repeat(100_000));
+        let line = format!(r#"{{"type":"user","content":{deep}}}"#);
+        let e = parse_line(line.as_bytes()).unwrap_err();
+        assert!(e.contains("recursion limit"), "{e}");
+        // Under a field that is not: read past without recursion (no type, skipped later).
+        let line = parse_line(deep.as_bytes()).unwrap();
+        assert!(line.kind.is_none());
+        assert!(parse_line(b"42").unwrap_err().starts_with("invalid JSON"));
+        let line = parse_line(br#" {"type":"user"}"#).unwrap();
+        assert_eq!(line.kind.as_deref(), Some("user"));
+    }
+
+    #[test]
+    fn invalid_utf8_names_its_column() {
+        let e = parse_line(b"{\"type\":\"user\",\"x\":\"\xff\"}").unwrap_err();
+        assert_eq!(e, "not UTF-8 (invalid byte at column 21)");
     }
 }

@@ -239,8 +239,7 @@ impl FileMapper {
         }
         let raw = raw.strip_suffix(b"\n").unwrap_or(raw);
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
-        let line: RawLine =
-            serde_json::from_slice(raw).map_err(|e| format!("invalid JSON: {e}"))?;
+        let line = lines::parse_line(raw)?;
         if let Some(ts) = line.timestamp.as_deref().and_then(parse_timestamp) {
             self.last_ts = Some(ts);
         }
