@@ -120,13 +120,28 @@ pub struct App {
     pub dirty: bool,
 }
 
-fn session_row(s: &crate::store::Session) -> SessionRow {
-    SessionRow {
-        id: s.id,
-        title: s.title.clone(),
-        created: s.created_at.format("%m-%d %H:%M").to_string(),
-        source: s.source.as_str(),
-    }
+/// The list's rows for `sessions`, each with its project (found once per working directory:
+/// the lookup walks the directory's ancestors for a git repository).
+fn session_rows(sessions: &[crate::store::Session]) -> Vec<SessionRow> {
+    let mut projects: HashMap<&str, Option<String>> = HashMap::new();
+    sessions
+        .iter()
+        .map(|s| {
+            let project = crate::engines::transcript::session_cwd(s).and_then(|cwd| {
+                projects
+                    .entry(cwd)
+                    .or_insert_with(|| crate::engines::transcript::project_of_cwd(cwd))
+                    .clone()
+            });
+            SessionRow {
+                id: s.id,
+                title: s.title.clone(),
+                created: s.created_at.format("%m-%d %H:%M").to_string(),
+                source: s.source.as_str(),
+                project,
+            }
+        })
+        .collect()
 }
 
 impl App {
@@ -230,9 +245,7 @@ impl App {
         match self.store.sessions() {
             Ok(sessions) => {
                 let first = sessions.first().map(|s| s.id);
-                self.dispatch(Msg::SessionsLoaded(
-                    sessions.iter().map(session_row).collect(),
-                ));
+                self.dispatch(Msg::SessionsLoaded(session_rows(&sessions)));
                 if let Some(id) = first {
                     self.run_effect(Effect::LoadSession(id));
                 }
@@ -561,7 +574,7 @@ fn keyword_memory(store: &Store, cfg: &Config) -> Result<Memory, String> {
 /// The session list, read again.
 fn reload_sessions(store: &Store) -> Msg {
     match store.sessions() {
-        Ok(s) => Msg::SessionsLoaded(s.iter().map(session_row).collect()),
+        Ok(s) => Msg::SessionsLoaded(session_rows(&s)),
         Err(e) => Msg::Notice(format!("cannot read sessions: {e}"), Level::Error),
     }
 }

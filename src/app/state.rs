@@ -1,6 +1,6 @@
 //! Everything the TUI shows, in one place. Only `update` changes it; views read it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use tokio_util::sync::CancellationToken;
 
@@ -11,7 +11,7 @@ use crate::engines::llm::{Effort, Usage};
 use crate::engines::orchestrator::Route;
 use crate::store::{Node, NodeId, NodeStatus, NodeType, Session, SessionId};
 pub use crate::views::chrome::Level;
-pub use crate::views::sessions::SessionRow;
+pub use crate::views::sessions::{ListRow, SessionRow};
 pub use crate::views::think::{Focus, RunPhase, Shown, ThinkingView};
 
 /// A popup on top of the workspace.
@@ -92,8 +92,10 @@ pub struct State {
     pub focus: Focus,
     pub overlay: Option<Overlay>,
     pub sessions: Vec<SessionRow>,
-    /// Indexes into `sessions` that pass the filter, in display order.
-    pub filtered: Vec<usize>,
+    /// The rows shown: sessions that pass the filter, grouped by project, in display order.
+    pub filtered: Vec<ListRow>,
+    /// The projects whose sessions are folded away in the list (`""`: no project).
+    pub collapsed: HashSet<String>,
     pub sidebar_selected: usize,
     pub sidebar_visible: bool,
     pub filter: InputBox,
@@ -136,6 +138,7 @@ impl State {
             overlay: None,
             sessions: Vec::new(),
             filtered: Vec::new(),
+            collapsed: HashSet::new(),
             sidebar_selected: 0,
             sidebar_visible: true,
             filter: InputBox::default(),
@@ -168,9 +171,10 @@ impl State {
 
     /// The session row selected in the sidebar.
     pub fn selected_session(&self) -> Option<&SessionRow> {
-        self.filtered
-            .get(self.sidebar_selected)
-            .and_then(|i| self.sessions.get(*i))
+        match self.filtered.get(self.sidebar_selected)? {
+            ListRow::Session(i) => self.sessions.get(*i),
+            ListRow::Group { .. } => None,
+        }
     }
 
     /// Selects `node` in the Think graph, opening its turn if it is folded. True when found.

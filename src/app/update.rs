@@ -10,9 +10,10 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use super::action::Action;
 use super::keymap::Keymap;
 use super::state::{
-    Focus, Level, LoadedSession, Overlay, RunPhase, SessionRow, State, ThinkingView,
+    Focus, Level, ListRow, LoadedSession, Overlay, RunPhase, SessionRow, State, ThinkingView,
 };
 use super::tree::TreeCursor;
+use super::workspaces::sessions::list;
 use super::workspaces::think::turn;
 use super::workspaces::{Boxed, REGISTRY, WorkspaceId, Workspaces};
 use crate::engines::llm::Effort;
@@ -114,7 +115,7 @@ pub fn update(
                 && let Some(pos) = state
                     .filtered
                     .iter()
-                    .position(|i| state.sessions[*i].id == id)
+                    .position(|r| matches!(r, ListRow::Session(i) if state.sessions[*i].id == id))
             {
                 state.sidebar_selected = pos;
             }
@@ -145,25 +146,38 @@ pub fn update(
         Msg::Ws(id, m) => ws.msg(id, m, state, &mut fx),
         Msg::Search(m) => super::search_ui::on_msg(state, m, &mut fx),
     }
+    ws.follow(state, &mut fx);
     fx
 }
 
-/// Indexes of sessions matching the filter, best first (all of them, newest first, when the
-/// filter is empty). Matching is nucleo's fuzzy matcher, as in the palette and the search
-/// popup.
-fn apply_filter(state: &mut State) {
-    let q = state.filter.text().trim();
-    if q.is_empty() {
-        state.filtered = (0..state.sessions.len()).collect();
-    } else {
-        let mut scored: Vec<(u32, usize)> =
-            fuzzy_scores(q, state.sessions.iter().map(|s| s.title.as_str())).collect();
-        scored.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-        state.filtered = scored.into_iter().map(|(_, i)| i).collect();
-    }
+/// The rows of the sessions list under the filter (see `workspaces::sessions::list`).
+pub(super) fn apply_filter(state: &mut State) {
+    state.filtered = list::rows(&state.sessions, state.filter.text(), &state.collapsed);
     state.sidebar_selected = state
         .sidebar_selected
         .min(state.filtered.len().saturating_sub(1));
+}
+
+/// Folds (`Some(true)`), unfolds (`Some(false)`) or toggles (`None`) the project group of the
+/// selected row, keeping its header selected when it folds.
+fn fold_group(state: &mut State, fold: Option<bool>) {
+    let Some(key) = list::group_at(&state.filtered, &state.sessions, state.sidebar_selected) else {
+        return;
+    };
+    if list::header_of(&state.filtered, &key).is_none() {
+        return;
+    }
+    let folded = state.collapsed.contains(&key);
+    match fold.unwrap_or(!folded) {
+        true => state.collapsed.insert(key.clone()),
+        false => state.collapsed.remove(&key),
+    };
+    apply_filter(state);
+    if let Some(at) = list::header_of(&state.filtered, &key)
+        && state.collapsed.contains(&key)
+    {
+        state.sidebar_selected = at;
+    }
 }
 
 /// The nucleo score of each text that matches `query` (case-insensitive, smart
@@ -338,17 +352,19 @@ fn action(
                 state.response_scroll = if a == Action::Top { u16::MAX } else { 0 }
             }
         },
-        Action::Expand => {
-            if state.focus == Focus::Graph {
-                state.graph.expand();
-            }
-        }
-        Action::Collapse => {
-            if state.focus == Focus::Graph {
+        Action::Expand => match state.focus {
+            Focus::Graph => state.graph.expand(),
+            Focus::Sidebar => fold_group(state, Some(false)),
+            _ => {}
+        },
+        Action::Collapse => match state.focus {
+            Focus::Graph => {
                 state.graph.collapse();
                 state.refresh_shown();
             }
-        }
+            Focus::Sidebar => fold_group(state, Some(true)),
+            _ => {}
+        },
         Action::Select => match state.focus {
             Focus::Graph => {
                 if let Some(node) = state.graph.selected_node() {
@@ -449,8 +465,14 @@ fn action(
     }
 }
 
+/// Opens the selected session in Think; on a project's header, folds or unfolds it.
 fn open_selected_session(state: &mut State, fx: &mut Vec<Effect>) {
-    if let Some(r) = state.selected_session() {
+    if matches!(
+        state.filtered.get(state.sidebar_selected),
+        Some(ListRow::Group { .. })
+    ) {
+        fold_group(state, None);
+    } else if let Some(r) = state.selected_session() {
         fx.push(Effect::LoadSession(r.id));
         state.workspace = super::workspaces::think::ID;
         state.filtering = false;
@@ -568,7 +590,12 @@ fn key(
             _ => {
                 edit(&mut state.filter, k, ctrl);
                 apply_filter(state);
-                state.sidebar_selected = 0;
+                // The best match, under its project's header.
+                state.sidebar_selected = state
+                    .filtered
+                    .iter()
+                    .position(|r| matches!(r, ListRow::Session(_)))
+                    .unwrap_or(0);
             }
         }
         return;

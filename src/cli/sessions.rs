@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 
 use super::{Ctx, print_json};
 use crate::engines::transcript::{
-    SessionStats, human_duration, parse_since, session_cwd, session_git_branch, session_project,
+    SessionStats, parse_since, session_cwd, session_git_branch, session_project,
 };
 use crate::store::{Node, NodeStatus, Session, SessionSource};
 
@@ -178,35 +178,15 @@ fn print_stats(st: &SessionStats) {
             }
         );
     }
-    if let (Some(a), Some(b)) = (st.first_activity, st.last_activity) {
-        println!(
-            "active {} → {} ({})",
-            a.format("%Y-%m-%d %H:%M:%S"),
-            b.format("%Y-%m-%d %H:%M:%S"),
-            human_duration(st.duration_secs.unwrap_or(0))
-        );
+    if let Some(active) = st.active_line() {
+        println!("active {active}");
     }
-    let mut counts = format!(
-        "{} turns, {} responses, {} thinking blocks, {} tool calls",
-        st.turns, st.responses, st.thinking_blocks, st.tool_calls
-    );
-    if st.system_payloads > 0 {
-        counts.push_str(&format!(", {} system payloads", st.system_payloads));
+    println!("{}", st.counts_line());
+    if let Some(tools) = st.tools_line() {
+        println!("tools {tools}");
     }
-    counts.push_str(&format!(
-        ", {} subagents, {} compactions",
-        st.subagents, st.compactions
-    ));
-    println!("{counts}");
-    if !st.tool_calls_by_tool.is_empty() {
-        let mut tools: Vec<_> = st.tool_calls_by_tool.iter().collect();
-        tools.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        let tools: Vec<String> = tools.iter().map(|(t, n)| format!("{t} {n}")).collect();
-        println!("tools {}", tools.join(", "));
-    }
-    if !st.tokens.is_empty() {
-        let t: Vec<String> = st.tokens.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        println!("tokens {}", t.join(", "));
+    if let Some(tokens) = st.tokens_line() {
+        println!("tokens {tokens}");
     }
 }
 

@@ -123,6 +123,10 @@ pub trait Workspace: Default + Send + 'static {
     /// Another process committed to the store (the TUI follows it).
     fn on_store_change(&mut self, _cx: &mut Cx<'_, Self>) {}
 
+    /// A message was applied and the shared state may have changed (the sessions list's
+    /// selection): called for the workspace on screen only, to load what now shows.
+    fn follow(&mut self, _cx: &mut Cx<'_, Self>) {}
+
     /// Whether it takes typed keys as text now (a search line has focus): keys then skip
     /// the keymap and go to [`Workspace::on_key`].
     fn typing(&self) -> bool {
@@ -203,6 +207,7 @@ trait Slot: Send {
     fn selected_node(&self, state: &State) -> Option<Picked>;
     fn msg(&mut self, m: Boxed, state: &mut State, fx: &mut Vec<Effect>);
     fn store_changed(&mut self, state: &mut State, fx: &mut Vec<Effect>);
+    fn follow(&mut self, state: &mut State, fx: &mut Vec<Effect>);
     fn typing(&self) -> bool;
     fn key(&mut self, k: KeyEvent, state: &mut State, fx: &mut Vec<Effect>);
     fn session_title(&self) -> Option<String>;
@@ -252,6 +257,9 @@ impl<W: Workspace> Slot for W {
     }
     fn store_changed(&mut self, state: &mut State, fx: &mut Vec<Effect>) {
         self.on_store_change(&mut cx::<W>(state, fx));
+    }
+    fn follow(&mut self, state: &mut State, fx: &mut Vec<Effect>) {
+        Workspace::follow(self, &mut cx::<W>(state, fx));
     }
     fn typing(&self) -> bool {
         Workspace::typing(self)
@@ -429,6 +437,13 @@ impl Workspaces {
     pub fn store_changed(&mut self, state: &mut State, fx: &mut Vec<Effect>) {
         for slot in &mut self.slots {
             slot.store_changed(state, fx);
+        }
+    }
+
+    /// Lets the workspace on screen follow the shared state after a message.
+    pub fn follow(&mut self, state: &mut State, fx: &mut Vec<Effect>) {
+        if let Some(slot) = self.slot(state.workspace) {
+            slot.follow(state, fx);
         }
     }
 

@@ -113,6 +113,61 @@ impl SessionStats {
     }
 }
 
+/// The details as short lines of text, shared by `sessions show` and the TUI's Sessions
+/// pane.
+impl SessionStats {
+    /// `2025-06-01 10:00:01 → 2025-06-01 10:01:22 (1m 21s)`.
+    pub fn active_line(&self) -> Option<String> {
+        let (a, b) = self.first_activity.zip(self.last_activity)?;
+        Some(format!(
+            "{} → {} ({})",
+            a.format("%Y-%m-%d %H:%M:%S"),
+            b.format("%Y-%m-%d %H:%M:%S"),
+            human_duration(self.duration_secs.unwrap_or(0))
+        ))
+    }
+
+    /// `4 turns, 5 responses, 2 thinking blocks, 3 tool calls, 1 subagents, 1 compactions`.
+    pub fn counts_line(&self) -> String {
+        let mut counts = format!(
+            "{} turns, {} responses, {} thinking blocks, {} tool calls",
+            self.turns, self.responses, self.thinking_blocks, self.tool_calls
+        );
+        if self.system_payloads > 0 {
+            counts.push_str(&format!(", {} system payloads", self.system_payloads));
+        }
+        counts.push_str(&format!(
+            ", {} subagents, {} compactions",
+            self.subagents, self.compactions
+        ));
+        counts
+    }
+
+    /// `Bash 3, Read 2`: tool calls by tool, most used first.
+    pub fn tools_line(&self) -> Option<String> {
+        if self.tool_calls_by_tool.is_empty() {
+            return None;
+        }
+        let mut tools: Vec<_> = self.tool_calls_by_tool.iter().collect();
+        tools.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let tools: Vec<String> = tools.iter().map(|(t, n)| format!("{t} {n}")).collect();
+        Some(tools.join(", "))
+    }
+
+    /// `input_tokens 120, output_tokens 40`.
+    pub fn tokens_line(&self) -> Option<String> {
+        if self.tokens.is_empty() {
+            return None;
+        }
+        let t: Vec<String> = self
+            .tokens
+            .iter()
+            .map(|(k, v)| format!("{k} {v}"))
+            .collect();
+        Some(t.join(", "))
+    }
+}
+
 /// `1h 02m`, `3m 05s`, `12s`.
 pub fn human_duration(secs: i64) -> String {
     let s = secs.max(0);

@@ -1,0 +1,130 @@
+//! The Sessions workspace over an imported Claude Code history: sessions grouped by project
+//! under headers that fold, the filter matching project names, and the selected session's
+//! details counted off the UI thread.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::Path;
+
+use crossterm::event::KeyCode;
+use glassbox::app::runtime::App;
+use glassbox::app::state::ListRow;
+use glassbox::app::workspaces::sessions::Sessions;
+use glassbox::config::Config;
+use glassbox::engines::transcript::{Importer, discover};
+use glassbox::store::Store;
+use support::tui::{self, draw, press, pump_until, type_text};
+
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/claude_code/projects"
+);
+
+async fn sessions_workspace(dir: &Path) -> App {
+    let store = Store::open(&dir.join("glassbox.redb")).unwrap();
+    let mut errors = Vec::new();
+    let files = discover(&[Path::new(FIXTURES).to_path_buf()], &mut errors).unwrap();
+    Importer::new(store.clone())
+        .unwrap()
+        .import_files(&files, None)
+        .unwrap();
+    let engine = tui::anthropic_engine(&store, "http://127.0.0.1:9", "claude-test");
+    let mut app = tui::app_with(
+        store,
+        Config::builtin().unwrap(),
+        engine,
+        "claude-test",
+        "dark",
+    );
+    app.start();
+    pump_until(&mut app, |a| {
+        a.state.sessions.len() == 3 && a.state.loaded.session.is_some()
+    })
+    .await;
+    press(&mut app, KeyCode::Esc);
+    press(&mut app, KeyCode::Char('2'));
+    app
+}
+
+fn headers(app: &App) -> Vec<(String, bool)> {
+    app.state
+        .filtered
+        .iter()
+        .filter_map(|r| match r {
+            ListRow::Group {
+                project, collapsed, ..
+            } => Some((project.clone().unwrap_or_default(), *collapsed)),
+            ListRow::Session(_) => None,
+        })
+        .collect()
+}
+
+async fn counted(app: &mut App) {
+    pump_until(app, |a| {
+        let selected = a.state.selected_session().map(|r| r.id);
+        selected.is_some() && a.ws::<Sessions>().counted() == selected
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn sessions_group_by_project_fold_filter_and_show_details() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut app = sessions_workspace(dir.path()).await;
+    let mut groups: Vec<String> = headers(&app).into_iter().map(|(p, _)| p).collect();
+    groups.sort();
+    assert_eq!(groups, ["api", "calc", "web"]);
+
+    // The first session under the first header: its details are counted and shown.
+    press(&mut app, KeyCode::Char('j'));
+    counted(&mut app).await;
+    insta::assert_snapshot!("sessions_grouped_160x45", draw(&mut app, 160, 45).backend());
+
+    // h folds the selected session's project and selects its header; enter unfolds it.
+    let project = app
+        .state
+        .selected_session()
+        .unwrap()
+        .project
+        .clone()
+        .unwrap();
+    press(&mut app, KeyCode::Char('h'));
+    assert!(headers(&app).contains(&(project.clone(), true)));
+    assert!(
+        app.state.selected_session().is_none(),
+        "the header is selected"
+    );
+    let screen = draw(&mut app, 160, 45).backend().to_string();
+    assert!(screen.contains(&format!("▸ {project} · 1")), "{screen}");
+    press(&mut app, KeyCode::Enter);
+    assert!(headers(&app).contains(&(project.clone(), false)));
+
+    // The filter matches project names.
+    press(&mut app, KeyCode::Char('s'));
+    type_text(&mut app, "calc");
+    let shown: Vec<&str> = app
+        .state
+        .filtered
+        .iter()
+        .filter_map(|r| match r {
+            ListRow::Session(i) => app.state.sessions[*i].project.as_deref(),
+            ListRow::Group { .. } => None,
+        })
+        .collect();
+    assert_eq!(shown, ["calc"]);
+    assert_eq!(
+        app.state
+            .selected_session()
+            .and_then(|r| r.project.as_deref()),
+        Some("calc"),
+        "the best match is selected, not its header"
+    );
+    counted(&mut app).await;
+    let screen = draw(&mut app, 160, 45).backend().to_string();
+    assert!(
+        screen.contains("cwd          /home/ann/calc") && screen.contains("branch       main"),
+        "{screen}"
+    );
+    assert!(screen.contains("claude-opus-4-20250514"), "{screen}");
+}
