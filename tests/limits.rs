@@ -1,8 +1,8 @@
 //! Resource limits of the importers, through the real binary: a 50 MB line, 100,000 levels
 //! of nested JSON, a binary file, invalid UTF-8 and an empty file, given to
-//! `import claude-code` and `import json`. Each must end with a one-line `file:line: reason`
-//! (a warning for a skipped transcript line, an error for an export file), a peak RSS under
-//! 500 MB, no crash, and the sessions already stored still there.
+//! `import claude-code`, `import json` and `memory import`. Each must end with one clear
+//! line naming the file and the line (a warning for a skipped transcript line, an error for
+//! an export file), a peak RSS under 500 MB, no crash, and what was stored still there.
 //!
 //! The big inputs are written to a temp dir by the tests themselves.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -448,5 +448,53 @@ fn import_json_reports_an_empty_file() {
             path.display()
         )
     );
+    d.intact();
+}
+
+/// `memory import` (JSON Lines of `memory export`) checks every line before storing any: each
+/// bad input is one error naming the file and the line, and an empty file imports nothing.
+#[test]
+fn memory_import_reports_each_bad_input() {
+    let d = Data::new();
+    let big = format!(r#"{{"entry":{{"content":"{}"}}}}"#, "m".repeat(BIG));
+    let deep = format!(r#"{{"entry":{}}}"#, nested_object(100_000));
+    let cases: [(&str, Vec<u8>, &str); 5] = [
+        ("big.jsonl", big.into_bytes(), "line 1: missing field"),
+        (
+            "arrays.jsonl",
+            nested_array(100_000).into_bytes(),
+            "line 1: invalid type",
+        ),
+        (
+            "objects.jsonl",
+            deep.into_bytes(),
+            "line 1: recursion limit exceeded",
+        ),
+        (
+            "binary.jsonl",
+            binary(1 << 20),
+            "line 1: stream did not contain valid UTF-8",
+        ),
+        (
+            "utf8.jsonl",
+            b"{\"entry\":\"\xc3\x28\"}\n".to_vec(),
+            "line 1: stream did not contain valid UTF-8",
+        ),
+    ];
+    for (name, bytes, reason) in cases {
+        let path = d.file(name, &bytes);
+        let (out, rss) = d.run(&["memory", "import", path.to_str().unwrap()]);
+        bounded(&format!("memory import, {name}"), &out, rss);
+        let e = one_error(&out);
+        assert!(
+            e.starts_with(&format!("import of {}: {reason}", path.display())),
+            "{e}"
+        );
+    }
+    let path = d.file("empty.jsonl", b"");
+    let (out, rss) = d.run(&["memory", "import", path.to_str().unwrap()]);
+    bounded("memory import, empty", &out, rss);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).starts_with("imported 0 entries"));
     d.intact();
 }
