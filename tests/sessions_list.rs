@@ -129,6 +129,12 @@ fn sessions_show_starts_with_the_details() {
     assert!(text.lines().any(|l| l.starts_with("tools ")), "{text}");
     assert!(
         text.lines()
+            .any(|l| l.starts_with("file ")
+                && l.ends_with("11111111-1111-4111-8111-111111111111.jsonl")),
+        "{text}"
+    );
+    assert!(
+        text.lines()
             .any(|l| l.contains("tool_call") && l.contains("] ")),
         "the tool's name: {text}"
     );
@@ -142,6 +148,7 @@ fn sessions_show_starts_with_the_details() {
     assert_eq!(st["thinking_blocks"], 1);
     assert_eq!(st["tool_calls"], 1);
     assert_eq!(st["tool_calls_by_tool"].as_object().unwrap().len(), 1);
+    assert_eq!(st["files"].as_array().unwrap().len(), 1);
     assert!(st["duration_secs"].as_i64().unwrap() >= 0);
     assert!(st["tokens"]["output_tokens"].as_u64().unwrap() > 0, "{st}");
 }

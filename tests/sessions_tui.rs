@@ -127,4 +127,8 @@ async fn sessions_group_by_project_fold_filter_and_show_details() {
         "{screen}"
     );
     assert!(screen.contains("claude-opus-4-20250514"), "{screen}");
+    assert!(
+        screen.contains("files        …/-home-ann-calc/11111111-1111-4111-8111-111111111111.jsonl"),
+        "{screen}"
+    );
 }

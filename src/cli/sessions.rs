@@ -188,6 +188,9 @@ fn print_stats(st: &SessionStats) {
     if let Some(tokens) = st.tokens_line() {
         println!("tokens {tokens}");
     }
+    for f in &st.files {
+        println!("file {f}");
+    }
 }
 
 fn status_label(n: &Node) -> &'static str {

@@ -290,6 +290,18 @@ pub fn render(
             push("counts", Some(st.counts_line()));
             push("tools", st.tools_line());
             push("tokens", st.tokens_line());
+            // The project folder and the file: the rest is the Claude Code folder.
+            for (i, f) in st.files.iter().enumerate() {
+                let path = std::path::Path::new(f);
+                let tail: Vec<_> = path.iter().rev().take(2).collect();
+                let short = match tail.as_slice() {
+                    [file, dir] if path.iter().count() > 2 => {
+                        format!("…/{}/{}", dir.to_string_lossy(), file.to_string_lossy())
+                    }
+                    _ => f.clone(),
+                };
+                lines.extend(field(if i == 0 { "files" } else { "" }, short));
+            }
         }
     }
     lines.push(Line::from(""));

@@ -36,6 +36,8 @@ pub struct SessionStats {
     pub compactions: u64,
     /// Sums of `meta.usage` fields (input_tokens, output_tokens, cache_*), when nodes carry it.
     pub tokens: BTreeMap<String, u64>,
+    /// The transcript files it was imported from (`meta.files`).
+    pub files: Vec<String>,
 }
 
 impl SessionStats {
@@ -44,6 +46,17 @@ impl SessionStats {
             project: session_project(s),
             cwd: session_cwd(s).map(str::to_string),
             git_branch: session_git_branch(s).map(str::to_string),
+            files: s
+                .meta
+                .get("files")
+                .and_then(Value::as_array)
+                .map(|l| {
+                    l.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default(),
             ..Default::default()
         };
         let mut models = BTreeSet::new();

@@ -13,8 +13,8 @@ pub fn group_key(r: &SessionRow) -> &str {
 
 /// The rows for `sessions` (newest first) under `query`: every session when the query is
 /// empty, else those whose project or title match, best first. Groups come in the order of
-/// their first session; a folded group (in `collapsed`) shows its header only, unless a
-/// query is typed. A list of one group has no headers.
+/// their first session; a folded group (in `collapsed`) shows its header only, with the
+/// number of its sessions that match. A list of one group has no headers.
 pub fn rows(sessions: &[SessionRow], query: &str, collapsed: &HashSet<String>) -> Vec<ListRow> {
     let query = query.trim();
     let order: Vec<usize> = if query.is_empty() {
@@ -43,7 +43,7 @@ pub fn rows(sessions: &[SessionRow], query: &str, collapsed: &HashSet<String>) -
     }
     let mut out = Vec::with_capacity(sessions.len() + groups.len());
     for (key, members) in groups {
-        let folded = query.is_empty() && collapsed.contains(key);
+        let folded = collapsed.contains(key);
         out.push(ListRow::Group {
             project: (!key.is_empty()).then(|| key.to_string()),
             sessions: members.len(),
@@ -123,7 +123,7 @@ mod tests {
     }
 
     #[test]
-    fn a_folded_group_shows_its_header_until_a_query_is_typed() {
+    fn a_folded_group_shows_its_header_only() {
         let s = sessions();
         let folded: HashSet<String> = ["web".to_string()].into();
         let r = rows(&s, "", &folded);
@@ -136,10 +136,20 @@ mod tests {
                 ..
             }
         ));
-        // The filter matches the project name too, and shows what is folded.
-        let r = rows(&s, "web", &folded);
+        // The filter matches the project name too.
+        let r = rows(&s, "web", &HashSet::new());
         assert_eq!(r.len(), 3, "{r:?}");
         assert!(r.contains(&ListRow::Session(0)) && r.contains(&ListRow::Session(2)));
+        // A folded group stays folded under a query, counting its matches.
+        let r = rows(&s, "signup", &folded);
+        assert_eq!(
+            r,
+            vec![ListRow::Group {
+                project: Some("web".into()),
+                sessions: 1,
+                collapsed: true
+            }]
+        );
         let r = rows(&s, "rounding", &folded);
         assert!(r.contains(&ListRow::Session(1)) && !r.contains(&ListRow::Session(0)));
     }
