@@ -103,8 +103,17 @@ pub fn to_json(export: &SessionExport) -> Result<String, TranscriptError> {
 /// Parses a JSON export, checking that everything in it belongs to its session. `source`
 /// names the input in error messages.
 pub fn parse_json(text: &str, source: &str) -> Result<SessionExport, TranscriptError> {
-    let head: serde_json::Value = serde_json::from_str(text)
-        .map_err(|e| TranscriptError::Invalid(format!("{source}: not JSON: {e}")))?;
+    let head: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        // `file:line:column: reason`, the reason without serde's own " at line L column C".
+        let at = format!(" at line {} column {}", e.line(), e.column());
+        let full = e.to_string();
+        let reason = full.strip_suffix(&at).unwrap_or(&full);
+        TranscriptError::Invalid(format!(
+            "{source}:{}:{}: not JSON: {reason}",
+            e.line(),
+            e.column()
+        ))
+    })?;
     match head.get("format").and_then(|v| v.as_str()) {
         Some(FORMAT) => {}
         Some(other) => {
@@ -489,7 +498,10 @@ mod tests {
             .to_string();
         assert!(err.contains("f.json: format is 'other'"), "{err}");
         let err = parse_json("[1,", "f.json").unwrap_err().to_string();
-        assert!(err.starts_with("f.json: not JSON"), "{err}");
+        assert_eq!(err, "f.json:1:3: not JSON: EOF while parsing a value");
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let err = parse_json(&deep, "f.json").unwrap_err().to_string();
+        assert_eq!(err, "f.json:1:128: not JSON: recursion limit exceeded");
         let mut e = sample();
         e.nodes[0].session = SessionId::new();
         let text = to_json(&e).unwrap();
