@@ -104,6 +104,23 @@ fn importing_an_empty_claude_code_folder_says_so_and_succeeds() {
 }
 
 #[test]
+fn importing_an_empty_folder_given_as_a_path_says_where_to_look() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = ok(glassbox(&dir.path().join("data"))
+        .args(["import", "claude-code"])
+        .arg(&empty));
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(
+        text.contains(&format!("{} holds no Claude Code transcripts", empty.display()))
+            && text.contains("~/.claude/projects"),
+        "{text}"
+    );
+}
+
+#[test]
 fn sessions_show_starts_with_the_details() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");

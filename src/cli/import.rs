@@ -133,7 +133,8 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
     if !(args.reconcile_secs.is_finite() && args.reconcile_secs > 0.0) {
         bail!("--reconcile-secs must be a number of seconds greater than 0");
     }
-    let paths = if args.paths.is_empty() {
+    let default = args.paths.is_empty();
+    let paths = if default {
         let root = transcript::default_root().context(
             "cannot find the Claude Code folder: set CLAUDE_CONFIG_DIR or HOME, or pass a path",
         )?;
@@ -143,28 +144,37 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
                 root.display()
             );
         }
-        if !args.watch {
-            let mut errors = Vec::new();
-            let found = transcript::discover(std::slice::from_ref(&root), &mut errors)?;
-            if found.is_empty() && errors.is_empty() {
-                let line = format!(
-                    "{} holds no Claude Code transcripts (looked for *.jsonl in its project \
-                     folders; set CLAUDE_CONFIG_DIR or pass a path)",
-                    root.display()
-                );
-                if args.json {
-                    eprintln!("{line}");
-                    print_json(&ImportSummary::default())?;
-                } else {
-                    println!("{line}");
-                }
-                return Ok(ExitCode::SUCCESS);
-            }
-        }
         vec![root]
     } else {
         args.paths.clone()
     };
+    // Nothing to import says where it looked and how to look elsewhere (a watch waits for
+    // files to appear).
+    if !args.watch {
+        let mut errors = Vec::new();
+        let found = transcript::discover(&paths, &mut errors)?;
+        if found.is_empty() && errors.is_empty() {
+            let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            let hint = if default {
+                "looked for *.jsonl in its project folders; set CLAUDE_CONFIG_DIR or pass a path"
+            } else {
+                "looked for *.jsonl files; pass the folder that holds them, such as \
+                 ~/.claude/projects, or no path to read CLAUDE_CONFIG_DIR's"
+            };
+            let line = format!(
+                "{} {} no Claude Code transcripts ({hint})",
+                shown.join(", "),
+                if shown.len() == 1 { "holds" } else { "hold" }
+            );
+            if args.json {
+                eprintln!("{line}");
+                print_json(&ImportSummary::default())?;
+            } else {
+                println!("{line}");
+            }
+            return Ok(ExitCode::SUCCESS);
+        }
+    }
     let store = ctx.open_store()?;
     let json = args.json;
     let show_progress = !json && !args.watch && std::io::stderr().is_terminal();
