@@ -237,21 +237,32 @@ impl LoopDetector {
 
 /// The latest items (lines or words) of a stream as hashes, and for each period `p` how
 /// long the text has been repeating with that period.
+///
+/// Only the periods whose item matches the new one do any work: a run that is not extended
+/// is over, which `at` records without touching it (a run counts only while `at` names the
+/// latest item).
 #[derive(Clone, Debug)]
 struct Cycles {
-    /// (hash, characters up to and including this item) of the latest items, newest last;
-    /// at most `runs.len()` of them.
-    recent: VecDeque<(u64, u64)>,
-    /// `runs[p - 1]`: how many items in a row have equalled the item `p` before them.
+    /// (hash, characters up to and including the item) of the latest items in a ring of
+    /// `runs.len()` slots: item `i` is at `i % runs.len()`.
+    recent: Vec<(u64, u64)>,
+    /// Items read so far.
+    count: u64,
+    /// `runs[p - 1]`: how many items in a row have equalled the item `p` before them, as of
+    /// item `at[p - 1] - 1`.
     runs: Vec<usize>,
+    at: Vec<u64>,
     chars: u64,
 }
 
 impl Cycles {
     fn new(max_period: usize) -> Self {
+        let slots = max_period.max(1);
         Self {
-            recent: VecDeque::with_capacity(max_period),
+            recent: vec![(0, 0); slots],
+            count: 0,
             runs: vec![0; max_period],
+            at: vec![0; max_period],
             chars: 0,
         }
     }
@@ -270,40 +281,46 @@ impl Cycles {
         min_unit_chars: u64,
     ) -> Option<(usize, usize)> {
         self.chars += chars;
-        let len = self.recent.len();
-        let mut reach_below = 0;
+        let n = self.count;
+        let slots = self.recent.len() as u64;
+        let len = n.min(self.runs.len() as u64) as usize;
+        // The longest stretch a shorter period explains: a period whose item differs
+        // explains itself (`p` items), one whose item matches `run + p`.
+        let mut matched_reach = 0;
         let mut hit = None;
-        for p in 1..=self.runs.len() {
-            let back = (p <= len).then(|| self.recent[len - p]);
-            let run = &mut self.runs[p - 1];
-            *run = match back {
-                Some((h, _)) if h == hash => *run + 1,
-                _ => 0,
-            };
-            // The last `reach` items repeat with period p.
-            let reach = *run + p;
+        for p in 1..=len {
+            let (h, before) = self.recent[((n - p as u64) % slots) as usize];
+            if h != hash {
+                continue;
+            }
+            let i = p - 1;
+            let run = if self.at[i] == n { self.runs[i] + 1 } else { 1 };
+            self.runs[i] = run;
+            self.at[i] = n + 1;
+            let reach = run + p;
+            let reach_below = matched_reach.max(p - 1);
             if hit.is_none()
                 && reach > reach_below
-                && *run >= p * (min_repeats - 1)
-                && let Some((_, before)) = back
+                && run >= p * (min_repeats - 1)
                 && self.chars - before >= min_unit_chars
             {
-                hit = Some((p, 1 + *run / p));
+                hit = Some((p, 1 + run / p));
             }
-            reach_below = reach_below.max(reach);
+            matched_reach = matched_reach.max(reach);
         }
-        self.recent.push_back((hash, self.chars));
-        if self.recent.len() > self.runs.len() {
-            self.recent.pop_front();
-        }
+        self.recent[(n % slots) as usize] = (hash, self.chars);
+        self.count = n + 1;
         hit
     }
 
     /// Whole cycles of `period` at the end of the items.
     fn repeats(&self, period: usize) -> usize {
-        self.runs
-            .get(period.wrapping_sub(1))
-            .map_or(0, |r| 1 + r / period)
+        let i = period.wrapping_sub(1);
+        match (self.runs.get(i), self.at.get(i)) {
+            (Some(run), Some(at)) if *at == self.count => 1 + run / period,
+            (Some(_), Some(_)) => 1,
+            _ => 0,
+        }
     }
 }
 
@@ -417,6 +434,13 @@ impl LineState {
     }
 
     fn feed(&mut self, c: char) {
+        if c.is_ascii() {
+            let l = c.to_ascii_lowercase();
+            self.hash.write(l);
+            self.chars += 1;
+            self.alnum += usize::from(l.is_ascii_alphanumeric());
+            return;
+        }
         for l in c.to_lowercase() {
             self.hash.write(l);
             self.chars += 1;
@@ -456,16 +480,25 @@ impl WordState {
         if self.raw_len <= MARKER_MAX {
             self.raw.push(c);
         }
-        for l in c.to_lowercase() {
-            if self.chars == 0 && !l.is_alphanumeric() {
-                continue;
+        if c.is_ascii() {
+            self.take(c.to_ascii_lowercase());
+        } else {
+            for l in c.to_lowercase() {
+                self.take(l);
             }
-            self.hash.write(l);
-            self.chars += 1;
-            if l.is_alphanumeric() {
-                self.trimmed = self.hash;
-                self.trimmed_chars = self.chars;
-            }
+        }
+    }
+
+    fn take(&mut self, l: char) {
+        let alnum = l.is_alphanumeric();
+        if self.chars == 0 && !alnum {
+            return;
+        }
+        self.hash.write(l);
+        self.chars += 1;
+        if alnum {
+            self.trimmed = self.hash;
+            self.trimmed_chars = self.chars;
         }
     }
 
