@@ -114,8 +114,10 @@ fn importing_an_empty_folder_given_as_a_path_says_where_to_look() {
     let text = stdout(&out);
     assert_eq!(text.lines().count(), 1, "{text}");
     assert!(
-        text.contains(&format!("{} holds no Claude Code transcripts", empty.display()))
-            && text.contains("~/.claude/projects"),
+        text.contains(&format!(
+            "{} holds no Claude Code transcripts",
+            empty.display()
+        )) && text.contains("~/.claude/projects"),
         "{text}"
     );
 }

@@ -9,7 +9,6 @@
 //! lines, table rules) are skipped, so lists, tables and code do not look like loops: only
 //! their content repeating does.
 
-use std::collections::VecDeque;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
