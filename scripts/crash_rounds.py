@@ -194,6 +194,18 @@ def verify(report, t, what):
     return notes
 
 
+def compare_counts(after, want_counts, keys, t, notes):
+    """Counts above an uninterrupted run's are duplicates, below it losses."""
+    for key in keys:
+        got, want = after["counts"][key], want_counts[key]
+        if got > want:
+            t.duplicates += got - want
+            notes.append(f"DUPLICATE {key}: {got} vs {want} uninterrupted")
+        elif got < want:
+            t.losses += want - got
+            notes.append(f"LOST {key}: {got} vs {want} uninterrupted")
+
+
 def ask_round(ctx, t, rng):
     data = ctx["ask_data"]
     before = log_size(data)
@@ -259,14 +271,7 @@ def import_round(ctx, t, rng):
         return killed, delay, summary, notes
     after = check(data)
     notes += verify(after, t, "import after re-run")
-    for key in ("sessions", "nodes", "edges", "decision_points", "transcript_cursors", "search_docs"):
-        got, want = after["counts"][key], ctx["import_counts"][key]
-        if got > want:
-            t.duplicates += got - want
-            notes.append(f"DUPLICATE {key}: {got} vs {want} uninterrupted")
-        elif got < want:
-            t.losses += want - got
-            notes.append(f"LOST {key}: {got} vs {want} uninterrupted")
+    compare_counts(after, ctx["import_counts"], ("sessions", "nodes", "edges", "decision_points", "transcript_cursors", "search_docs"), t, notes)
     return killed, delay, summary, notes
 
 
@@ -311,14 +316,7 @@ def pipeline_round(ctx, t, rng):
         return killed, delay, summary, notes
     after = check(data, expected)
     notes += verify(after, t, f"pipeline after it was {how}")
-    for key in ("sessions", "nodes", "runs"):
-        got, want = after["counts"][key], ctx["pipeline_counts"][key]
-        if got > want:
-            t.duplicates += got - want
-            notes.append(f"DUPLICATE {key}: {got} vs {want} uninterrupted")
-        elif got < want:
-            t.losses += want - got
-            notes.append(f"LOST {key}: {got} vs {want} uninterrupted")
+    compare_counts(after, ctx["pipeline_counts"], ("sessions", "nodes", "runs"), t, notes)
     return killed, delay, summary, notes
 
 

@@ -72,11 +72,7 @@ impl Timeline {
 fn node_label(n: &Node) -> String {
     match n.kind {
         NodeType::ToolCall => {
-            let tool = n
-                .meta
-                .get("tool")
-                .and_then(|v| v.as_str())
-                .unwrap_or("tool");
+            let tool = n.tool().unwrap_or("tool");
             format!("tool call: {tool}")
         }
         NodeType::Query => "user".into(),

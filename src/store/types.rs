@@ -245,6 +245,11 @@ impl Node {
             meta: serde_json::Map::new(),
         }
     }
+
+    /// The tool a tool call names (`meta.tool`), if it names one.
+    pub fn tool(&self) -> Option<&str> {
+        self.meta.get("tool").and_then(|v| v.as_str())
+    }
 }
 
 /// How one node relates to another.

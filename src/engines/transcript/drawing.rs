@@ -120,11 +120,7 @@ impl<'a> EdgePlan<'a> {
 fn node_label(n: &Node) -> String {
     let text = match n.kind {
         NodeType::ToolCall => {
-            let tool = n
-                .meta
-                .get("tool")
-                .and_then(|v| v.as_str())
-                .unwrap_or("tool");
+            let tool = n.tool().unwrap_or("tool");
             format!("{tool} {}", excerpt(&n.text, 40))
         }
         _ => excerpt(&n.text, 60),

@@ -402,11 +402,7 @@ pub fn to_markdown(export: &SessionExport) -> String {
                 }
             }
             NodeType::ToolCall => {
-                let tool = n
-                    .meta
-                    .get("tool")
-                    .and_then(|v| v.as_str())
-                    .unwrap_or("tool");
+                let tool = n.tool().unwrap_or("tool");
                 let _ = writeln!(
                     out,
                     "\n### Tool call{side}: {tool} · {when} · `{}`\n",

@@ -90,12 +90,7 @@ impl SessionStats {
                 NodeType::Thinking => st.thinking_blocks += 1,
                 NodeType::ToolCall => {
                     st.tool_calls += 1;
-                    let tool = n
-                        .meta
-                        .get("tool")
-                        .and_then(Value::as_str)
-                        .unwrap_or("?")
-                        .to_string();
+                    let tool = n.tool().unwrap_or("?").to_string();
                     *st.tool_calls_by_tool.entry(tool).or_insert(0) += 1;
                 }
                 NodeType::Compaction => st.compactions += 1,

@@ -99,7 +99,7 @@ pub fn indexed_text(n: &Node) -> std::borrow::Cow<'_, str> {
         return std::borrow::Cow::Borrowed(&n.text);
     }
     let mut s = String::with_capacity(n.text.len() + 64);
-    if let Some(tool) = n.meta.get("tool").and_then(|v| v.as_str()) {
+    if let Some(tool) = n.tool() {
         s.push_str(tool);
         s.push('\n');
     }

@@ -59,11 +59,7 @@ impl FileMapper {
                 if n.kind != NodeType::ToolCall {
                     continue;
                 }
-                let tool = n
-                    .meta
-                    .get("tool")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
+                let tool = n.tool().unwrap_or_default();
                 if TASK_TOOLS.contains(&tool) {
                     let prompt = n
                         .meta
