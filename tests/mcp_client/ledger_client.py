@@ -210,7 +210,7 @@ async def scenario_bad(args):
             ("search", {"query": "  "}, "query must contain a word"),
             ("search", {}, "query is required"),
             ("session_export", {"sessionId": "0123456789"}, "not found"),
-            ("session_import", {"data": "{not json"}, "data: not JSON"),
+            ("session_import", {"data": "{not json"}, "data:1:2: not JSON"),
             ("session_import", {"data": {"format": "other"}}, "expected 'glassbox-session'"),
             ("session_import", {"data": 7}, "data must be a session export"),
             ("session_import", {}, "data is required"),
