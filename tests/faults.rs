@@ -573,3 +573,57 @@ async fn the_tui_shows_the_fault_on_the_node_and_stays_usable() {
     let screen = draw(&mut app, 160, 45).backend().to_string();
     assert!(screen.contains("It is 4."), "{screen}");
 }
+
+/// kill -9 while a stream is under way: the nodes it left streaming are interrupted the next
+/// time the store opens (their committed text kept and searchable), not "streaming" for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_ask_leaves_its_nodes_interrupted_not_streaming() {
+    let p = PROVIDERS[0];
+    let bench = Bench::new(p).await;
+    let before = bench.nodes();
+    let body = p.body();
+    let server = ScriptedServer::start(Script::forever(
+        p.ok().truncate(body.len() / 2).end(End::Stall),
+    ))
+    .await;
+    let mut cmd = glassbox(&bench.data);
+    cmd.args([
+        "ask",
+        "--provider",
+        p.name,
+        "--base-url",
+        &server.url(),
+        "What is 2 + 2?",
+    ])
+    .env(p.key_var.unwrap(), KEY)
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    // Wait until the thinking that arrived is committed (a flush every 150 ms), then kill.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let streaming = loop {
+        let added: Vec<_> = bench
+            .nodes()
+            .into_iter()
+            .filter(|(id, n)| !before.contains_key(id) && n.1 == NodeStatus::Streaming)
+            .collect();
+        if added.iter().any(|(_, n)| !n.2.is_empty()) {
+            break added;
+        }
+        assert!(std::time::Instant::now() < deadline, "nothing streamed");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let now = bench.nodes();
+    for (id, (kind, _, text)) in &streaming {
+        let (k, status, t) = &now[id];
+        assert_eq!((k, status), (kind, &NodeStatus::Interrupted), "{id}");
+        assert!(t.starts_with(text.as_str()), "the committed text is kept");
+    }
+    assert!(
+        now.values().all(|n| n.1 != NodeStatus::Streaming),
+        "nothing is left streaming"
+    );
+}

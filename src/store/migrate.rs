@@ -129,6 +129,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(INSIGHTS)?;
     txn.open_table(RUNS)?;
     txn.open_table(SESSION_RUNS)?;
+    txn.open_table(LIVE_NODES)?;
     txn.open_table(RAW_STREAMS)?;
     txn.open_table(RAW_CHUNKS)?;
     txn.open_table(SESSION_STREAMS)?;

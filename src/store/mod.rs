@@ -14,6 +14,7 @@ mod codec;
 mod journal;
 mod knowledge;
 pub mod learning;
+mod leases;
 mod memory;
 mod migrate;
 mod pairs;
@@ -200,6 +201,7 @@ impl Store {
             path: path.to_path_buf(),
         };
         migrate::ensure_schema(&store)?;
+        store.settle_orphans()?;
         Ok(store)
     }
 

@@ -29,6 +29,9 @@ pub const SESSION_RUNS: TableDefinition<[u8; 32], ()> = TableDefinition::new("se
 pub const RAW_STREAMS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("raw_streams");
 /// stream id ‖ chunk index (u32 big-endian) → offset µs (u64 big-endian) ‖ bytes.
 pub const RAW_CHUNKS: TableDefinition<[u8; 20], &[u8]> = TableDefinition::new("raw_chunks");
+/// node id → writer (pid u32 LE ‖ process start u64 LE): the nodes still streaming, and the
+/// process writing each (see `leases.rs`).
+pub const LIVE_NODES: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("live_nodes");
 /// session id ‖ stream id → ().
 pub const SESSION_STREAMS: TableDefinition<[u8; 32], ()> = TableDefinition::new("session_streams");
 /// memory id → MemoryEntry: every entry of every tier and scope (schema v5 on).

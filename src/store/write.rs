@@ -92,6 +92,7 @@ impl Writer<'_> {
             .open_table(SESSION_NODES)?
             .insert(key32(n.session.to_bytes(), n.id.to_bytes()), ())?;
         search::index_node(self.txn, &mut self.index, n, old.as_deref())?;
+        super::leases::note(self.txn, n)?;
         self.journal(ChangeKind::NodePut, Some(n.session), Some(n.id.0))
     }
 

@@ -1,0 +1,183 @@
+//! Nodes still streaming and the process writing them. A node put with status `Streaming`
+//! gets a lease naming its writer (pid and process start time); any other put ends it.
+//! When a writer is killed mid-stream its nodes would stay "streaming" for ever: opening
+//! the store settles them instead — a lease whose process is gone marks its node
+//! interrupted (its text is what was committed) and makes it searchable. Leases of a live
+//! process, or of one this machine cannot check, are left alone.
+
+use redb::{ReadableTable, WriteTransaction};
+use serde_json::json;
+
+use super::tables::LIVE_NODES;
+use super::{NodeId, NodeStatus, Result, Store, StoreError};
+use crate::store::Node;
+
+/// This process as a lease names it: (pid, start time in clock ticks since boot; 0 where
+/// the system does not say).
+fn this_process() -> (u32, u64) {
+    let pid = std::process::id();
+    (pid, process_start(pid).unwrap_or(0))
+}
+
+/// When process `pid` started (field 22 of /proc/PID/stat), if it is running.
+fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: count from its end.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether the writer a lease names has ended. A start time of 0 cannot be checked.
+fn writer_gone(pid: u32, start: u64) -> bool {
+    start != 0 && process_start(pid) != Some(start)
+}
+
+/// Takes or ends `n`'s lease as its status says, in the put's transaction.
+pub(super) fn note(txn: &WriteTransaction, n: &Node) -> Result<()> {
+    let mut t = txn.open_table(LIVE_NODES)?;
+    if n.status == NodeStatus::Streaming {
+        let (pid, start) = this_process();
+        let mut v = [0u8; 12];
+        v[..4].copy_from_slice(&pid.to_le_bytes());
+        v[4..].copy_from_slice(&start.to_le_bytes());
+        t.insert(n.id.to_bytes(), v.as_slice())?;
+    } else {
+        t.remove(n.id.to_bytes())?;
+    }
+    Ok(())
+}
+
+fn decode(v: &[u8]) -> Option<(u32, u64)> {
+    let pid = u32::from_le_bytes(v.get(..4)?.try_into().ok()?);
+    let start = u64::from_le_bytes(v.get(4..12)?.try_into().ok()?);
+    Some((pid, start))
+}
+
+impl Store {
+    /// Marks interrupted the nodes left streaming by a process that has ended; returns them.
+    pub fn settle_orphans(&self) -> Result<Vec<NodeId>> {
+        let orphans: Vec<NodeId> = {
+            let r = self.read()?;
+            let t = match r.open_table(LIVE_NODES) {
+                Ok(t) => t,
+                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
+                Err(e) => return Err(e.into()),
+            };
+            let mut out = Vec::new();
+            for row in t.iter()? {
+                let (k, v) = row?;
+                if decode(v.value()).is_some_and(|(pid, start)| writer_gone(pid, start)) {
+                    out.push(NodeId::from_bytes(k.value()));
+                }
+            }
+            out
+        };
+        if orphans.is_empty() {
+            return Ok(orphans);
+        }
+        self.write(|w| {
+            for id in &orphans {
+                match w.node(*id)? {
+                    Some(mut n) if n.status == NodeStatus::Streaming => {
+                        n.status = NodeStatus::Interrupted;
+                        n.meta.insert(
+                            "interrupted".into(),
+                            json!("the process writing it ended before the stream did"),
+                        );
+                        // Ends the lease and indexes the text.
+                        w.put_node(&n)?;
+                    }
+                    _ => {
+                        w.txn.open_table(LIVE_NODES)?.remove(id.to_bytes())?;
+                    }
+                }
+            }
+            Ok::<_, StoreError>(())
+        })?;
+        tracing::info!(
+            nodes = orphans.len(),
+            "settled nodes left streaming by an ended process"
+        );
+        Ok(orphans)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use crate::store::{NodeType, Session, SessionSource};
+
+    #[test]
+    fn this_process_is_alive_and_a_made_up_one_is_gone() {
+        let (pid, start) = this_process();
+        assert!(start > 0, "Linux reports a start time");
+        assert!(!writer_gone(pid, start));
+        assert!(
+            writer_gone(pid, start + 1),
+            "a reused pid is another process"
+        );
+        assert!(!writer_gone(pid, 0), "an unknown start cannot be judged");
+    }
+
+    #[test]
+    fn a_node_left_streaming_by_an_ended_writer_is_interrupted_on_open() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.redb");
+        let store = Store::open(&path).unwrap();
+        let s = Session::new("q", SessionSource::Glassbox);
+        let mut orphan = Node::new(s.id, NodeType::Thinking, "half a thought about zebras");
+        orphan.status = NodeStatus::Streaming;
+        let mut live = Node::new(s.id, NodeType::Response, "still coming");
+        live.status = NodeStatus::Streaming;
+        let mut done = Node::new(s.id, NodeType::Query, "finished");
+        done.status = NodeStatus::Streaming;
+        store
+            .write(|w| {
+                w.put_session(&s)?;
+                w.put_node(&orphan)?;
+                w.put_node(&live)?;
+                w.put_node(&done)?;
+                done.status = NodeStatus::Complete;
+                w.put_node(&done)
+            })
+            .unwrap();
+        // The orphan's writer: a process that has ended.
+        let (pid, start) = this_process();
+        let mut v = [0u8; 12];
+        v[..4].copy_from_slice(&pid.to_le_bytes());
+        v[4..].copy_from_slice(&(start + 1).to_le_bytes());
+        store
+            .write(|w| {
+                w.txn
+                    .open_table(LIVE_NODES)?
+                    .insert(orphan.id.to_bytes(), v.as_slice())?;
+                Ok(())
+            })
+            .unwrap();
+        assert!(store.search("zebras", None, 5).unwrap().is_empty());
+        drop(store);
+
+        let store = Store::open(&path).unwrap();
+        let settled = store.node(orphan.id).unwrap().unwrap();
+        assert_eq!(settled.status, NodeStatus::Interrupted);
+        assert!(
+            settled.meta["interrupted"]
+                .as_str()
+                .unwrap()
+                .contains("ended")
+        );
+        assert_eq!(store.search("zebras", None, 5).unwrap().len(), 1);
+        // This process's node goes on streaming; a finished node has no lease.
+        assert_eq!(
+            store.node(live.id).unwrap().unwrap().status,
+            NodeStatus::Streaming
+        );
+        assert!(store.settle_orphans().unwrap().is_empty());
+        let r = store.read().unwrap();
+        let t = r.open_table(LIVE_NODES).unwrap();
+        assert!(t.get(live.id.to_bytes()).unwrap().is_some());
+        assert!(t.get(done.id.to_bytes()).unwrap().is_none());
+        assert!(t.get(orphan.id.to_bytes()).unwrap().is_none());
+    }
+}
