@@ -134,6 +134,14 @@ impl Asked {
         lines[0].to_string()
     }
 
+    /// Exit 1 with one clear error line that holds `needle`; returns the line.
+    fn failed_with(&self, case: &str, needle: &str) -> String {
+        assert_eq!(self.code(), Some(1), "{case}");
+        let line = self.error_line(case);
+        assert!(line.contains(needle), "{case}: {line}");
+        line
+    }
+
     /// `retrying model call` delays from the log, in milliseconds.
     fn retry_delays(&self) -> Vec<u64> {
         self.log
@@ -324,12 +332,7 @@ async fn rate_limited_every_time_gives_up_with_one_line() {
         let run = bench
             .ask(p, &server.url(), &[("GLASSBOX_NETWORK__MAX_RETRIES", "2")])
             .await;
-        assert_eq!(run.code(), Some(1), "{case}");
-        let line = run.error_line(&case);
-        assert!(
-            line.contains("rate limited (HTTP 429) after 3 attempt(s)"),
-            "{case}: {line}"
-        );
+        run.failed_with(&case, "rate limited (HTTP 429) after 3 attempt(s)");
         assert_eq!(server.requests().len(), 3, "{case}");
         failed_call_kept(&case, &bench.kept(&case, &before));
     })
@@ -365,9 +368,7 @@ async fn server_errors_are_retried_with_bounded_jittered_backoff() {
         let run = bench
             .ask(p, &server.url(), &[("GLASSBOX_NETWORK__MAX_RETRIES", "3")])
             .await;
-        assert_eq!(run.code(), Some(1), "{case}");
-        let line = run.error_line(&case);
-        assert!(line.contains("HTTP 503"), "{case}: {line}");
+        run.failed_with(&case, "HTTP 503");
         assert_eq!(server.requests().len(), 4, "{case}: retries are bounded");
         assert_eq!(run.retry_delays().len(), 3, "{case}");
         failed_call_kept(&case, &bench.kept(&case, &before));
@@ -390,12 +391,7 @@ async fn a_stream_cut_mid_event_keeps_the_partial_thinking() {
         let server =
             ScriptedServer::start(Script::forever(p.ok().truncate(at).end(End::Cut))).await;
         let run = bench.ask(p, &server.url(), &[]).await;
-        assert_eq!(run.code(), Some(1), "{case}");
-        let line = run.error_line(&case);
-        assert!(
-            line.contains("stream ended before the response was complete"),
-            "{case}: {line}"
-        );
+        let line = run.failed_with(&case, "stream ended before the response was complete");
         assert!(line.contains("what arrived was kept"), "{case}: {line}");
         let added = bench.kept(&case, &before);
         failed_call_kept(&case, &added);
@@ -437,12 +433,7 @@ async fn a_stalled_stream_fails_within_the_stall_timeout_and_a_second() {
             )
             .await;
         let ended = std::time::Instant::now();
-        assert_eq!(run.code(), Some(1), "{case}");
-        let line = run.error_line(&case);
-        assert!(
-            line.contains("stream stalled: no bytes for 1 s"),
-            "{case}: {line}"
-        );
+        run.failed_with(&case, "stream stalled: no bytes for 1 s");
         let requests = server.requests();
         assert_eq!(requests.len(), 1, "{case}");
         // The bound the issue names: the error within the stall timeout plus one second of
@@ -470,12 +461,8 @@ async fn a_garbage_body_is_a_clear_error() {
             .split(support::fixture("garbage.bin"), ChunkBy::Bytes(64));
         let server = ScriptedServer::start(Script::forever(step)).await;
         let run = bench.ask(p, &server.url(), &[]).await;
-        assert_eq!(run.code(), Some(1), "{case}");
-        let line = run.error_line(&case);
-        assert!(
-            line.contains("malformed stream data") && line.contains("first: binary data"),
-            "{case}: {line}"
-        );
+        let line = run.failed_with(&case, "malformed stream data");
+        assert!(line.contains("first: binary data"), "{case}: {line}");
         assert!(!line.contains('\u{fffd}'), "{case}: no mojibake: {line}");
         failed_call_kept(&case, &bench.kept(&case, &before));
     })
@@ -498,9 +485,7 @@ async fn a_refused_connection_is_a_clear_error() {
         let run = bench
             .ask(p, &url, &[("GLASSBOX_NETWORK__MAX_RETRIES", "1")])
             .await;
-        assert_eq!(run.code(), Some(1), "{case}");
-        let line = run.error_line(&case);
-        assert!(line.contains("could not connect to"), "{case}: {line}");
+        run.failed_with(&case, "could not connect to");
         failed_call_kept(&case, &bench.kept(&case, &before));
     })
     .await;
