@@ -73,33 +73,28 @@ fn transcript(turns: u32, compact_at: u32) -> String {
             json!({"type": "user", "message": {"role": "user",
                    "content": format!("Step {turn}: make the cart total handle discount code {turn}")}}),
         ));
+        // One API message over three lines: thinking, text, tool call.
         let msg = format!("msg_{turn}");
-        let th = uuid("a2", turn);
-        out.push(line(
-            &th,
-            Some(&q),
-            t + 1,
-            json!({"type": "assistant", "message": {"id": msg, "role": "assistant", "model": "claude-sonnet-4-5",
-                   "content": [{"type": "thinking", "thinking": format!("The total must apply code {turn} before tax."), "signature": "s"}]}}),
-        ));
-        let tx = uuid("a3", turn);
-        out.push(line(
-            &tx,
-            Some(&th),
-            t + 2,
-            json!({"type": "assistant", "message": {"id": msg, "role": "assistant", "model": "claude-sonnet-4-5",
-                   "content": [{"type": "text", "text": format!("I will change total() for code {turn}.")}]}}),
-        ));
-        let tool = uuid("a4", turn);
-        out.push(line(
-            &tool,
-            Some(&tx),
-            t + 3,
-            json!({"type": "assistant", "message": {"id": msg, "role": "assistant", "model": "claude-sonnet-4-5",
-                   "content": [{"type": "tool_use", "id": format!("toolu_{turn}"), "name": "Bash",
-                                "input": {"command": format!("cargo test cart_{turn}")}}],
-                   "usage": {"input_tokens": 100, "output_tokens": 20}}}),
-        ));
+        let parts = [
+            json!({"type": "thinking", "thinking": format!("The total must apply code {turn} before tax."), "signature": "s"}),
+            json!({"type": "text", "text": format!("I will change total() for code {turn}.")}),
+            json!({"type": "tool_use", "id": format!("toolu_{turn}"), "name": "Bash",
+                   "input": {"command": format!("cargo test cart_{turn}")}}),
+        ];
+        let mut prev = q;
+        for (i, part) in parts.into_iter().enumerate() {
+            let id = uuid(&format!("a{}", i + 2), turn);
+            out.push(line(
+                &id,
+                Some(&prev),
+                t + 1 + i as u32,
+                json!({"type": "assistant", "message": {"id": msg, "role": "assistant",
+                       "model": "claude-sonnet-4-5", "content": [part],
+                       "usage": {"input_tokens": 100, "output_tokens": 20}}}),
+            ));
+            prev = id;
+        }
+        let tool = prev;
         let res = uuid("a5", turn);
         out.push(line(
             &res,
