@@ -19,12 +19,16 @@ fn this_process() -> (u32, u64) {
     (pid, process_start(pid).unwrap_or(0))
 }
 
-/// When process `pid` started (field 22 of /proc/PID/stat), if it is running.
+/// When process `pid` started (field 22 of /proc/PID/stat), if it is running. A killed
+/// process waiting to be reaped (state Z or X) is not.
 fn process_start(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: count from its end.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    let mut fields = stat[stat.rfind(')')? + 1..].split_whitespace();
+    if matches!(fields.next(), Some("Z" | "X" | "x")) {
+        return None;
+    }
+    fields.nth(18)?.parse().ok()
 }
 
 /// Whether the writer a lease names has ended. A start time of 0 cannot be checked.
@@ -107,6 +111,29 @@ mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::store::{NodeType, Session, SessionSource};
+
+    #[test]
+    fn a_killed_child_is_gone_before_it_is_reaped() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        let start = process_start(pid).unwrap();
+        assert!(!writer_gone(pid, start));
+        child.kill().unwrap();
+        // Not reaped yet: a zombie, which counts as ended.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !writer_gone(pid, start) {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "a zombie still counts as alive"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        child.wait().unwrap();
+        assert!(writer_gone(pid, start));
+    }
 
     #[test]
     fn this_process_is_alive_and_a_made_up_one_is_gone() {
