@@ -86,6 +86,51 @@ impl Store {
         )
     }
 
+    /// A session's nodes in creation order, handed to `f` one at a time from one read
+    /// transaction, so a session of any size is read in the memory of one node. `f` stops the
+    /// walk by returning `ControlFlow::Break`.
+    pub fn for_each_session_node(
+        &self,
+        session: SessionId,
+        mut f: impl FnMut(Node) -> Result<std::ops::ControlFlow<()>>,
+    ) -> Result<()> {
+        let r = self.read()?;
+        let idx = r.open_table(SESSION_NODES)?;
+        let t = r.open_table(NODES)?;
+        for row in idx.range(prefix32(session.to_bytes()))? {
+            let (k, _) = row?;
+            if let Some(v) = t.get(split32(k.value()).1)?
+                && f(codec::decode("nodes", v.value())?)?.is_break()
+            {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Every edge whose source node belongs to `session`, handed to `f` one at a time (see
+    /// [`Store::for_each_session_node`]).
+    pub fn for_each_session_edge(
+        &self,
+        session: SessionId,
+        mut f: impl FnMut(Edge) -> Result<std::ops::ControlFlow<()>>,
+    ) -> Result<()> {
+        let r = self.read()?;
+        let idx = r.open_table(SESSION_NODES)?;
+        let t = r.open_table(EDGES_OUT)?;
+        for row in idx.range(prefix32(session.to_bytes()))? {
+            let (k, _) = row?;
+            let (_, node) = split32(k.value());
+            for e in t.range(prefix33(node))? {
+                let (_, v) = e?;
+                if f(codec::decode("edges_out", v.value())?)?.is_break() {
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub fn session_node_count(&self, session: SessionId) -> Result<u64> {
         let r = self.read()?;
         let idx = r.open_table(SESSION_NODES)?;
@@ -129,18 +174,11 @@ impl Store {
 
     /// Every edge whose source node belongs to `session`.
     pub fn session_edges(&self, session: SessionId) -> Result<Vec<Edge>> {
-        let r = self.read()?;
-        let idx = r.open_table(SESSION_NODES)?;
-        let t = r.open_table(EDGES_OUT)?;
         let mut out = Vec::new();
-        for row in idx.range(prefix32(session.to_bytes()))? {
-            let (k, _) = row?;
-            let (_, node) = split32(k.value());
-            for e in t.range(prefix33(node))? {
-                let (_, v) = e?;
-                out.push(codec::decode("edges_out", v.value())?);
-            }
-        }
+        self.for_each_session_edge(session, |e| {
+            out.push(e);
+            Ok(std::ops::ControlFlow::Continue(()))
+        })?;
         Ok(out)
     }
 
