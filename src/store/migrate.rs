@@ -24,6 +24,8 @@
 //! - v10: values over 200 bytes are zstd-compressed JSON (codec format 2); the nodes are
 //!   rewritten so. `search_docs` records keep only their header (a node's terms are read
 //!   from its text when it is re-indexed or deleted).
+//! - v11: `session_heads` (each node's head beside the session's node index, see
+//!   `heads.rs`) replaces `session_nodes`, so a session opens without reading node bodies.
 
 use redb::{ReadTransaction, ReadableDatabase, ReadableTable, TableHandle, WriteTransaction};
 
@@ -31,7 +33,7 @@ use super::tables::*;
 use super::{Store, StoreError, codec, search};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 10;
+pub const SCHEMA_VERSION: u32 = 11;
 
 const VERSION_KEY: &str = "schema_version";
 
@@ -96,6 +98,7 @@ pub(super) fn ensure_schema(store: &Store) -> Result<(), StoreError> {
                 7 => migrate_v7_to_v8(&txn)?,
                 8 => migrate_v8_to_v9(&txn)?,
                 9 => migrate_v9_to_v10(&txn)?,
+                10 => migrate_v10_to_v11(&txn)?,
                 other => {
                     return Err(StoreError::Corrupt(format!(
                         "no migration from schema {other}"
@@ -122,7 +125,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(META)?;
     txn.open_table(SESSIONS)?;
     txn.open_table(NODES)?;
-    txn.open_table(SESSION_NODES)?;
+    txn.open_table(SESSION_HEADS)?;
     txn.open_table(EDGES_OUT)?;
     txn.open_table(EDGES_IN)?;
     txn.open_table(DECISION_POINTS)?;
@@ -329,6 +332,29 @@ fn migrate_v9_to_v10(txn: &WriteTransaction) -> Result<(), StoreError> {
         (v.len() > search::DOC_HEADER).then(|| v[..search::DOC_HEADER].to_vec())
     })?;
     tracing::info!(nodes, docs, "migration v9 -> v10: records compressed");
+    Ok(())
+}
+
+/// v10 → v11: a head for every node of `session_nodes`, which is then dropped.
+fn migrate_v10_to_v11(txn: &WriteTransaction) -> Result<(), StoreError> {
+    if txn.list_tables()?.any(|t| t.name() == SESSION_NODES.name()) {
+        let index = txn.open_table(SESSION_NODES)?;
+        let nodes = txn.open_table(NODES)?;
+        let mut heads = txn.open_table(SESSION_HEADS)?;
+        let mut count = 0u64;
+        for row in index.iter()? {
+            let (k, _) = row?;
+            let key = k.value();
+            if let Some(v) = nodes.get(split32(key).1)? {
+                let node: super::Node = codec::decode("nodes", v.value())?;
+                heads.insert(key, super::NodeHead::of(&node).encode()?.as_slice())?;
+                count += 1;
+            }
+        }
+        drop((index, nodes, heads));
+        txn.delete_table(SESSION_NODES)?;
+        tracing::info!(count, "migration v10 -> v11: node heads written");
+    }
     Ok(())
 }
 

@@ -11,6 +11,7 @@
 //! threads that may block: the CLI's own calls, `spawn_blocking` closures, tests.
 
 mod codec;
+mod heads;
 mod journal;
 mod knowledge;
 pub mod learning;
@@ -30,6 +31,7 @@ use std::sync::Arc;
 
 use redb::{ConcurrencyMode, Database, ReadTransaction, ReadableDatabase, ReadableTable};
 
+pub use heads::{NodeHead, excerpt};
 pub use knowledge::{DocKind, KnowledgeChunk, KnowledgeDoc};
 pub use memory::{
     CoreSection, MemoryCounters, MemoryEntry, MemoryScope, MemoryTier, Provenance, StoredVector,

@@ -77,13 +77,38 @@ impl Store {
 
     /// A session's nodes in creation order.
     pub fn session_nodes(&self, session: SessionId) -> Result<Vec<Node>> {
-        joined(
-            &self.read()?,
-            SESSION_NODES,
-            NODES,
-            "nodes",
-            session.to_bytes(),
-        )
+        let mut out = Vec::new();
+        self.for_each_session_node(session, |n| {
+            out.push(n);
+            Ok(std::ops::ControlFlow::Continue(()))
+        })?;
+        Ok(out)
+    }
+
+    /// A session's node heads in creation order: what lists, trees and counts need, without
+    /// reading any node's body.
+    pub fn session_heads(&self, session: SessionId) -> Result<Vec<NodeHead>> {
+        let r = self.read()?;
+        let idx = r.open_table(SESSION_HEADS)?;
+        let mut out = Vec::new();
+        for row in idx.range(prefix32(session.to_bytes()))? {
+            let (k, v) = row?;
+            out.push(NodeHead::decode(&k.value(), v.value())?);
+        }
+        Ok(out)
+    }
+
+    /// The nodes with these ids that exist, read in one transaction, in the order given.
+    pub fn nodes(&self, ids: &[NodeId]) -> Result<Vec<Node>> {
+        let r = self.read()?;
+        let t = r.open_table(NODES)?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            if let Some(v) = t.get(id.to_bytes())? {
+                out.push(codec::decode("nodes", v.value())?);
+            }
+        }
+        Ok(out)
     }
 
     /// A session's nodes in creation order, handed to `f` one at a time from one read
@@ -95,7 +120,7 @@ impl Store {
         mut f: impl FnMut(Node) -> Result<std::ops::ControlFlow<()>>,
     ) -> Result<()> {
         let r = self.read()?;
-        let idx = r.open_table(SESSION_NODES)?;
+        let idx = r.open_table(SESSION_HEADS)?;
         let t = r.open_table(NODES)?;
         for row in idx.range(prefix32(session.to_bytes()))? {
             let (k, _) = row?;
@@ -116,7 +141,7 @@ impl Store {
         mut f: impl FnMut(Edge) -> Result<std::ops::ControlFlow<()>>,
     ) -> Result<()> {
         let r = self.read()?;
-        let idx = r.open_table(SESSION_NODES)?;
+        let idx = r.open_table(SESSION_HEADS)?;
         let t = r.open_table(EDGES_OUT)?;
         for row in idx.range(prefix32(session.to_bytes()))? {
             let (k, _) = row?;
@@ -133,7 +158,7 @@ impl Store {
 
     pub fn session_node_count(&self, session: SessionId) -> Result<u64> {
         let r = self.read()?;
-        let idx = r.open_table(SESSION_NODES)?;
+        let idx = r.open_table(SESSION_HEADS)?;
         let mut n = 0;
         for row in idx.range(prefix32(session.to_bytes()))? {
             row?;

@@ -10,7 +10,11 @@ pub const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 pub const SESSIONS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("sessions");
 /// node id → Node.
 pub const NODES: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("nodes");
-/// session id ‖ node id → (): a session's nodes in creation order.
+/// session id ‖ node id → NodeHead (`heads.rs`): a session's nodes in creation order, each
+/// with what lists and counts show of it (schema v11 on).
+pub const SESSION_HEADS: TableDefinition<[u8; 32], &[u8]> = TableDefinition::new("session_heads");
+/// session id ‖ node id → (): the node index of schema v2 to v10; only opened to turn it
+/// into `session_heads` when migrating to v11.
 pub const SESSION_NODES: TableDefinition<[u8; 32], ()> = TableDefinition::new("session_nodes");
 /// src ‖ edge type (1 byte) ‖ dst → Edge.
 pub const EDGES_OUT: TableDefinition<[u8; 33], &[u8]> = TableDefinition::new("edges_out");

@@ -2,7 +2,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use chrono::Utc;
-use redb::ReadableTableMetadata;
+use redb::{ReadableTableMetadata, TableHandle};
 
 use super::*;
 
@@ -643,4 +643,55 @@ fn v9_records_are_compressed_and_old_words_come_from_the_text() {
     store.write(|w| w.delete_session(s.id)).unwrap();
     assert!(store.search("okapi", None, 5).unwrap().is_empty());
     assert_eq!(store.search_doc_count().unwrap(), 0);
+}
+
+/// A v10 store (a bare `session_nodes` index) gets a head for every node when opened, and
+/// the old index is dropped.
+#[test]
+fn v10_session_index_becomes_heads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    let store = Store::open(&path).unwrap();
+    let s = Session::new("t", SessionSource::Glassbox);
+    let mut q = Node::new(s.id, NodeType::Query, "why?\nsecond line");
+    q.meta
+        .insert("memory_used".into(), serde_json::json!(["a", "b"]));
+    let r = Node::new(s.id, NodeType::Response, "because");
+    store
+        .write(|w| {
+            w.put_session(&s)?;
+            w.put_node(&q)?;
+            w.put_node(&r)
+        })
+        .unwrap();
+    let heads = store.session_heads(s.id).unwrap();
+    {
+        let txn = store.db.begin_write().unwrap();
+        txn.delete_table(SESSION_HEADS).unwrap();
+        let mut idx = txn.open_table(SESSION_NODES).unwrap();
+        for n in [&q, &r] {
+            idx.insert(key32(s.id.to_bytes(), n.id.to_bytes()), ())
+                .unwrap();
+        }
+        drop(idx);
+        txn.open_table(META)
+            .unwrap()
+            .insert("schema_version", 10u32.to_le_bytes().as_slice())
+            .unwrap();
+        txn.commit().unwrap();
+    }
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
+    let migrated = store.session_heads(s.id).unwrap();
+    assert_eq!(migrated, heads);
+    assert_eq!(migrated[0].excerpt, "why?");
+    assert_eq!(migrated[0].memory, 2);
+    assert_eq!(migrated[1].kind, NodeType::Response);
+    let r = store.read().unwrap();
+    assert!(
+        !r.list_tables()
+            .unwrap()
+            .any(|t| t.name() == "session_nodes")
+    );
 }

@@ -17,6 +17,7 @@ pub struct PreparedNode {
     pub session: SessionId,
     pub kind: NodeType,
     bytes: Vec<u8>,
+    head: Vec<u8>,
     text: Option<search::PreparedText>,
 }
 
@@ -27,6 +28,7 @@ impl PreparedNode {
             session: node.session,
             kind: node.kind,
             bytes: codec::encode(node)?,
+            head: NodeHead::of(node).encode()?,
             text: search::prepare(node),
         })
     }
@@ -88,9 +90,10 @@ impl Writer<'_> {
             .open_table(NODES)?
             .insert(n.id.to_bytes(), codec::encode(n)?.as_slice())?
             .map(|v| v.value().to_vec());
-        self.txn
-            .open_table(SESSION_NODES)?
-            .insert(key32(n.session.to_bytes(), n.id.to_bytes()), ())?;
+        self.txn.open_table(SESSION_HEADS)?.insert(
+            key32(n.session.to_bytes(), n.id.to_bytes()),
+            NodeHead::of(n).encode()?.as_slice(),
+        )?;
         search::index_node(self.txn, &mut self.index, n, old.as_deref())?;
         super::leases::note(self.txn, n)?;
         self.journal(ChangeKind::NodePut, Some(n.session), Some(n.id.0))
@@ -102,7 +105,7 @@ impl Writer<'_> {
     /// what followers act on, rather than one per node.
     pub fn put_prepared_nodes(&mut self, nodes: &[PreparedNode]) -> Result<Vec<PutOutcome>> {
         let mut table = self.txn.open_table(NODES)?;
-        let mut by_session = self.txn.open_table(SESSION_NODES)?;
+        let mut by_session = self.txn.open_table(SESSION_HEADS)?;
         let mut docs = self.txn.open_table(SEARCH_DOCS)?;
         let mut outcomes = Vec::with_capacity(nodes.len());
         // The newest changed node of each session, for the journal.
@@ -118,7 +121,10 @@ impl Writer<'_> {
                 continue;
             }
             table.insert(p.id.to_bytes(), p.bytes.as_slice())?;
-            by_session.insert(key32(p.session.to_bytes(), p.id.to_bytes()), ())?;
+            by_session.insert(
+                key32(p.session.to_bytes(), p.id.to_bytes()),
+                p.head.as_slice(),
+            )?;
             if let Some(text) = &p.text {
                 search::index_prepared(
                     &mut docs,
@@ -269,7 +275,7 @@ impl Writer<'_> {
         }
         let mut node_ids = Vec::new();
         self.txn
-            .open_table(SESSION_NODES)?
+            .open_table(SESSION_HEADS)?
             .extract_from_if(prefix32(sid), |k, _| {
                 node_ids.push(split32(k).1);
                 true
