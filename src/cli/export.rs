@@ -1,5 +1,6 @@
 //! `glassbox export SESSION --format md|json|dot|mermaid|prm800k|processbench [-o FILE]`.
 
+use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -9,9 +10,12 @@ use serde_json::Value;
 
 use super::Ctx;
 use crate::engines::transcript::drawing::{self, Edges};
-use crate::engines::transcript::export::{self, SessionExport};
+use crate::engines::transcript::export::{self, ExportError, SessionExport, Written};
 use crate::engines::verify;
 use crate::store::{SessionId, Store};
+
+/// Bytes buffered before a streamed export writes to its output.
+const OUT_BUFFER: usize = 1 << 20;
 
 /// Output formats of `export`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -142,8 +146,8 @@ pub fn run(ctx: &Ctx, args: ExportArgs) -> Result<ExitCode> {
     let sid = store.resolve_session(&args.session)?;
     let edges = Edges::from(args.edges);
     let (text, note) = match args.format {
-        ExportFormat::Md => graph(&store, sid, |d| Ok(export::to_markdown(d)))?,
-        ExportFormat::Json => graph(&store, sid, |d| Ok(export::to_json(d)?))?,
+        ExportFormat::Md => return stream(&args, |out| export::write_markdown(&store, sid, out)),
+        ExportFormat::Json => return stream(&args, |out| export::write_json(&store, sid, out)),
         ExportFormat::Dot => graph(&store, sid, |d| Ok(drawing::to_dot(d, edges)))?,
         ExportFormat::Mermaid => graph(&store, sid, |d| Ok(drawing::to_mermaid(d, edges)))?,
         ExportFormat::Prm800k => step_labels(&store, sid, Labels::Prm800k)?,
@@ -156,10 +160,67 @@ pub fn run(ctx: &Ctx, args: ExportArgs) -> Result<ExitCode> {
             eprintln!("wrote {} ({note})", path.display());
         }
         None => {
-            use std::io::Write;
             let mut out = std::io::stdout().lock();
             // A closed pipe (`| head`) is not an error.
             let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs an export that writes as it reads the store into the output file or stdout. A
+/// file left incomplete by a failure is removed; a closed stdout pipe (`| head`) is not an
+/// error.
+fn stream(
+    args: &ExportArgs,
+    write: impl FnOnce(&mut BufWriter<Box<dyn Write + '_>>) -> Result<Written, ExportError>,
+) -> Result<ExitCode> {
+    match &args.output {
+        Some(path) => {
+            let file = std::fs::File::create(path)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            let mut out = BufWriter::with_capacity(OUT_BUFFER, Box::new(file) as Box<dyn Write>);
+            let written = write(&mut out).and_then(|w| {
+                out.flush()?;
+                Ok(w)
+            });
+            drop(out);
+            match written {
+                Ok(w) => {
+                    eprintln!(
+                        "wrote {} ({} nodes, {} edges)",
+                        path.display(),
+                        w.nodes,
+                        w.edges
+                    );
+                }
+                Err(e) => {
+                    if path.is_file() {
+                        let _ = std::fs::remove_file(path);
+                    }
+                    return Err(match e {
+                        ExportError::Write(e) => anyhow::Error::new(e)
+                            .context(format!("cannot write {}", path.display())),
+                        ExportError::Read(e) => e.into(),
+                    });
+                }
+            }
+        }
+        None => {
+            let stdout = std::io::stdout().lock();
+            let mut out = BufWriter::with_capacity(OUT_BUFFER, Box::new(stdout) as Box<dyn Write>);
+            let written = write(&mut out).and_then(|w| {
+                out.flush()?;
+                Ok(w)
+            });
+            match written {
+                Ok(_) => {}
+                Err(ExportError::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                Err(ExportError::Write(e)) => {
+                    return Err(anyhow::Error::new(e).context("cannot write to stdout"));
+                }
+                Err(ExportError::Read(e)) => return Err(e.into()),
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -71,54 +71,34 @@ pub async fn run(ctx: &Ctx, cmd: ImportCmd) -> Result<ExitCode> {
     }
 }
 
+/// Checks the whole file first (nothing is stored for a bad one), then reads it again and
+/// stores its nodes in batches as they are read.
 fn import_json(ctx: &Ctx, file: &std::path::Path, replace: bool, json: bool) -> Result<ExitCode> {
-    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let text = export_text(file, bytes)?;
-    let parsed = export::parse_json(&text, &file.display().to_string())?;
+    let checked = export::check_file(file)?;
     let store = ctx.open_store()?;
-    export::import(&store, &parsed, replace)?;
+    let done = export::import_checked(&store, &checked, replace)?;
     if json {
         print_json(&json!({
-            "session": parsed.session.id,
-            "nodes": parsed.nodes.len(),
-            "edges": parsed.edges.len(),
-            "decision_points": parsed.decision_points.len(),
-            "insights": parsed.insights.len(),
-            "runs": parsed.runs.len(),
-            "raw_streams": parsed.raw_streams.len(),
+            "session": done.session.id,
+            "nodes": done.nodes,
+            "edges": done.edges,
+            "decision_points": done.decision_points,
+            "insights": done.insights,
+            "runs": done.runs,
+            "raw_streams": done.raw_streams,
         }))?;
     } else {
         println!(
             "imported session {} \"{}\": {} nodes, {} edges, {} decision points, {} raw streams",
-            parsed.session.id,
-            parsed.session.title,
-            parsed.nodes.len(),
-            parsed.edges.len(),
-            parsed.decision_points.len(),
-            parsed.raw_streams.len()
+            done.session.id,
+            done.session.title,
+            done.nodes,
+            done.edges,
+            done.decision_points,
+            done.raw_streams
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The text of an export file, or a `file:line: reason` error for an empty file or one
-/// that is not UTF-8 (a binary file).
-fn export_text(file: &std::path::Path, bytes: Vec<u8>) -> Result<String> {
-    if bytes.iter().all(u8::is_ascii_whitespace) {
-        bail!(
-            "{}: empty file, not a session export (expected the JSON of `glassbox export --format json`)",
-            file.display()
-        );
-    }
-    String::from_utf8(bytes).map_err(|e| {
-        let good = &e.as_bytes()[..e.utf8_error().valid_up_to()];
-        let line = good.iter().filter(|&&b| b == b'\n').count() + 1;
-        let column = good.len() - good.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1) + 1;
-        anyhow::anyhow!(
-            "{}:{line}: not UTF-8 (invalid byte at column {column}); is this a session export?",
-            file.display()
-        )
-    })
 }
 
 async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
