@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use glassbox::app::keymap::Keymap;
+use glassbox::app::graph::NodeEntry;
+use glassbox::app::loaded::Bodies;
 use glassbox::app::runtime::App;
 use glassbox::app::state::LoadedSession;
 use glassbox::app::update::Msg;
@@ -16,7 +18,8 @@ use glassbox::config::{Config, ProviderKind};
 use glassbox::engines::llm::replay::ReplayProvider;
 use glassbox::engines::orchestrator::{Orchestrator, TurnEvent};
 use glassbox::store::{
-    Edge, EdgeType, Node, NodeType, RawStream, Session, SessionId, SessionSource, Store, StreamId,
+    Edge, EdgeType, Node, NodeHead, NodeType, RawStream, Session, SessionId, SessionSource, Store,
+    StreamId,
 };
 use glassbox::views::ledger_model::LedgerModel;
 use glassbox::views::theme::{ColorDepth, Theme};
@@ -89,9 +92,14 @@ fn draw_big_session(c: &mut Criterion) {
     let (s, nodes) = big_session(100_000);
     let _guard = rt.enter();
     app.dispatch(Msg::Resize(200, 50));
+    let heads: Vec<NodeHead> = nodes.iter().map(NodeHead::of).collect();
     app.dispatch(Msg::SessionLoaded {
-        loaded: LoadedSession::new(s, nodes),
-        decisions: HashMap::new(),
+        loaded: LoadedSession::from_heads(s, &heads),
+        entries: heads.iter().map(NodeEntry::from_head).collect(),
+        bodies: Bodies {
+            nodes,
+            decisions: HashMap::new(),
+        },
         tokens: 0,
     });
     let mut term = Terminal::new(TestBackend::new(200, 50)).unwrap_or_else(|e| panic!("{e}"));

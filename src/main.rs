@@ -34,10 +34,22 @@ fn quiet_on_closed_pipe() {
     }));
 }
 
+/// Whether `err` is a write to a closed pipe (output written with `write!` rather than
+/// `print!`).
+fn closed_pipe(err: &anyhow::Error) -> bool {
+    err.chain().any(|c| {
+        c.downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            .or_else(|| c.downcast_ref::<serde_json::Error>()?.io_error_kind())
+            == Some(std::io::ErrorKind::BrokenPipe)
+    })
+}
+
 fn main() -> ExitCode {
     quiet_on_closed_pipe();
     match run(Cli::parse()) {
         Ok(code) => code,
+        Err(err) if closed_pipe(&err) => ExitCode::from(CLOSED_PIPE as u8),
         Err(err) => {
             // One line for the cause chain; details are in the log file.
             let mut msg = format!("{err}");

@@ -550,7 +550,7 @@ async fn the_tui_shows_the_fault_on_the_node_and_stays_usable() {
     .await;
     // The session is read again once the run ended: its second answer is there, complete.
     pump_until(&mut app, |a| {
-        a.state.loaded.nodes.iter().any(|n| {
+        a.state.loaded.nodes().any(|n| {
             n.kind == NodeType::Response && n.status == NodeStatus::Complete && n.text == "It is 4."
         })
     })

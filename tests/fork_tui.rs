@@ -202,7 +202,7 @@ async fn fork_four_ways_merge_challenge_and_checkpoint_from_the_keyboard() {
         assert!(text.contains(want), "missing {want:?} in\n{text}");
     }
     // The fork's session is now the open one, with a query and four branches.
-    pump_until(&mut app, |a| a.state.loaded.nodes.len() == 5).await;
+    pump_until(&mut app, |a| a.state.loaded.len() == 5).await;
     let four = draw(&mut app, 160, 45);
     insta::assert_snapshot!("fork_4_columns_160x45", four.backend());
 
@@ -291,7 +291,7 @@ async fn two_columns_then_a_debate_reaches_consensus() {
     let styles: Vec<ForkStyle> = app.ws::<Fork>().columns.iter().map(|c| c.style).collect();
     assert_eq!(styles, vec![ForkStyle::Conservative, ForkStyle::Aggressive]);
     assert_eq!(server.requests().len(), 3);
-    pump_until(&mut app, |a| a.state.loaded.nodes.len() == 3).await;
+    pump_until(&mut app, |a| a.state.loaded.len() == 3).await;
     let two = draw(&mut app, 160, 45);
     insta::assert_snapshot!("fork_2_columns_160x45", two.backend());
 

@@ -393,7 +393,7 @@ async fn continue_from_a_thinking_node_branches_with_the_history_up_to_it() {
     assert_eq!(app.state.branch_from, Some(thinking));
     type_text(&mut app, "What if order mattered?");
     press(&mut app, KeyCode::Enter);
-    pump_until(&mut app, |a| !a.running() && a.state.loaded.nodes.len() > 3).await;
+    pump_until(&mut app, |a| !a.running() && a.state.loaded.len() > 3).await;
     let sent = server.requests()[0].json["messages"].to_string();
     assert!(sent.contains("My reasoning so far"), "{sent}");
     assert!(sent.contains("What if order mattered?"));
@@ -418,7 +418,7 @@ async fn enter_alone_after_c_answers_the_selected_question_again_as_a_branch() {
     assert!(title.contains("Enter alone continues"), "{title}");
     // No question typed: the selected question is asked again.
     press(&mut app, KeyCode::Enter);
-    pump_until(&mut app, |a| !a.running() && a.state.loaded.nodes.len() > 3).await;
+    pump_until(&mut app, |a| !a.running() && a.state.loaded.len() > 3).await;
     let sent = &server.requests()[0].json["messages"];
     let messages = sent.as_array().unwrap();
     assert_eq!(messages.len(), 1, "only the question itself: {sent}");

@@ -7,6 +7,7 @@ pub mod graph;
 pub mod highlight;
 pub mod input;
 pub mod jobs;
+pub mod loaded;
 pub mod keymap;
 pub mod ledger;
 pub mod runtime;

@@ -16,16 +16,18 @@ use super::config::{Config, ProviderKind};
 use super::highlight::{Highlighted, Highlighter};
 use super::jobs::LatestJob;
 use super::keymap::{KeyResolver, Keymap, Mode, Resolution};
+use super::loaded::{Bodies, Slot};
 use super::prompts::Prompts;
 use super::state::{Focus, Level, LoadedSession, SessionRow, State};
 use super::update::{Effect, Msg, Settings, update};
 use super::workspaces::{Workspaces, think};
 use crate::config::providers as factory;
 use crate::engines::memory::Memory;
-use crate::engines::orchestrator::{Orchestrator, Router, TurnRequest, session_output_tokens};
-use crate::store::SessionId;
-use crate::store::{NodeType, Store};
+use crate::engines::orchestrator::{Orchestrator, Router, TurnRequest, heads_output_tokens};
+use crate::store::Store;
+use crate::store::{NodeId, SessionId};
 use crate::views;
+use crate::views::graph_model::NodeEntry;
 use crate::views::markdown::HighlightCache;
 use crate::views::theme::Theme;
 
@@ -106,6 +108,8 @@ pub struct App {
     highlighter: Highlighter,
     /// Session loads: one at a time, the newest request wins.
     loads: LatestJob<SessionId>,
+    /// Body reads for the open session's window: the newest request wins.
+    bodies: LatestJob<(SessionId, Vec<NodeId>)>,
     search: LatestJob<(u64, String)>,
     memory: Result<Memory, String>,
     memory_search: LatestJob<BlockingJob>,
@@ -171,6 +175,13 @@ impl App {
                 let _ = tx.send(load_session(&store, id));
             })
         };
+        let bodies = {
+            let (store, tx) = (store.clone(), tx.clone());
+            LatestJob::new(move |(session, ids): (SessionId, Vec<NodeId>)| {
+                let bodies = Bodies::read(&store, &ids).map_err(|e| e.to_string());
+                let _ = tx.send(Msg::BodiesLoaded { session, bodies });
+            })
+        };
         let search = {
             let (store, tx) = (store.clone(), tx.clone());
             LatestJob::new(move |(seq, query): (u64, String)| {
@@ -195,6 +206,7 @@ impl App {
             highlighter,
             highlighted,
             loads,
+            bodies,
             search,
             memory,
             memory_search: LatestJob::new(|job: BlockingJob| job()),
@@ -426,6 +438,7 @@ impl App {
                 });
             }
             Effect::LoadSession(id) => self.loads.submit(id),
+            Effect::LoadBodies(session, ids) => self.bodies.submit((session, ids)),
             Effect::RenameSession(id, title) => {
                 if let Some(s) = self.state.loaded.session.as_mut().filter(|s| s.id == id) {
                     s.title = title.clone();
@@ -579,7 +592,8 @@ fn reload_sessions(store: &Store) -> Msg {
     }
 }
 
-/// Reads a session with its decision points and token use.
+/// Opens a session: every node's head, and the bodies of the window on screen (a small
+/// session's every body), with their decision points and the session's token use.
 pub fn load_session(store: &Store, id: crate::store::SessionId) -> Msg {
     let result = (|| -> Result<Msg, crate::store::StoreError> {
         let Some(session) = store.session(id)? else {
@@ -588,18 +602,25 @@ pub fn load_session(store: &Store, id: crate::store::SessionId) -> Msg {
                 Level::Warn,
             ));
         };
-        let nodes = store.session_nodes(id)?;
-        let mut decisions = HashMap::new();
-        for n in nodes.iter().filter(|n| n.kind == NodeType::Thinking) {
-            let d = store.decision_points(n.id)?;
-            if !d.is_empty() {
-                decisions.insert(n.id, d);
-            }
-        }
-        let tokens = session_output_tokens(&nodes);
+        // The graph's entries are made here, off the UI thread, one head at a time.
+        let (mut slots, mut entries, mut tokens) = (Vec::new(), Vec::new(), 0);
+        store.for_each_session_head(id, |h| {
+            slots.push(Slot::from(&h));
+            entries.push(NodeEntry::from_head(&h));
+            tokens += heads_output_tokens(std::slice::from_ref(&h));
+        })?;
+        let mut loaded = LoadedSession::from_slots(session, slots);
+        let ids: Vec<_> = if loaded.len() <= super::loaded::READ_WHOLE_UP_TO {
+            loaded.slots.iter().map(|s| s.id).collect()
+        } else {
+            // The panes open on the last turn.
+            loaded.window_wanted(loaded.len() - 1, None)
+        };
+        let bodies = Bodies::read(store, &ids)?;
         Ok(Msg::SessionLoaded {
-            loaded: LoadedSession::new(session, nodes),
-            decisions,
+            loaded,
+            entries,
+            bodies,
             tokens,
         })
     })();

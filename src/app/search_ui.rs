@@ -209,7 +209,7 @@ pub fn select_node(state: &mut State, id: NodeId) -> bool {
     };
     let query = state
         .loaded
-        .nodes
+        .slots
         .get(..=at)
         .unwrap_or(&[])
         .iter()

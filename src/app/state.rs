@@ -1,15 +1,16 @@
 //! Everything the TUI shows, in one place. Only `update` changes it; views read it.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use tokio_util::sync::CancellationToken;
 
 use super::graph::GraphModel;
 use super::input::InputBox;
+pub use super::loaded::{LoadedSession, Slot};
 use super::workspaces::WorkspaceId;
 use crate::engines::llm::{Effort, Usage};
 use crate::engines::orchestrator::Route;
-use crate::store::{Node, NodeId, NodeStatus, NodeType, Session, SessionId};
+use crate::store::{NodeId, NodeStatus, NodeType, SessionId};
 pub use crate::views::chrome::Level;
 pub use crate::views::sessions::{ListRow, SessionRow};
 pub use crate::views::think::{Focus, RunPhase, Shown, ThinkingView};
@@ -39,49 +40,6 @@ pub struct RunView {
     pub response: String,
     pub usage: Usage,
     pub cancel: CancellationToken,
-}
-
-/// The session open in the Think workspace.
-#[derive(Clone, Debug, Default)]
-pub struct LoadedSession {
-    pub session: Option<Session>,
-    pub nodes: Vec<Node>,
-    pub index: HashMap<NodeId, usize>,
-}
-
-impl LoadedSession {
-    pub fn new(session: Session, nodes: Vec<Node>) -> Self {
-        let index = nodes.iter().enumerate().map(|(i, n)| (n.id, i)).collect();
-        Self {
-            session: Some(session),
-            nodes,
-            index,
-        }
-    }
-
-    pub fn node(&self, id: NodeId) -> Option<&Node> {
-        self.index.get(&id).and_then(|i| self.nodes.get(*i))
-    }
-
-    pub fn id(&self) -> Option<SessionId> {
-        self.session.as_ref().map(|s| s.id)
-    }
-
-    /// The positions of the turn holding the node at `at`: from its question up to the
-    /// next question (from the start when no question comes before it).
-    pub fn turn_of(&self, at: usize) -> std::ops::Range<usize> {
-        let nodes = &self.nodes;
-        let at = at.min(nodes.len().saturating_sub(1));
-        let start = nodes
-            .get(..=at)
-            .and_then(|before| before.iter().rposition(|n| n.kind == NodeType::Query))
-            .unwrap_or(0);
-        let end = nodes
-            .get(start + 1..)
-            .and_then(|after| after.iter().position(|n| n.kind == NodeType::Query))
-            .map_or(nodes.len(), |p| start + 1 + p);
-        start..end
-    }
 }
 
 /// The whole TUI state.
@@ -196,7 +154,7 @@ impl State {
         let Some(&pos) = self.loaded.index.get(&node) else {
             return false;
         };
-        let Some(query) = self.loaded.nodes[..=pos]
+        let Some(query) = self.loaded.slots[..=pos]
             .iter()
             .rev()
             .find(|n| n.kind == NodeType::Query)
@@ -229,6 +187,17 @@ impl State {
         self.sidebar_visible && self.size.0 >= 100
     }
 
+    /// The position of the node whose turn the panes show: the selected node's, else the
+    /// last.
+    pub fn anchor(&self) -> usize {
+        let last = self.loaded.len().saturating_sub(1);
+        self.graph
+            .selected_node()
+            .and_then(|id| self.loaded.index.get(&id).copied())
+            .unwrap_or(last)
+            .min(last)
+    }
+
     /// Recomputes what the thinking and answer panes show.
     pub fn refresh_shown(&mut self) {
         if let Some(run) = &self.run {
@@ -243,20 +212,17 @@ impl State {
             };
             return;
         }
-        let nodes = &self.loaded.nodes;
-        if nodes.is_empty() {
+        if self.loaded.is_empty() {
             self.shown = Shown::default();
             return;
         }
-        // The turn holding the selected node, else the last turn.
-        let anchor = self
-            .graph
-            .selected_node()
-            .and_then(|id| self.loaded.index.get(&id).copied())
-            .unwrap_or(nodes.len() - 1)
-            .min(nodes.len() - 1);
         let mut shown = Shown::default();
-        for n in nodes.get(self.loaded.turn_of(anchor)).unwrap_or(&[]) {
+        let turn = self.loaded.turn_of(self.anchor());
+        for n in self.loaded.shown_in(turn) {
+            // A body still being read shows once it arrives.
+            let Some(n) = self.loaded.node(n.id) else {
+                continue;
+            };
             match n.kind {
                 NodeType::Query => shown.question = n.text.clone(),
                 NodeType::Thinking => {

@@ -3,12 +3,11 @@
 //! runtime carries out the effects. Bindable actions are the serde `Action` enum; runtime
 //! messages wrap it in `Msg` so `Action` stays a plain list the keymap can name.
 
-use std::collections::HashMap;
-
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::Action;
 use super::keymap::Keymap;
+use super::loaded::Bodies;
 use super::state::{
     Focus, Level, ListRow, LoadedSession, Overlay, RunPhase, SessionRow, State, ThinkingView,
 };
@@ -18,7 +17,8 @@ use super::workspaces::think::turn;
 use super::workspaces::{Boxed, REGISTRY, WorkspaceId, Workspaces};
 use crate::engines::llm::Effort;
 use crate::engines::orchestrator::{Route, Router, TurnEvent, TurnOutcome};
-use crate::store::{DecisionPoint, NodeId, SessionId};
+use crate::store::{NodeId, SessionId};
+use crate::views::graph_model::NodeEntry;
 use crate::views::palette;
 
 /// Something that happened: a bound action, a key to type, or news from an engine or store.
@@ -38,10 +38,18 @@ pub enum Msg {
         outcome: Result<TurnOutcome, String>,
     },
     SessionsLoaded(Vec<SessionRow>),
+    /// A session opened: every node's head, and the bodies of the window on screen.
     SessionLoaded {
         loaded: LoadedSession,
-        decisions: HashMap<NodeId, Vec<DecisionPoint>>,
+        /// The graph's entries, one per node, made from the heads.
+        entries: Vec<NodeEntry>,
+        bodies: Bodies,
         tokens: u64,
+    },
+    /// Bodies read for the open session's window.
+    BodiesLoaded {
+        session: SessionId,
+        bodies: Result<Bodies, String>,
     },
     Notice(String, Level),
     /// News from a workspace's task, for that workspace.
@@ -62,6 +70,8 @@ pub enum Effect {
     },
     LoadSessions,
     LoadSession(SessionId),
+    /// Read these bodies of the open session (its window moved).
+    LoadBodies(SessionId, Vec<NodeId>),
     RenameSession(SessionId, String),
     DeleteSession(SessionId),
     Quit,
@@ -121,32 +131,58 @@ pub fn update(
             }
         }
         Msg::SessionLoaded {
-            loaded,
-            decisions,
+            mut loaded,
+            entries,
+            bodies,
             tokens,
         } => {
             // A run in progress owns the panes; its session reloads when it ends.
             if state.run.is_none() {
                 let same = state.loaded.id() == loaded.id();
-                state.graph.load(&loaded.nodes, |id| {
-                    decisions.get(&id).cloned().unwrap_or_default()
+                state.graph.load_entries(entries);
+                state.graph.fill(&bodies.nodes, |id| {
+                    bodies.decisions.get(&id).cloned().unwrap_or_default()
                 });
                 if !same {
                     state.graph.select_last();
                     state.thinking_scroll = 0;
                     state.response_scroll = 0;
                 }
+                let keep = bodies.nodes.iter().map(|n| n.id).collect();
+                loaded.add_bodies(bodies.nodes, &keep);
                 state.loaded = loaded;
                 state.session_tokens = tokens;
                 super::search_ui::session_loaded(state);
                 state.refresh_shown();
             }
         }
+        Msg::BodiesLoaded { session, bodies } => match bodies {
+            Ok(bodies) if state.loaded.id() == Some(session) => {
+                state.graph.fill(&bodies.nodes, |id| {
+                    bodies.decisions.get(&id).cloned().unwrap_or_default()
+                });
+                let keep = state.loaded.window_ids(state.anchor());
+                state.loaded.add_bodies(bodies.nodes, &keep);
+                state.refresh_shown();
+            }
+            Ok(_) => {}
+            Err(e) => state.notice = Some((format!("cannot read nodes: {e}"), Level::Error)),
+        },
         Msg::Notice(text, level) => state.notice = Some((text, level)),
         Msg::Ws(id, m) => ws.msg(id, m, state, &mut fx),
         Msg::Search(m) => super::search_ui::on_msg(state, m, &mut fx),
     }
     ws.follow(state, &mut fx);
+    // A large session reads the bodies around the selection as it moves.
+    if state.run.is_none()
+        && let Some(session) = state.loaded.id()
+    {
+        let selected = state.graph.selected_node();
+        let wanted = state.loaded.window_wanted(state.anchor(), selected);
+        if !wanted.is_empty() {
+            fx.push(Effect::LoadBodies(session, wanted));
+        }
+    }
     fx
 }
 

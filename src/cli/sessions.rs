@@ -1,6 +1,7 @@
 //! `glassbox sessions list|show|rename|rm`.
 
 use std::io::{BufRead, IsTerminal, Write};
+use std::ops::ControlFlow;
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
@@ -13,7 +14,7 @@ use super::{Ctx, print_json};
 use crate::engines::transcript::{
     SessionStats, parse_since, session_cwd, session_git_branch, session_project,
 };
-use crate::store::{Node, NodeStatus, Session, SessionSource};
+use crate::store::{Edge, Node, NodeStatus, Session, SessionId, SessionSource, Store, StoreError};
 
 #[derive(Debug, Subcommand)]
 pub enum SessionsCmd {
@@ -139,32 +140,21 @@ impl ListFilter {
     }
 }
 
-/// The first line of `text`, cut to `max` characters.
-pub(crate) fn excerpt(text: &str, max: usize) -> String {
-    let line = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    if line.chars().count() > max {
-        let cut: String = line.chars().take(max.saturating_sub(1)).collect();
-        format!("{cut}…")
-    } else {
-        line.to_string()
-    }
-}
+pub(crate) use crate::store::excerpt;
 
 /// The details at the top of `sessions show`.
-fn print_stats(st: &SessionStats) {
+fn print_stats(out: &mut impl Write, st: &SessionStats) -> std::io::Result<()> {
     let or_dash = |v: Option<&str>| v.unwrap_or("-").to_string();
-    println!(
+    writeln!(
+        out,
         "project {}  cwd {}  branch {}",
         or_dash(st.project.as_deref()),
         or_dash(st.cwd.as_deref()),
         or_dash(st.git_branch.as_deref())
-    );
+    )?;
     if !st.models.is_empty() || !st.versions.is_empty() {
-        println!(
+        writeln!(
+            out,
             "models {}  claude code {}",
             if st.models.is_empty() {
                 "-".into()
@@ -176,25 +166,26 @@ fn print_stats(st: &SessionStats) {
             } else {
                 st.versions.join(", ")
             }
-        );
+        )?;
     }
     if let Some(active) = st.active_line() {
-        println!("active {active}");
+        writeln!(out, "active {active}")?;
     }
-    println!("{}", st.counts_line());
+    writeln!(out, "{}", st.counts_line())?;
     if let Some(tools) = st.tools_line() {
-        println!("tools {tools}");
+        writeln!(out, "tools {tools}")?;
     }
     if let Some(tokens) = st.tokens_line() {
-        println!("tokens {tokens}");
+        writeln!(out, "tokens {tokens}")?;
     }
     for f in &st.files {
-        println!("file {f}");
+        writeln!(out, "file {f}")?;
     }
+    Ok(())
 }
 
-fn status_label(n: &Node) -> &'static str {
-    match n.status {
+fn status_label(status: &NodeStatus) -> &'static str {
+    match status {
         NodeStatus::Complete => "",
         NodeStatus::Streaming => " [streaming]",
         NodeStatus::Interrupted => " [interrupted]",
@@ -263,48 +254,55 @@ pub fn run(ctx: &Ctx, cmd: SessionsCmd) -> Result<ExitCode> {
             let Some(s) = store.session(sid)? else {
                 bail!("session '{id}' not found")
             };
-            let nodes = store.session_nodes(sid)?;
-            let edges = store.session_edges(sid)?;
-            let stats = SessionStats::of(&s, &nodes);
+            // Heads only: no node body is read for the text form, and the JSON form writes
+            // each node and edge as it reads it.
+            let heads = store.session_heads(sid)?;
+            let stats = SessionStats::of(&s, &heads);
             if json {
-                print_json(&json!({
-                    "session": session_json(&s, nodes.len() as u64),
-                    "stats": stats,
-                    "meta": s.meta,
-                    "nodes": nodes,
-                    "edges": edges,
-                    "runs": store.session_runs(sid)?,
-                }))?;
+                let show = ShowJson {
+                    edges: Streamed(&store, sid, |st, id, f| st.for_each_session_edge(id, f)),
+                    meta: &s.meta,
+                    nodes: Streamed(&store, sid, |st, id, f| st.for_each_session_node(id, f)),
+                    runs: store.session_runs(sid)?,
+                    session: session_json(&s, heads.len() as u64),
+                    stats: &stats,
+                };
+                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                serde_json::to_writer_pretty(&mut out, &show)?;
+                writeln!(out)?;
+                out.flush()?;
             } else {
-                println!("{}  {}", s.id, s.title);
-                println!(
+                let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+                writeln!(out, "{}  {}", s.id, s.title)?;
+                writeln!(
+                    out,
                     "source {}  created {}  provider {}  model {}",
                     s.source.as_str(),
                     s.created_at.format("%Y-%m-%d %H:%M:%S"),
                     s.provider.as_deref().unwrap_or("-"),
                     s.model.as_deref().unwrap_or("-")
-                );
-                print_stats(&stats);
-                println!("{} nodes, {} edges", nodes.len(), edges.len());
-                for n in &nodes {
+                )?;
+                print_stats(&mut out, &stats)?;
+                let edges = store.session_edge_count(sid)?;
+                writeln!(out, "{} nodes, {edges} edges", heads.len())?;
+                for n in &heads {
                     // A pipeline layer says which layer it is, a tool call which tool, a
                     // user turn Claude Code wrote what it is.
-                    let str_meta = |k: &str| n.meta.get(k).and_then(|v| v.as_str());
-                    let label = match n.kind {
-                        crate::store::NodeType::PipelineLayer => str_meta("layer"),
-                        crate::store::NodeType::ToolCall => str_meta("tool"),
-                        crate::store::NodeType::Query => str_meta("system_payload"),
-                        _ => None,
-                    };
-                    let layer = label.map(|l| format!("[{l}] ")).unwrap_or_default();
-                    println!(
-                        "  {}  {:<16} {layer}{}{}",
+                    let tag = n
+                        .tag
+                        .as_ref()
+                        .map(|l| format!("[{l}] "))
+                        .unwrap_or_default();
+                    writeln!(
+                        out,
+                        "  {}  {:<16} {tag}{}{}",
                         n.id.short(),
                         n.kind.as_str(),
-                        excerpt(&n.text, 90),
-                        status_label(n)
-                    );
+                        excerpt(&n.excerpt, 90),
+                        status_label(&n.status)
+                    )?;
                 }
+                drop(heads);
                 for r in store.session_runs(sid)? {
                     let status = match &r.status {
                         crate::store::RunStatus::Running => "running".to_string(),
@@ -318,16 +316,28 @@ pub fn run(ctx: &Ctx, cmd: SessionsCmd) -> Result<ExitCode> {
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_string))
                         .unwrap_or_default();
-                    println!("  run {}  {kind:<9} {status}", r.id.short());
+                    writeln!(out, "  run {}  {kind:<9} {status}", r.id.short())?;
                 }
-                for e in &edges {
-                    println!(
+                let mut failed = None;
+                store.for_each_session_edge(sid, |e| {
+                    match writeln!(
+                        out,
                         "  {} -{}-> {}",
                         e.src.short(),
                         e.kind.as_str(),
                         e.dst.short()
-                    );
+                    ) {
+                        Ok(()) => Ok(ControlFlow::Continue(())),
+                        Err(err) => {
+                            failed = Some(err);
+                            Ok(ControlFlow::Break(()))
+                        }
+                    }
+                })?;
+                if let Some(e) = failed {
+                    return Err(e.into());
                 }
+                out.flush()?;
             }
         }
         SessionsCmd::Rename { id, title, json } => {
@@ -377,4 +387,49 @@ pub fn run(ctx: &Ctx, cmd: SessionsCmd) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `sessions show --json`: the fields in the order `json!` gives them (sorted), with the
+/// nodes and edges written as they are read.
+#[derive(serde::Serialize)]
+struct ShowJson<'a> {
+    edges: Streamed<'a, Edge>,
+    meta: &'a serde_json::Map<String, serde_json::Value>,
+    nodes: Streamed<'a, Node>,
+    runs: Vec<crate::store::Run>,
+    session: serde_json::Value,
+    stats: &'a SessionStats,
+}
+
+/// A store walk over one session's records, serialised as a JSON array.
+type Walk<T> = fn(
+    &Store,
+    SessionId,
+    &mut dyn FnMut(T) -> Result<ControlFlow<()>, StoreError>,
+) -> Result<(), StoreError>;
+
+struct Streamed<'a, T>(&'a Store, SessionId, Walk<T>);
+
+impl<T: serde::Serialize> serde::Serialize for Streamed<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeSeq};
+        let mut seq = s.serialize_seq(None)?;
+        let mut failed = None;
+        (self.2)(
+            self.0,
+            self.1,
+            &mut |item| match seq.serialize_element(&item) {
+                Ok(()) => Ok(ControlFlow::Continue(())),
+                Err(e) => {
+                    failed = Some(e);
+                    Ok(ControlFlow::Break(()))
+                }
+            },
+        )
+        .map_err(S::Error::custom)?;
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        seq.end()
+    }
 }

@@ -88,14 +88,24 @@ impl Store {
     /// A session's node heads in creation order: what lists, trees and counts need, without
     /// reading any node's body.
     pub fn session_heads(&self, session: SessionId) -> Result<Vec<NodeHead>> {
+        let mut out = Vec::new();
+        self.for_each_session_head(session, |h| out.push(h))?;
+        Ok(out)
+    }
+
+    /// A session's node heads in creation order, handed to `f` one at a time.
+    pub fn for_each_session_head(
+        &self,
+        session: SessionId,
+        mut f: impl FnMut(NodeHead),
+    ) -> Result<()> {
         let r = self.read()?;
         let idx = r.open_table(SESSION_HEADS)?;
-        let mut out = Vec::new();
         for row in idx.range(prefix32(session.to_bytes()))? {
             let (k, v) = row?;
-            out.push(NodeHead::decode(&k.value(), v.value())?);
+            f(NodeHead::decode(&k.value(), v.value())?);
         }
-        Ok(out)
+        Ok(())
     }
 
     /// The nodes with these ids that exist, read in one transaction, in the order given.
@@ -154,6 +164,22 @@ impl Store {
             }
         }
         Ok(())
+    }
+
+    /// How many edges leave the nodes of `session` (keys only: no edge is decoded).
+    pub fn session_edge_count(&self, session: SessionId) -> Result<u64> {
+        let r = self.read()?;
+        let idx = r.open_table(SESSION_HEADS)?;
+        let t = r.open_table(EDGES_OUT)?;
+        let mut n = 0;
+        for row in idx.range(prefix32(session.to_bytes()))? {
+            let (k, _) = row?;
+            for e in t.range(prefix33(split32(k.value()).1))? {
+                e?;
+                n += 1;
+            }
+        }
+        Ok(n)
     }
 
     pub fn session_node_count(&self, session: SessionId) -> Result<u64> {

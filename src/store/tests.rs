@@ -654,26 +654,25 @@ fn v10_session_index_becomes_heads() {
     let store = Store::open(&path).unwrap();
     let s = Session::new("t", SessionSource::Glassbox);
     let mut q = Node::new(s.id, NodeType::Query, "why?\nsecond line");
-    q.meta
-        .insert("memory_used".into(), serde_json::json!(["a", "b"]));
+    q.meta.insert("memory_used".into(), serde_json::json!(["a", "b"]));
     let r = Node::new(s.id, NodeType::Response, "because");
-    store
-        .write(|w| {
-            w.put_session(&s)?;
-            w.put_node(&q)?;
-            w.put_node(&r)
-        })
-        .unwrap();
-    let heads = store.session_heads(s.id).unwrap();
+    store.write(|w| w.put_session(&s)).unwrap();
+    // The v10 layout: node records and the bare index (the nodes left out of the search
+    // index, which later migrations would otherwise convert).
     {
         let txn = store.db.begin_write().unwrap();
         txn.delete_table(SESSION_HEADS).unwrap();
+        search::write_v11_layout(&txn).unwrap();
         let mut idx = txn.open_table(SESSION_NODES).unwrap();
+        let mut nodes = txn.open_table(NODES).unwrap();
         for n in [&q, &r] {
             idx.insert(key32(s.id.to_bytes(), n.id.to_bytes()), ())
+            nodes
+                .insert(n.id.to_bytes(), codec::encode(n).unwrap().as_slice())
+                .unwrap();
                 .unwrap();
         }
-        drop(idx);
+        drop((nodes, idx));
         txn.open_table(META)
             .unwrap()
             .insert("schema_version", 10u32.to_le_bytes().as_slice())
@@ -684,14 +683,10 @@ fn v10_session_index_becomes_heads() {
     let store = Store::open(&path).unwrap();
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     let migrated = store.session_heads(s.id).unwrap();
-    assert_eq!(migrated, heads);
+    assert_eq!(migrated, vec![NodeHead::of(&q), NodeHead::of(&r)]);
     assert_eq!(migrated[0].excerpt, "why?");
     assert_eq!(migrated[0].memory, 2);
     assert_eq!(migrated[1].kind, NodeType::Response);
     let r = store.read().unwrap();
-    assert!(
-        !r.list_tables()
-            .unwrap()
-            .any(|t| t.name() == "session_nodes")
-    );
+    assert!(!r.list_tables().unwrap().any(|t| t.name() == "session_nodes"));
 }

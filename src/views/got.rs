@@ -22,6 +22,7 @@ use super::think::pane;
 use super::{ViewCx, hints};
 use crate::engines::got::{GotParams, GotStats, Thought, ThoughtState};
 use crate::store::NodeId;
+use crate::store::excerpt;
 
 /// Where the search shown is.
 pub use super::JobPhase as Phase;
@@ -572,20 +573,4 @@ fn render_detail(
             .style(theme.base()),
         inner,
     );
-}
-
-/// The first line of `text`, cut to `max` characters with an ellipsis.
-fn excerpt(text: &str, max: usize) -> String {
-    let line = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    if line.chars().count() <= max {
-        line.to_string()
-    } else {
-        let mut s: String = line.chars().take(max.saturating_sub(1)).collect();
-        s.push('…');
-        s
-    }
 }

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 
-use crate::store::{DecisionPoint, Node, NodeId, NodeStatus, NodeType};
+use crate::store::{DecisionPoint, Node, NodeHead, NodeId, NodeStatus, NodeType};
 
 /// Identifies a row across rebuilds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -66,6 +66,8 @@ pub struct NodeEntry {
     pub status: NodeStatus,
     pub confidence: Option<f64>,
     pub steps: Vec<StepEntry>,
+    /// How many steps it has, known from its head before `steps` are read with its body.
+    pub step_count: u32,
     /// Rests on a step a human checkpoint disputed (`meta.disputed_by`).
     pub disputed: bool,
     /// Memory entries the model was shown for it (queries: `meta.memory_used`).
@@ -94,21 +96,7 @@ pub struct GraphModel {
     pub offset: usize,
 }
 
-/// One line of text, cut to `max` characters.
-pub fn excerpt(text: &str, max: usize) -> String {
-    let line = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    if line.chars().count() > max {
-        let mut s: String = line.chars().take(max.saturating_sub(1)).collect();
-        s.push('…');
-        s
-    } else {
-        line.to_string()
-    }
-}
+pub use crate::store::excerpt;
 
 fn steps_from_meta(node: &Node) -> Vec<StepEntry> {
     crate::engines::thinkgraph::Step::of(node)
@@ -153,6 +141,7 @@ impl NodeEntry {
             excerpt: excerpt(&node.text, 120),
             status: node.status.clone(),
             confidence: node.confidence,
+            step_count: steps.len() as u32,
             steps,
             disputed: node.meta.contains_key("disputed_by"),
             memory: node
@@ -160,6 +149,21 @@ impl NodeEntry {
                 .get(crate::engines::orchestrator::MEMORY_USED)
                 .and_then(|v| v.as_array())
                 .map_or(0, Vec::len),
+        }
+    }
+
+    /// The entry of a node known by its head: steps arrive with its body ([`GraphModel::fill`]).
+    pub fn from_head(h: &NodeHead) -> Self {
+        Self {
+            id: h.id,
+            kind: h.kind,
+            excerpt: h.excerpt.clone(),
+            status: h.status.clone(),
+            confidence: h.confidence,
+            steps: Vec::new(),
+            step_count: h.steps,
+            disputed: h.disputed,
+            memory: h.memory as usize,
         }
     }
 
@@ -172,19 +176,59 @@ impl GraphModel {
     /// Rebuilds the tree from a session's nodes (in creation order) and each thinking node's
     /// decision points. The latest turn and its thinking start expanded.
     pub fn load(&mut self, nodes: &[Node], decisions: impl Fn(NodeId) -> Vec<DecisionPoint>) {
-        let keep = self.selected_key();
-        self.turns.clear();
-        self.loose.clear();
-        for n in nodes {
-            let entry = NodeEntry::from_node(
+        self.load_entries(nodes.iter().map(|n| {
+            NodeEntry::from_node(
                 n,
                 &if n.kind == NodeType::Thinking {
                     decisions(n.id)
                 } else {
                     Vec::new()
                 },
-            );
-            if n.kind == NodeType::Query {
+            )
+        }));
+    }
+
+    /// Gives the nodes whose bodies arrived their steps and decision points.
+    pub fn fill<'a>(
+        &mut self,
+        nodes: impl IntoIterator<Item = &'a Node>,
+        decisions: impl Fn(NodeId) -> Vec<DecisionPoint>,
+    ) {
+        let mut read: std::collections::HashMap<NodeId, &Node> = nodes
+            .into_iter()
+            .filter(|n| n.kind == NodeType::Thinking)
+            .map(|n| (n.id, n))
+            .collect();
+        if read.is_empty() {
+            return;
+        }
+        for e in self
+            .turns
+            .iter_mut()
+            .flat_map(|t| t.children.iter_mut())
+            .chain(self.loose.iter_mut())
+        {
+            if let Some(n) = read.remove(&e.id) {
+                let full = NodeEntry::from_node(n, &decisions(n.id));
+                e.steps = full.steps;
+                e.step_count = full.step_count;
+                if read.is_empty() {
+                    break;
+                }
+            }
+        }
+        self.rebuild_keep();
+    }
+
+    /// Rebuilds the tree from entries in creation order (see [`GraphModel::load`]); from
+    /// heads ([`NodeEntry::from_head`]), [`GraphModel::fill`] adds the steps of the nodes whose
+    /// bodies are read.
+    pub fn load_entries(&mut self, entries: impl IntoIterator<Item = NodeEntry>) {
+        let keep = self.selected_key();
+        self.turns.clear();
+        self.loose.clear();
+        for entry in entries {
+            if entry.kind == NodeType::Query {
                 self.turns.push(Turn {
                     query: entry,
                     children: Vec::new(),
@@ -347,13 +391,16 @@ impl GraphModel {
         };
         let label = if n.kind == NodeType::Thinking && !n.steps.is_empty() {
             format!("{} steps, {} decisions", n.steps.len(), n.decision_count())
+        } else if n.kind == NodeType::Thinking && n.step_count > 0 {
+            // Known from the head; the decisions come with the body.
+            format!("{} steps", n.step_count)
         } else {
             n.excerpt.clone()
         };
         rows.push(Row {
             key,
             depth,
-            expandable: !n.steps.is_empty(),
+            expandable: !n.steps.is_empty() || n.step_count > 0,
             expanded: open,
             kind: RowKind::Node(n.kind),
             label,

@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use super::compaction::{is_server_side_compaction, server_side_block};
 use crate::engines::llm::{Compaction, Message, Role};
-use crate::store::{EdgeType, Node, NodeId, NodeType, Store, StoreError};
+use crate::store::{EdgeType, Node, NodeHead, NodeId, NodeType, Store, StoreError};
 
 /// The conversation so far: the latest compaction summary (if any), then each query with the
 /// response that answered it, skipping nodes a compaction superseded. A summary the provider
@@ -122,10 +122,24 @@ pub(super) fn superseded_nodes(
 
 /// Output tokens a session has used, from its responses' recorded usage.
 pub fn session_output_tokens(nodes: &[Node]) -> u64 {
+    output_tokens(nodes.iter().map(|n| {
+        let used = n.meta.get("usage").and_then(|u| u.get("output_tokens"));
+        (n.kind, used.and_then(|v| v.as_u64()))
+    }))
+}
+
+/// [`session_output_tokens`] from the session's node heads.
+pub fn heads_output_tokens(heads: &[NodeHead]) -> u64 {
+    output_tokens(
+        heads
+            .iter()
+            .map(|h| (h.kind, h.usage.get("output_tokens").copied())),
+    )
+}
+
+fn output_tokens(nodes: impl Iterator<Item = (NodeType, Option<u64>)>) -> u64 {
     nodes
-        .iter()
-        .filter(|n| matches!(n.kind, NodeType::Response | NodeType::Compaction))
-        .filter_map(|n| n.meta.get("usage"))
-        .filter_map(|u| u.get("output_tokens").and_then(|v| v.as_u64()))
+        .filter(|(kind, _)| matches!(kind, NodeType::Response | NodeType::Compaction))
+        .filter_map(|(_, used)| used)
         .sum()
 }

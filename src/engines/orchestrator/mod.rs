@@ -20,7 +20,7 @@ use super::llm::{Effort, LlmError, Provider, StopReason, ThinkingMode, ToolSpec,
 use crate::store::{NodeId, NodeType, SessionId, Store, StreamId};
 
 pub use compaction::{BudgetParams, COMPACTIONS, SERVER_SIDE, is_server_side_compaction};
-pub use history::{history_until, session_history, session_output_tokens};
+pub use history::{heads_output_tokens, history_until, session_history, session_output_tokens};
 pub use routing::{Route, Router, RoutingParams, classify};
 
 /// The context (tokens) an orchestrator assumes until it is told the model's; the config

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::project::{session_cwd, session_git_branch, session_project};
-use crate::store::{Node, NodeType, Session};
+use crate::store::{NodeHead, NodeType, Session};
 
 /// A session's details and counts.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -41,7 +41,8 @@ pub struct SessionStats {
 }
 
 impl SessionStats {
-    pub fn of(s: &Session, nodes: &[Node]) -> Self {
+    /// Counted from the session's node heads (`Store::session_heads`): no node body is read.
+    pub fn of(s: &Session, nodes: &[NodeHead]) -> Self {
         let mut st = SessionStats {
             project: session_project(s),
             cwd: session_cwd(s).map(str::to_string),
@@ -77,14 +78,14 @@ impl SessionStats {
             if let Some(m) = &n.model {
                 models.insert(m.clone());
             }
-            if let Some(v) = n.meta.get("version").and_then(Value::as_str) {
-                versions.insert(v.to_string());
+            if let Some(v) = &n.version {
+                versions.insert(v.clone());
             }
-            if let Some(a) = n.meta.get("agent_id").and_then(Value::as_str) {
-                agents.insert(a.to_string());
+            if let Some(a) = &n.agent {
+                agents.insert(a.clone());
             }
             match n.kind {
-                NodeType::Query if n.meta.contains_key("system_payload") => st.system_payloads += 1,
+                NodeType::Query if n.is_system_payload() => st.system_payloads += 1,
                 NodeType::Query => st.turns += 1,
                 NodeType::Response => st.responses += 1,
                 NodeType::Thinking => st.thinking_blocks += 1,
@@ -96,12 +97,8 @@ impl SessionStats {
                 NodeType::Compaction => st.compactions += 1,
                 _ => {}
             }
-            if let Some(Value::Object(u)) = n.meta.get("usage") {
-                for (k, v) in u {
-                    if let Some(x) = v.as_u64() {
-                        *st.tokens.entry(k.clone()).or_insert(0) += x;
-                    }
-                }
+            for (k, x) in &n.usage {
+                *st.tokens.entry(k.clone()).or_insert(0) += x;
             }
         }
         if st.first_activity.is_none() {

@@ -114,8 +114,8 @@ impl Workspace for Sessions {
                 let session = store
                     .session(id)?
                     .ok_or_else(|| crate::store::StoreError::NotFound(format!("session {id}")))?;
-                let nodes = store.session_nodes(id)?;
-                Ok::<_, crate::store::StoreError>(Box::new(SessionStats::of(&session, &nodes)))
+                let heads = store.session_heads(id)?;
+                Ok::<_, crate::store::StoreError>(Box::new(SessionStats::of(&session, &heads)))
             })();
             SessionsMsg::Counted(id, counted.map_err(|e| e.to_string()))
         });

@@ -236,7 +236,7 @@ pub fn submit(state: &mut State, settings: &Settings<'_>, fx: &mut Vec<Effect>) 
 /// What an empty question sends when continuing from `node`: a question is asked again (a
 /// new answer to it, as a branch); anything else is carried on from where it stops.
 fn continuation(state: &State, node: NodeId) -> Option<String> {
-    let n = state.loaded.nodes.iter().find(|n| n.id == node)?;
+    let n = state.loaded.node(node)?;
     Some(match n.kind {
         NodeType::Query if !n.text.trim().is_empty() => n.text.clone(),
         _ => CONTINUE_PROMPT.to_string(),

@@ -11,7 +11,6 @@
 
 mod tasks;
 
-use crate::engines::thinkgraph::Step;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
@@ -21,9 +20,9 @@ use super::{Cx, Job, Outbox, Spec, Workspace, WorkspaceId, failed};
 use crate::app::action::Action;
 use crate::app::form::{Answer, Form};
 use crate::app::runtime::Services;
-use crate::app::state::{Level, State};
+use crate::app::state::{Level, Slot, State};
 use crate::app::update::Effect;
-use crate::store::{Node, NodeId, NodeType, RunId, SessionId};
+use crate::store::{NodeId, NodeType, RunId, SessionId};
 use crate::views::ViewCx;
 use crate::views::verify::{Progress, VerifyView};
 
@@ -126,22 +125,22 @@ pub enum FormPurpose {
 /// The thinking node `V` verifies: the selected node if it is a thinking node, else the
 /// thinking node (with steps) of the selected node's turn, else the session's last one.
 pub fn target_node(state: &State) -> Option<NodeId> {
-    let nodes = &state.loaded.nodes;
-    let has_steps = |n: &Node| n.kind == NodeType::Thinking && Step::count(n) > 0;
+    let slots = &state.loaded.slots;
+    let has_steps = |n: &&Slot| n.kind == NodeType::Thinking && n.steps > 0;
     let anchor = state
         .graph
         .selected_node()
         .and_then(|id| state.loaded.index.get(&id).copied());
-    let Some(anchor) = anchor.filter(|&a| a < nodes.len()) else {
-        return nodes.iter().rev().find(|n| has_steps(n)).map(|n| n.id);
+    let Some(anchor) = anchor.filter(|&a| a < slots.len()) else {
+        return slots.iter().rev().find(has_steps).map(|n| n.id);
     };
-    if nodes[anchor].kind == NodeType::Thinking {
-        return Some(nodes[anchor].id);
+    if slots[anchor].kind == NodeType::Thinking {
+        return Some(slots[anchor].id);
     }
-    let turn = &nodes[state.loaded.turn_of(anchor)];
+    let turn = &slots[state.loaded.turn_of(anchor)];
     turn.iter()
         .rev()
-        .find(|n| has_steps(n))
+        .find(has_steps)
         .or_else(|| turn.iter().rev().find(|n| n.kind == NodeType::Thinking))
         .map(|n| n.id)
 }
@@ -205,7 +204,12 @@ impl Verify {
             );
             return;
         };
-        let steps = cx.state.loaded.node(node).map_or(0, Step::count);
+        let steps = cx
+            .state
+            .loaded
+            .index
+            .get(&node)
+            .map_or(0, |&i| cx.state.loaded.slots[i].steps as usize);
         if steps == 0 {
             cx.notice(
                 format!(

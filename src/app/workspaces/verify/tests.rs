@@ -5,7 +5,7 @@ use super::*;
 use crate::app::state::{LoadedSession, Overlay};
 use crate::app::workspaces::cx;
 use crate::engines::verify::Verdict;
-use crate::store::{Session, SessionSource};
+use crate::store::{Node, Session, SessionSource};
 
 /// A session of two turns: the first with a thinking node with steps and an answer, the
 /// second with thinking that has none.
