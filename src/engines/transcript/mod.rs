@@ -2,9 +2,9 @@
 //! only appended bytes are read again) and the session export/import formats.
 //!
 //! `importer.rs` drives an import, `claude_code` maps lines onto nodes, `write.rs` commits
-//! the batches, `discover.rs` finds the files; `watch.rs` follows them, `export.rs` reads and
-//! writes whole sessions, `drawing.rs` draws their graphs (DOT, Mermaid) and `title.rs` names
-//! them.
+//! the batches, `discover.rs` finds the files; `watch.rs` follows them, `export/` reads and
+//! writes whole sessions (streamed for the command line), `drawing.rs` draws their graphs
+//! (DOT, Mermaid) and `title.rs` names them.
 
 pub mod claude_code;
 mod discover;
