@@ -2,7 +2,8 @@
 # Scale figures, each beside its target:
 #   1. import of a real-shaped Claude Code history (scripts/gen-history.py) at 250 and 2,500
 #      files: time per file (linear: within ±20%), speed against `jq -c .`, store / input;
-#   2. `import json` of one large session's export: time, peak RSS, store / JSON;
+#   2. `export --format json|md` of one large session and `import json` of its export: time,
+#      peak RSS, store / JSON;
 #   3. `sessions show` of that session, and opening it in the TUI (until its content is on
 #      screen): time and peak RSS;
 #   4. `ask` consuming a 100,000-delta Anthropic stream from a loopback server, against curl
@@ -107,8 +108,11 @@ rm -rf "$WORK/data-big"
 GLASSBOX_DATA_DIR="$WORK/data-big" "$BIN" import claude-code "$big" --json > /dev/null
 sid=$(GLASSBOX_DATA_DIR="$WORK/data-big" "$BIN" sessions list --json | python3 -c "import json,sys; print(json.load(sys.stdin)[0]['id'])")
 nodes=$(GLASSBOX_DATA_DIR="$WORK/data-big" "$BIN" doctor --json | python3 -c "import json,sys; print(json.load(sys.stdin)['store']['counts']['nodes'])")
-GLASSBOX_DATA_DIR="$WORK/data-big" "$BIN" export "$sid" --format json -o "$WORK/big.json"
+read -r secs kb < <(GLASSBOX_DATA_DIR="$WORK/data-big" timed "$BIN" export "$sid" --format json -o "$WORK/big.json" 2>/dev/null)
 json_bytes=$(stat -c %s "$WORK/big.json")
+row "export --format json of a $nodes-node session" "$secs s, peak RSS $((kb / 1024)) MB" "≤ 400 MB RSS"
+read -r secs kb < <(GLASSBOX_DATA_DIR="$WORK/data-big" timed "$BIN" export "$sid" --format md -o "$WORK/big.md" 2>/dev/null)
+row "export --format md of it" "$secs s, peak RSS $((kb / 1024)) MB" "≤ 400 MB RSS"
 read -r secs kb < <(GLASSBOX_DATA_DIR="$WORK/data-big" timed "$BIN" sessions show "$sid")
 row "sessions show of a $nodes-node session" "$secs s, peak RSS $((kb / 1024)) MB" "-"
 # The TUI opens the newest session: time from launch until its graph is on screen (polled
