@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::StoreError;
+use super::{Edge, EdgeType, NodeId, StoreError};
 
 /// The format byte of JSON-encoded values.
 pub const FORMAT_JSON: u8 = 1;
@@ -86,4 +86,34 @@ pub fn plain_len(bytes: &[u8]) -> usize {
             .map_or(bytes.len(), |n| n as usize + 1),
         _ => bytes.len(),
     }
+}
+
+/// Whether `e` carries nothing its `edges_out` key does not: the default weight and no meta.
+pub fn is_plain_edge(e: &Edge) -> bool {
+    e.weight == 1.0 && e.meta.is_empty()
+}
+
+/// An `edges_out` value: empty for a plain edge (schema v12 on; see [`is_plain_edge`]), else
+/// the edge as any other record.
+pub fn encode_edge(e: &Edge) -> Result<Vec<u8>, StoreError> {
+    if is_plain_edge(e) {
+        Ok(Vec::new())
+    } else {
+        encode(e)
+    }
+}
+
+/// The edge stored under `key` (`src ‖ type ‖ dst`, see `tables::EDGES_OUT`) as `value`.
+pub fn decode_edge(key: [u8; 33], value: &[u8]) -> Result<Edge, StoreError> {
+    if !value.is_empty() {
+        return decode("edges_out", value);
+    }
+    let (src, code, dst) = super::tables::split33(key);
+    let kind = EdgeType::from_code(code)
+        .ok_or_else(|| StoreError::Corrupt(format!("edges_out: unknown edge type {code}")))?;
+    Ok(Edge::new(
+        NodeId::from_bytes(src),
+        kind,
+        NodeId::from_bytes(dst),
+    ))
 }

@@ -26,6 +26,11 @@
 //!   from its text when it is re-indexed or deleted).
 //! - v11: `session_heads` (each node's head beside the session's node index, see
 //!   `heads.rs`) replaces `session_nodes`, so a session opens without reading node bodies.
+//! - v12: the postings name nodes by doc number (`search_doc_nodes`, a u32 per indexed node
+//!   kept in its `search_docs` record) as delta varints instead of 16-byte ids, and an edge
+//!   with the default weight and no meta is stored as an empty value (its key says it all).
+//!   The runs and edges are re-encoded. (From v12 on, the v3 → v4 step leaves the index to
+//!   this one, which builds it over the nodes when it finds none.)
 
 use redb::{ReadTransaction, ReadableDatabase, ReadableTable, TableHandle, WriteTransaction};
 
@@ -33,7 +38,7 @@ use super::tables::*;
 use super::{Store, StoreError, codec, search};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 11;
+pub const SCHEMA_VERSION: u32 = 12;
 
 const VERSION_KEY: &str = "schema_version";
 
@@ -99,6 +104,7 @@ pub(super) fn ensure_schema(store: &Store) -> Result<(), StoreError> {
                 8 => migrate_v8_to_v9(&txn)?,
                 9 => migrate_v9_to_v10(&txn)?,
                 10 => migrate_v10_to_v11(&txn)?,
+                11 => migrate_v11_to_v12(&txn)?,
                 other => {
                     return Err(StoreError::Corrupt(format!(
                         "no migration from schema {other}"
@@ -158,6 +164,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.open_table(PAIR_JUDGEMENTS)?;
     txn.open_table(JOURNAL)?;
     txn.open_table(SEARCH_DOCS)?;
+    txn.open_table(search::SEARCH_DOC_NODES)?;
     Ok(())
 }
 
@@ -195,18 +202,14 @@ fn migrate_v2_to_v3(_txn: &WriteTransaction) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// v3 → v4: drop the one-row-per-posting `search_terms` table and rebuild the index (docs,
-/// totals and postings) over every node.
+/// v3 → v4: drop the one-row-per-posting `search_terms` table and the index's records and
+/// totals. The index is built over every node, in the layout this build writes, by the
+/// v11 → v12 step (which builds it when it finds none).
 fn migrate_v3_to_v4(txn: &WriteTransaction) -> Result<(), StoreError> {
     txn.delete_table(SEARCH_TERMS_V3)?;
     txn.delete_table(SEARCH_DOCS)?;
     txn.open_table(SEARCH_DOCS)?;
     txn.open_table(META)?.remove(search::TOTALS_KEY)?;
-    let indexed = search::index_all_nodes(txn)?;
-    tracing::info!(
-        nodes = indexed,
-        "migration v3 -> v4: full-text index rebuilt"
-    );
     Ok(())
 }
 
@@ -308,12 +311,12 @@ fn migrate_v8_to_v9(txn: &WriteTransaction) -> Result<(), StoreError> {
                 if term.is_none() {
                     term = Some(t.to_vec());
                 }
-                if let Err(e) = search::decode_postings(v.value(), &mut postings) {
+                if let Err(e) = search::decode_legacy_postings(v.value(), &mut postings) {
                     return Some(Err(e));
                 }
             }
         });
-        search::import_oldest_run(txn, terms)?;
+        search::import_oldest_legacy_run(txn, terms)?;
     }
     txn.delete_table(SEARCH_POSTINGS)?;
     Ok(())
@@ -355,6 +358,36 @@ fn migrate_v10_to_v11(txn: &WriteTransaction) -> Result<(), StoreError> {
         txn.delete_table(SESSION_NODES)?;
         tracing::info!(count, "migration v10 -> v11: node heads written");
     }
+    Ok(())
+}
+
+/// v11 → v12: doc numbers for the index (see `search/upgrade.rs`) and empty values for plain
+/// edges.
+fn migrate_v11_to_v12(txn: &WriteTransaction) -> Result<(), StoreError> {
+    let index = search::to_doc_numbers(txn)?;
+    let mut plain = Vec::new();
+    {
+        let t = txn.open_table(EDGES_OUT)?;
+        for row in t.iter()? {
+            let (k, v) = row?;
+            if !v.value().is_empty()
+                && codec::is_plain_edge(&codec::decode_edge(k.value(), v.value())?)
+            {
+                plain.push(k.value());
+            }
+        }
+    }
+    let mut t = txn.open_table(EDGES_OUT)?;
+    for k in &plain {
+        t.insert(*k, [].as_slice())?;
+    }
+    tracing::info!(
+        docs = index.docs,
+        postings = index.postings,
+        rebuilt = index.rebuilt,
+        edges = plain.len(),
+        "migration v11 -> v12: doc numbers and compact edges"
+    );
     Ok(())
 }
 

@@ -157,8 +157,8 @@ impl Store {
             let (k, _) = row?;
             let (_, node) = split32(k.value());
             for e in t.range(prefix33(node))? {
-                let (_, v) = e?;
-                if f(codec::decode("edges_out", v.value())?)?.is_break() {
+                let (k, v) = e?;
+                if f(codec::decode_edge(k.value(), v.value())?)?.is_break() {
                     return Ok(());
                 }
             }
@@ -200,8 +200,8 @@ impl Store {
         let range = edge_range(node, kind);
         let mut out = Vec::new();
         for row in t.range(range)? {
-            let (_, v) = row?;
-            out.push(codec::decode("edges_out", v.value())?);
+            let (k, v) = row?;
+            out.push(codec::decode_edge(k.value(), v.value())?);
         }
         Ok(out)
     }
@@ -217,7 +217,7 @@ impl Store {
             let (k, _) = row?;
             let (dst, code, src) = split33(k.value());
             if let Some(v) = out_t.get(key33(src, code, dst))? {
-                out.push(codec::decode("edges_out", v.value())?);
+                out.push(codec::decode_edge(key33(src, code, dst), v.value())?);
             }
         }
         Ok(out)

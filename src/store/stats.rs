@@ -49,7 +49,7 @@ impl Compression {
 
 /// Whether a table belongs to the full-text index.
 pub fn is_search_table(name: &str) -> bool {
-    name == "search_docs" || name.starts_with("search_run_")
+    name.starts_with("search_")
 }
 
 impl Store {

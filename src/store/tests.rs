@@ -608,6 +608,7 @@ fn v9_records_are_compressed_and_old_words_come_from_the_text() {
             .unwrap()
             .insert(n.id.to_bytes(), plain.as_slice())
             .unwrap();
+        search::write_v11_layout(&txn).unwrap();
         let mut docs = txn.open_table(SEARCH_DOCS).unwrap();
         let mut rec = docs.get(n.id.to_bytes()).unwrap().unwrap().value().to_vec();
         assert_eq!(rec.len(), 28);
@@ -631,7 +632,7 @@ fn v9_records_are_compressed_and_old_words_come_from_the_text() {
         let docs = r.open_table(SEARCH_DOCS).unwrap();
         assert_eq!(
             docs.get(n.id.to_bytes()).unwrap().unwrap().value().len(),
-            28
+            32
         );
     }
     assert_eq!(store.node(n.id).unwrap().unwrap(), n);

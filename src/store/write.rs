@@ -127,6 +127,7 @@ impl Writer<'_> {
             )?;
             if let Some(text) = &p.text {
                 search::index_prepared(
+                    self.txn,
                     &mut docs,
                     &mut self.index,
                     p.id,
@@ -151,7 +152,7 @@ impl Writer<'_> {
         let mut inn = self.txn.open_table(EDGES_IN)?;
         for e in edges {
             let (s, d, c) = (e.src.to_bytes(), e.dst.to_bytes(), e.kind.code());
-            out.insert(key33(s, c, d), codec::encode(e)?.as_slice())?;
+            out.insert(key33(s, c, d), codec::encode_edge(e)?.as_slice())?;
             inn.insert(key33(d, c, s), ())?;
         }
         drop((out, inn));
@@ -192,7 +193,7 @@ impl Writer<'_> {
         let (s, d, c) = (e.src.to_bytes(), e.dst.to_bytes(), e.kind.code());
         self.txn
             .open_table(EDGES_OUT)?
-            .insert(key33(s, c, d), codec::encode(e)?.as_slice())?;
+            .insert(key33(s, c, d), codec::encode_edge(e)?.as_slice())?;
         self.txn.open_table(EDGES_IN)?.insert(key33(d, c, s), ())?;
         self.journal(ChangeKind::EdgePut, None, Some(e.src.0))
     }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::claude_code::{Batch, SessionDelta};
+use super::claude_code::{Batch, SessionDelta, analyse_thinking};
 use super::title::set_title;
 use super::{ImportSummary, TranscriptError};
 use crate::store::{
@@ -63,18 +63,31 @@ impl Committed {
 }
 
 impl WriteJob {
-    /// Encodes and tokenizes the batch's nodes (the CPU work that needs no store).
+    /// Runs ThinkGraph over the batch's new thinking, then encodes and tokenizes its nodes (the
+    /// CPU work that needs no store).
     pub(super) fn new(batch: Batch, cursor: TranscriptCursor) -> Result<Self, TranscriptError> {
-        let nodes = batch
-            .nodes
+        let Batch {
+            mut nodes,
+            edges,
+            mut decisions,
+            sessions,
+            analyse,
+        } = batch;
+        if !analyse.is_empty() {
+            let analyse: std::collections::HashSet<_> = analyse.into_iter().collect();
+            for n in nodes.iter_mut().filter(|n| analyse.contains(&n.id)) {
+                analyse_thinking(n, &mut decisions);
+            }
+        }
+        let nodes = nodes
             .iter()
             .map(PreparedNode::new)
             .collect::<Result<Vec<_>, StoreError>>()?;
         Ok(Self {
             nodes,
-            edges: batch.edges,
-            decisions: batch.decisions,
-            sessions: batch.sessions,
+            edges,
+            decisions,
+            sessions,
             cursor,
         })
     }

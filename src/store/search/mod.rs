@@ -10,23 +10,35 @@
 //! the moment they commit. The cost — no stemming, no phrase queries — is acceptable for
 //! finding a thought again.
 //!
+//! Each indexed node has a *doc number* (u32, given in indexing order and never reused), which
+//! is what the postings name: a gap between two doc numbers takes a byte or two where a node id
+//! took sixteen. `search_docs` maps a node to its record (with its doc number) and
+//! `search_doc_nodes` maps a doc number back to its node.
+//!
 //! This file turns text into terms and keeps each node's index record; `postings.rs` stores
-//! and merges the postings; `query.rs` ranks and cuts snippets.
+//! and merges the postings; `query.rs` ranks and cuts snippets; `upgrade.rs` brings an index of
+//! an earlier schema over.
 
 mod postings;
 mod query;
 #[cfg(test)]
 mod tests;
+mod upgrade;
 
 use std::collections::HashMap;
 
-use redb::{ReadableTable, WriteTransaction};
+use redb::{ReadableTable, TableDefinition, WriteTransaction};
 use sha2::{Digest, Sha256};
 
 use super::tables::{META, NODES, SEARCH_DOCS};
 use super::{Node, NodeId, NodeStatus, NodeType, Result, SessionId, StoreError, codec};
-pub(super) use postings::{PendingIndex, compact, decode_postings, import_oldest_run};
+pub(super) use postings::{
+    PendingIndex, compact, decode_legacy_postings, import_oldest_legacy_run,
+};
 pub use query::{BM25_TF_MAX, bm25_idf, bm25_tf, snippet};
+pub(super) use upgrade::to_doc_numbers;
+#[cfg(test)]
+pub(super) use upgrade::write_v11_layout;
 
 /// Tokens shorter than this many characters are not indexed.
 pub const MIN_TOKEN_CHARS: usize = 2;
@@ -34,8 +46,17 @@ pub const MIN_TOKEN_CHARS: usize = 2;
 pub const MAX_TOKEN_BYTES: usize = 64;
 /// `meta` key of the index totals: doc count ‖ token count (u64 LE each).
 pub(super) const TOTALS_KEY: &str = "search_totals";
-/// Bytes of a `search_docs` value before the term list: session, token count, text hash.
+/// Bytes of a `search_docs` value of schema v10 and v11: session, token count, text hash.
+/// (Before v10 the node's terms followed; from v12 its doc number does.)
 pub(super) const DOC_HEADER: usize = 16 + 4 + 8;
+/// Bytes of a `search_docs` value: [`DOC_HEADER`], then the doc number (u32 LE).
+const DOC_RECORD: usize = DOC_HEADER + 4;
+/// Bytes of a `search_doc_nodes` value: node id, session id, token count (u32 LE).
+pub(super) const DOC_NODE_BYTES: usize = 16 + 16 + 4;
+/// doc number → node id ‖ session id ‖ token count (u32 LE): the node each doc number of the
+/// postings stands for, with what ranking needs of it (schema v12 on).
+pub(in crate::store) const SEARCH_DOC_NODES: TableDefinition<u32, [u8; DOC_NODE_BYTES]> =
+    TableDefinition::new("search_doc_nodes");
 
 /// One search result.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -122,56 +143,60 @@ fn text_hash(text: &str) -> [u8; 8] {
 struct DocRecord {
     tokens: u32,
     hash: [u8; 8],
-    terms: Vec<Vec<u8>>,
+    doc: u32,
 }
 
 impl DocRecord {
     fn decode(v: &[u8]) -> Result<Self> {
-        if v.len() < DOC_HEADER {
-            return Err(StoreError::Corrupt(
-                "search_docs: value shorter than its header".into(),
-            ));
+        if v.len() != DOC_RECORD {
+            return Err(StoreError::Corrupt(format!(
+                "search_docs: a record of {} bytes (expected {DOC_RECORD})",
+                v.len()
+            )));
         }
-        let mut tokens = [0u8; 4];
-        tokens.copy_from_slice(&v[16..20]);
+        let word = |at: usize| {
+            let mut w = [0u8; 4];
+            w.copy_from_slice(&v[at..at + 4]);
+            u32::from_le_bytes(w)
+        };
         let mut hash = [0u8; 8];
         hash.copy_from_slice(&v[20..28]);
-        let rest = &v[DOC_HEADER..];
-        let terms = if rest.is_empty() {
-            Vec::new()
-        } else {
-            rest.split(|b| *b == 0).map(<[u8]>::to_vec).collect()
-        };
         Ok(Self {
-            tokens: u32::from_le_bytes(tokens),
+            tokens: word(16),
             hash,
-            terms,
+            doc: word(DOC_HEADER),
         })
-    }
-
-    /// The header fields only (search needs no term list).
-    fn decode_header(v: &[u8]) -> Result<(u32, [u8; 16])> {
-        if v.len() < DOC_HEADER {
-            return Err(StoreError::Corrupt(
-                "search_docs: value shorter than its header".into(),
-            ));
-        }
-        let mut session = [0u8; 16];
-        session.copy_from_slice(&v[..16]);
-        let mut tokens = [0u8; 4];
-        tokens.copy_from_slice(&v[16..20]);
-        Ok((u32::from_le_bytes(tokens), session))
     }
 }
 
-/// `search_docs` value: the header only. (Before schema v10 the node's distinct terms
-/// followed, joined by 0x00; they are now read from the node's stored text when needed.)
-fn encode_doc(session: [u8; 16], tokens: u32, hash: [u8; 8]) -> Vec<u8> {
-    let mut v = Vec::with_capacity(DOC_HEADER);
-    v.extend_from_slice(&session);
-    v.extend_from_slice(&tokens.to_le_bytes());
-    v.extend_from_slice(&hash);
+/// `search_docs` value: session, token count, text hash, doc number.
+fn encode_doc(session: [u8; 16], tokens: u32, hash: [u8; 8], doc: u32) -> [u8; DOC_RECORD] {
+    let mut v = [0u8; DOC_RECORD];
+    v[..16].copy_from_slice(&session);
+    v[16..20].copy_from_slice(&tokens.to_le_bytes());
+    v[20..28].copy_from_slice(&hash);
+    v[DOC_HEADER..].copy_from_slice(&doc.to_le_bytes());
     v
+}
+
+/// `search_doc_nodes` value: node, session, token count.
+fn encode_doc_node(node: [u8; 16], session: [u8; 16], tokens: u32) -> [u8; DOC_NODE_BYTES] {
+    let mut v = [0u8; DOC_NODE_BYTES];
+    v[..16].copy_from_slice(&node);
+    v[16..32].copy_from_slice(&session);
+    v[32..].copy_from_slice(&tokens.to_le_bytes());
+    v
+}
+
+/// (node, session, token count) from a `search_doc_nodes` value.
+fn decode_doc_node(v: &[u8; DOC_NODE_BYTES]) -> ([u8; 16], [u8; 16], u32) {
+    let mut node = [0u8; 16];
+    let mut session = [0u8; 16];
+    let mut tokens = [0u8; 4];
+    node.copy_from_slice(&v[..16]);
+    session.copy_from_slice(&v[16..32]);
+    tokens.copy_from_slice(&v[32..]);
+    (node, session, u32::from_le_bytes(tokens))
 }
 
 /// (doc count, token count) from the `meta` value.
@@ -328,15 +353,11 @@ pub(super) fn index_node(
         return Ok(());
     };
     let mut docs = txn.open_table(SEARCH_DOCS)?;
-    index_prepared(&mut docs, pending, n.id, n.session, &prepared, old)
+    index_prepared(txn, &mut docs, pending, n.id, n.session, &prepared, old)
 }
 
-/// The terms a node was indexed under: listed in its record by stores before schema v10,
-/// else those of its stored text.
-fn indexed_terms(record: DocRecord, old: Option<&[u8]>) -> Result<Vec<Vec<u8>>> {
-    if !record.terms.is_empty() {
-        return Ok(record.terms);
-    }
+/// The terms of a node's stored record: those it was indexed under.
+fn stored_terms(old: Option<&[u8]>) -> Result<Vec<Vec<u8>>> {
     let Some(bytes) = old else {
         return Err(StoreError::Corrupt(
             "search_docs: an indexed node has no stored record".into(),
@@ -351,6 +372,7 @@ fn indexed_terms(record: DocRecord, old: Option<&[u8]>) -> Result<Vec<Vec<u8>>> 
 /// [`index_node`] with the text already prepared (by [`prepare`] on this node) and the
 /// `search_docs` table already open.
 pub(super) fn index_prepared(
+    txn: &WriteTransaction,
     docs: &mut redb::Table<[u8; 16], &[u8]>,
     pending: &mut PendingIndex,
     node: NodeId,
@@ -366,24 +388,34 @@ pub(super) fn index_prepared(
     if old.as_ref().is_some_and(|o| o.hash == p.hash) {
         return Ok(());
     }
-    if let Some(old) = old {
-        pending.docs -= 1;
-        pending.tokens -= i64::from(old.tokens);
-        for term in indexed_terms(old, old_node)? {
-            pending.op(&term, id, 0);
+    let doc = match &old {
+        Some(old) => {
+            pending.docs -= 1;
+            pending.tokens -= i64::from(old.tokens);
+            for term in stored_terms(old_node)? {
+                pending.op(&term, old.doc, 0);
+            }
+            Some(old.doc)
         }
-    }
+        None => None,
+    };
     if p.terms.is_empty() {
-        docs.remove(id)?;
+        if let Some(doc) = doc {
+            docs.remove(id)?;
+            pending.remove_doc_row(doc);
+        }
         return Ok(());
     }
+    let doc = match doc {
+        Some(d) => d,
+        None => pending.new_doc(txn)?,
+    };
     for (term, tf) in &p.terms {
-        pending.op(term.as_bytes(), id, *tf);
+        pending.op(term.as_bytes(), doc, *tf);
     }
-    docs.insert(
-        id,
-        encode_doc(session.to_bytes(), p.tokens, p.hash).as_slice(),
-    )?;
+    let session = session.to_bytes();
+    docs.insert(id, encode_doc(session, p.tokens, p.hash, doc).as_slice())?;
+    pending.set_doc_row(doc, encode_doc_node(id, session, p.tokens));
     pending.docs += 1;
     pending.tokens += i64::from(p.tokens);
     Ok(())
@@ -407,9 +439,10 @@ pub(super) fn unindex_node(
     };
     pending.docs -= 1;
     pending.tokens -= i64::from(old.tokens);
-    for term in indexed_terms(old, old_node)? {
-        pending.op(&term, node, 0);
+    for term in stored_terms(old_node)? {
+        pending.op(&term, old.doc, 0);
     }
+    pending.remove_doc_row(old.doc);
     Ok(())
 }
 

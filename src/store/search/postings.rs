@@ -12,27 +12,36 @@
 //! Each posting is rewritten about log₂(index / batch) times in all, and a term is read
 //! from at most that many runs.
 //!
-//! A posting is `node id ‖ term frequency (u32 LE)`; a run's value for a term is its postings
-//! sorted by node id. Frequency 0 is a tombstone: the node no longer has the term (it was
-//! re-indexed or deleted). Newer runs shadow older ones; tombstones are dropped when a merge
-//! produces the oldest run. The list of live runs, oldest first, is in `meta` under
-//! [`RUNS_KEY`]; runs are written in the same transaction as the nodes they index, so the
-//! index never disagrees with the nodes (a crash keeps both or neither).
+//! A posting is a node's *doc number* (a u32 given to each indexed node, see `mod.rs`) and
+//! the term's frequency in it; a run's value for a term is its postings sorted by doc number,
+//! each written as a varint of `gap << 1 | (tf == 1)` (the gap from the previous doc number,
+//! the first from 0), followed by a varint of the frequency unless it is 1. Most postings take
+//! two bytes or less (schema v12; before, each was a 16-byte node id and a u32, 20 bytes).
+//! Frequency 0 is a tombstone: the node no longer has the term (it was re-indexed or
+//! deleted). Newer runs shadow older ones; tombstones are dropped when a merge produces the
+//! oldest run. The list of live runs, oldest first, is in `meta` under [`RUNS_KEY`]; runs are
+//! written in the same transaction as the nodes they index, so the index never disagrees
+//! with the nodes (a crash keeps both or neither).
 
 use std::collections::HashMap;
 
 use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
 use super::super::tables::META;
-use super::{TermHasher, add_to_totals};
+use super::{DOC_NODE_BYTES, SEARCH_DOC_NODES, TermHasher, add_to_totals};
 use crate::store::{Result, StoreError};
 
-/// Bytes of one posting: node id, then term frequency (u32 LE).
-const POSTING_BYTES: usize = 16 + 4;
 /// `meta` key of the live runs, oldest first: `run id ‖ postings` (u64 LE each) repeated.
 pub(in crate::store) const RUNS_KEY: &str = "search_runs";
+/// `meta` key of the next doc number to give (u32 LE).
+pub(in crate::store) const NEXT_DOC_KEY: &str = "search_next_doc";
+/// Bytes of one posting of schema v9 to v11: node id, then term frequency (u32 LE).
+const LEGACY_POSTING_BYTES: usize = 16 + 4;
 
-pub(super) type Posting = ([u8; 16], u32);
+/// One posting: a doc number and the term's frequency in it (0: a tombstone).
+pub(super) type Posting = (u32, u32);
+/// A posting of schema v4 to v11: node id and frequency. Only migrations read them.
+pub(in crate::store) type LegacyPosting = ([u8; 16], u32);
 
 /// One run of the index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,14 +105,18 @@ fn write_runs(txn: &WriteTransaction, runs: &[Run]) -> Result<()> {
     Ok(())
 }
 
-pub(in crate::store) fn decode_postings(v: &[u8], out: &mut Vec<Posting>) -> Result<()> {
-    if !v.len().is_multiple_of(POSTING_BYTES) {
+/// Postings of schema v4 to v11 (`node id ‖ tf (u32 LE)` repeated), for migrations.
+pub(in crate::store) fn decode_legacy_postings(
+    v: &[u8],
+    out: &mut Vec<LegacyPosting>,
+) -> Result<()> {
+    if !v.len().is_multiple_of(LEGACY_POSTING_BYTES) {
         return Err(StoreError::Corrupt(
             "search index: postings length is not a whole number of postings".into(),
         ));
     }
-    out.reserve(v.len() / POSTING_BYTES);
-    for p in v.chunks_exact(POSTING_BYTES) {
+    out.reserve(v.len() / LEGACY_POSTING_BYTES);
+    for p in v.chunks_exact(LEGACY_POSTING_BYTES) {
         let mut node = [0u8; 16];
         node.copy_from_slice(&p[..16]);
         let mut tf = [0u8; 4];
@@ -113,16 +126,93 @@ pub(in crate::store) fn decode_postings(v: &[u8], out: &mut Vec<Posting>) -> Res
     Ok(())
 }
 
-pub(super) fn encode_postings(postings: &[Posting], out: &mut Vec<u8>) {
+/// The v4–v11 form of `postings` (what [`decode_legacy_postings`] reads).
+pub(in crate::store) fn encode_legacy_postings(postings: &[LegacyPosting], out: &mut Vec<u8>) {
     out.clear();
-    out.reserve(postings.len() * POSTING_BYTES);
+    out.reserve(postings.len() * LEGACY_POSTING_BYTES);
     for (node, tf) in postings {
         out.extend_from_slice(node);
         out.extend_from_slice(&tf.to_le_bytes());
     }
 }
 
-/// `older` overlaid with `newer` (both sorted by node id): a node in both takes `newer`'s
+fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v & 0x7f) as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+fn get_varint(v: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut x = 0u64;
+    let mut shift = 0u32;
+    loop {
+        let b = *v.get(*pos)?;
+        *pos += 1;
+        if shift > 56 && u64::from(b & 0x7f) >> (64 - shift) != 0 {
+            return None;
+        }
+        x |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            return Some(x);
+        }
+        shift += 7;
+        if shift >= 64 {
+            return None;
+        }
+    }
+}
+
+/// Reads a run's value for one term (see the module doc for the layout), appending to `out`.
+/// The next doc number from its `meta` value (0 when there is none yet).
+pub(in crate::store) fn decode_next_doc(v: Option<&[u8]>) -> Result<u32> {
+    match v {
+        None => Ok(0),
+        Some(v) => v
+            .try_into()
+            .map(u32::from_le_bytes)
+            .map_err(|_| StoreError::Corrupt(format!("meta.{NEXT_DOC_KEY} is not 4 bytes"))),
+    }
+}
+
+pub(in crate::store) fn decode_postings(v: &[u8], out: &mut Vec<Posting>) -> Result<()> {
+    let corrupt = || StoreError::Corrupt("search index: malformed postings".into());
+    out.reserve(v.len() / 2);
+    let mut pos = 0;
+    let mut doc = 0u64;
+    while pos < v.len() {
+        let head = get_varint(v, &mut pos).ok_or_else(corrupt)?;
+        doc += head >> 1;
+        let tf = if head & 1 == 1 {
+            1
+        } else {
+            get_varint(v, &mut pos).ok_or_else(corrupt)?
+        };
+        let (Ok(d), Ok(tf)) = (u32::try_from(doc), u32::try_from(tf)) else {
+            return Err(corrupt());
+        };
+        out.push((d, tf));
+    }
+    Ok(())
+}
+
+/// Writes `postings` (sorted by doc number, each doc once) as a run's value.
+pub(in crate::store) fn encode_postings(postings: &[Posting], out: &mut Vec<u8>) {
+    out.clear();
+    out.reserve(postings.len() * 2);
+    let mut prev = 0u32;
+    for &(doc, tf) in postings {
+        let gap = u64::from(doc - prev);
+        put_varint(out, gap << 1 | u64::from(tf == 1));
+        if tf != 1 {
+            put_varint(out, u64::from(tf));
+        }
+        prev = doc;
+    }
+}
+
+/// `older` overlaid with `newer` (both sorted by doc number): a doc in both takes `newer`'s
 /// entry. Tombstones are kept unless `drop_tombstones`.
 fn overlay(older: &[Posting], newer: &[Posting], drop_tombstones: bool, out: &mut Vec<Posting>) {
     out.clear();
@@ -163,7 +253,7 @@ impl RunReader {
         Ok(Self { tables })
     }
 
-    /// The live postings of `term`, sorted by node id.
+    /// The live postings of `term`, sorted by doc number.
     pub(super) fn postings(&self, term: &[u8]) -> Result<Vec<Posting>> {
         let mut merged = Vec::new();
         let (mut run, mut next) = (Vec::new(), Vec::new());
@@ -187,16 +277,66 @@ pub(in crate::store) struct PendingIndex {
     terms: HashMap<Vec<u8>, Vec<Posting>, std::hash::BuildHasherDefault<TermHasher>>,
     pub(super) docs: i64,
     pub(super) tokens: i64,
+    /// The next doc number to give, once read from `meta`.
+    next_doc: Option<u32>,
+    /// Rows of `search_doc_nodes` to write (or, `None`, remove), in the order they came.
+    doc_rows: Vec<(u32, Option<[u8; DOC_NODE_BYTES]>)>,
 }
 
 impl PendingIndex {
-    pub(super) fn op(&mut self, term: &[u8], node: [u8; 16], tf: u32) {
+    pub(super) fn op(&mut self, term: &[u8], doc: u32, tf: u32) {
         match self.terms.get_mut(term) {
-            Some(ops) => ops.push((node, tf)),
+            Some(ops) => ops.push((doc, tf)),
             None => {
-                self.terms.insert(term.to_vec(), vec![(node, tf)]);
+                self.terms.insert(term.to_vec(), vec![(doc, tf)]);
             }
         }
+    }
+
+    /// A doc number no node has had in this store.
+    pub(super) fn new_doc(&mut self, txn: &WriteTransaction) -> Result<u32> {
+        let next = match self.next_doc {
+            Some(n) => n,
+            None => {
+                let meta = txn.open_table(META)?;
+                let v = meta.get(NEXT_DOC_KEY)?;
+                decode_next_doc(v.as_ref().map(|v| v.value()))?
+            }
+        };
+        let after = next.checked_add(1).ok_or_else(|| {
+            StoreError::Invalid("the search index has given out every doc number".into())
+        })?;
+        self.next_doc = Some(after);
+        Ok(next)
+    }
+
+    /// Sets what doc number `doc` stands for (written at [`PendingIndex::apply`]).
+    pub(super) fn set_doc_row(&mut self, doc: u32, row: [u8; DOC_NODE_BYTES]) {
+        self.doc_rows.push((doc, Some(row)));
+    }
+
+    /// Retires doc number `doc` (its node left the index).
+    pub(super) fn remove_doc_row(&mut self, doc: u32) {
+        self.doc_rows.push((doc, None));
+    }
+
+    /// Writes the doc number rows and the next doc number.
+    fn apply_docs(&mut self, txn: &WriteTransaction) -> Result<()> {
+        if let Some(next) = self.next_doc {
+            txn.open_table(META)?
+                .insert(NEXT_DOC_KEY, next.to_le_bytes().as_slice())?;
+        }
+        if self.doc_rows.is_empty() {
+            return Ok(());
+        }
+        let mut t = txn.open_table(SEARCH_DOC_NODES)?;
+        for (doc, row) in self.doc_rows.drain(..) {
+            match row {
+                Some(row) => t.insert(doc, row)?,
+                None => t.remove(doc)?,
+            };
+        }
+        Ok(())
     }
 
     /// Writes every pending change as a new run, merges runs as they come to match in size,
@@ -206,6 +346,7 @@ impl PendingIndex {
         self.docs = 0;
         self.tokens = 0;
         add_to_totals(txn, docs, tokens)?;
+        self.apply_docs(txn)?;
         if self.terms.is_empty() {
             return Ok(());
         }
@@ -216,7 +357,7 @@ impl PendingIndex {
         // Nothing older to shadow: a tombstone would only take room.
         let keep_tombstones = !runs.is_empty();
         let rows = terms.into_iter().map(|(term, mut ops)| {
-            // A stable sort keeps each node's changes in the order they were made: the last
+            // A stable sort keeps each doc's changes in the order they were made: the last
             // wins.
             ops.sort_by_key(|o| o.0);
             ops.dedup_by(|later, earlier| {
@@ -331,15 +472,21 @@ fn merge_runs(
                 None => None,
             };
         }
-        let Some((term, _)) = from_a.or(from_b) else {
+        let one_side = from_a.is_none() || from_b.is_none();
+        let Some((term, raw)) = from_a.or(from_b) else {
             break;
         };
         overlay(&pa, &pb, drop_tombstones, &mut out);
         if out.is_empty() {
             continue;
         }
-        encode_postings(&out, &mut value);
-        c.insert(term.value(), value.as_slice())?;
+        if one_side && out.len() == pa.len() + pb.len() {
+            // Nothing was shadowed or dropped: the stored bytes are the merged value.
+            c.insert(term.value(), raw.value())?;
+        } else {
+            encode_postings(&out, &mut value);
+            c.insert(term.value(), value.as_slice())?;
+        }
         written += out.len() as u64;
     }
     Ok(written)
@@ -367,19 +514,41 @@ pub(in crate::store) fn compact(txn: &WriteTransaction) -> Result<u64> {
     Ok(runs.iter().map(|r| r.postings).sum())
 }
 
-/// Appends `(term, postings)` pairs, in term order, as the oldest run: how a migration
-/// brings an index of an earlier layout over.
-pub(in crate::store) fn import_oldest_run(
+/// Appends `(term, postings)` pairs of the v4–v11 layout (node ids), in term order, as the
+/// oldest run, still in that layout: how the v8 → v9 migration brings segments over (the
+/// v11 → v12 one then gives the nodes doc numbers).
+pub(in crate::store) fn import_oldest_legacy_run(
     txn: &WriteTransaction,
-    rows: impl Iterator<Item = Result<(Vec<u8>, Vec<Posting>)>>,
+    rows: impl Iterator<Item = Result<(Vec<u8>, Vec<LegacyPosting>)>>,
 ) -> Result<()> {
     let mut runs = read_runs(txn)?;
     let id = next_id(&runs);
-    let postings = write_run(txn, id, rows)?;
-    if postings == 0 {
+    let name = run_name(id);
+    let mut written = 0u64;
+    {
+        let mut table = txn.open_table(run_table(&name))?;
+        let mut value = Vec::new();
+        for row in rows {
+            let (term, postings) = row?;
+            if postings.is_empty() {
+                continue;
+            }
+            encode_legacy_postings(&postings, &mut value);
+            table.insert(term.as_slice(), value.as_slice())?;
+            written += postings.len() as u64;
+        }
+    }
+    if written == 0 {
+        txn.delete_table(run_table(&name))?;
         return Ok(());
     }
-    runs.insert(0, Run { id, postings });
+    runs.insert(
+        0,
+        Run {
+            id,
+            postings: written,
+        },
+    );
     write_runs(txn, &runs)
 }
 

@@ -3,10 +3,11 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::super::tables::{META, NODES, SEARCH_DOCS};
+use super::super::tables::{META, NODES};
 use super::postings::RunReader;
 use super::{
-    DocRecord, SearchHit, TOTALS_KEY, decode_totals, indexed_text, tokenize, tokens_with_spans,
+    SEARCH_DOC_NODES, SearchHit, TOTALS_KEY, decode_doc_node, decode_totals, indexed_text,
+    tokenize, tokens_with_spans,
 };
 use crate::store::{Node, Result, SessionId, Store, codec};
 
@@ -104,34 +105,39 @@ impl Store {
         let n_docs = docs_total.max(1) as f64;
         let avg_len = (tokens_total as f64 / n_docs).max(1.0);
         let postings = RunReader::open(&r)?;
-        let docs = r.open_table(SEARCH_DOCS)?;
+        let docs = r.open_table(SEARCH_DOC_NODES)?;
         let want = session.map(SessionId::to_bytes);
-        let mut scores: HashMap<[u8; 16], f64> = HashMap::new();
-        let mut doc_cache: HashMap<[u8; 16], Option<(u32, [u8; 16])>> = HashMap::new();
+        // Per doc number: its node and token count, or `None` when it is left out (another
+        // session's).
+        let mut info: HashMap<u32, Option<([u8; 16], f64)>> = HashMap::new();
+        let mut scores: HashMap<u32, f64> = HashMap::new();
         for term in &terms {
             let list = postings.postings(term.as_bytes())?;
             let idf = bm25_idf(n_docs, list.len() as f64);
-            for (node, tf) in list {
-                let info = match doc_cache.get(&node) {
+            for (doc, tf) in list {
+                let found = match info.get(&doc) {
                     Some(i) => *i,
                     None => {
-                        let i = match docs.get(node)? {
-                            Some(v) => Some(DocRecord::decode_header(v.value())?),
+                        let i = match docs.get(doc)? {
+                            Some(v) => {
+                                let (node, sess, len) = decode_doc_node(&v.value());
+                                want.is_none_or(|w| w == sess)
+                                    .then_some((node, f64::from(len)))
+                            }
                             None => None,
                         };
-                        doc_cache.insert(node, i);
+                        info.insert(doc, i);
                         i
                     }
                 };
-                let Some((len, sess)) = info else { continue };
-                if want.is_some_and(|w| w != sess) {
-                    continue;
-                }
-                *scores.entry(node).or_insert(0.0) +=
-                    idf * bm25_tf(f64::from(tf), f64::from(len), avg_len);
+                let Some((_, len)) = found else { continue };
+                *scores.entry(doc).or_insert(0.0) += idf * bm25_tf(f64::from(tf), len, avg_len);
             }
         }
-        let mut ranked: Vec<([u8; 16], f64)> = scores.into_iter().collect();
+        let mut ranked: Vec<([u8; 16], f64)> = scores
+            .into_iter()
+            .filter_map(|(doc, score)| Some((info.get(&doc).copied().flatten()?.0, score)))
+            .collect();
         // Best first; ties go to the newer node (ids are time-ordered).
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
         ranked.truncate(limit);

@@ -232,8 +232,11 @@ fn runs_merge_and_newer_runs_shadow_older_ones() {
 fn v8_segments_become_the_oldest_run() {
     use redb::{ReadableDatabase, ReadableTable};
 
-    use super::super::tables::{META, SEARCH_POSTINGS};
-    use super::postings::{RUNS_KEY, decode_runs, encode_postings, run_name, run_table};
+    use super::super::tables::{META, SEARCH_DOCS, SEARCH_POSTINGS};
+    use super::postings::{
+        NEXT_DOC_KEY, RUNS_KEY, decode_postings, decode_runs, encode_legacy_postings, run_name,
+        run_table,
+    };
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.redb");
@@ -266,7 +269,8 @@ fn v8_segments_become_the_oldest_run() {
     };
     let (alpha, w1) = (ids(&store, "alpha"), ids(&store, "w1"));
     assert_eq!((alpha.len(), w1.len()), (20, 7));
-    // Write the index back in the v8 layout: segments of at most 3 postings.
+    // Write the index back in the v8 layout: segments of at most 3 postings naming nodes by
+    // id, `search_docs` records of the v10 header (the v9 → v10 step cuts longer ones).
     store.write(|w| w.compact_search_index()).unwrap();
     {
         let txn = store.db.begin_write().unwrap();
@@ -288,23 +292,45 @@ fn v8_segments_become_the_oldest_run() {
             })
             .collect();
         {
+            let doc_nodes = txn.open_table(SEARCH_DOC_NODES).unwrap();
+            let node_of =
+                |doc: u32| decode_doc_node(&doc_nodes.get(doc).unwrap().unwrap().value()).0;
             let mut old = txn.open_table(SEARCH_POSTINGS).unwrap();
             for (term, v) in rows {
                 let mut postings = Vec::new();
                 decode_postings(&v, &mut postings).unwrap();
-                for chunk in postings.chunks(3) {
+                let mut legacy: Vec<_> =
+                    postings.iter().map(|(d, tf)| (node_of(*d), *tf)).collect();
+                legacy.sort();
+                for chunk in legacy.chunks(3) {
                     let mut key = term.clone();
                     key.push(0);
                     key.extend_from_slice(&chunk[0].0);
                     let mut value = Vec::new();
-                    encode_postings(chunk, &mut value);
+                    encode_legacy_postings(chunk, &mut value);
                     old.insert(key.as_slice(), value.as_slice()).unwrap();
                 }
+            }
+        }
+        txn.delete_table(SEARCH_DOC_NODES).unwrap();
+        {
+            let mut docs = txn.open_table(SEARCH_DOCS).unwrap();
+            let rows: Vec<([u8; 16], Vec<u8>)> = docs
+                .iter()
+                .unwrap()
+                .map(|r| {
+                    let (k, v) = r.unwrap();
+                    (k.value(), v.value()[..DOC_HEADER].to_vec())
+                })
+                .collect();
+            for (k, v) in rows {
+                docs.insert(k, v.as_slice()).unwrap();
             }
         }
         txn.delete_table(run_table(&name)).unwrap();
         let mut meta = txn.open_table(META).unwrap();
         meta.remove(RUNS_KEY).unwrap();
+        meta.remove(NEXT_DOC_KEY).unwrap();
         meta.insert("schema_version", 8u32.to_le_bytes().as_slice())
             .unwrap();
         drop(meta);
@@ -321,4 +347,206 @@ fn v8_segments_become_the_oldest_run() {
     assert_eq!(store.search_runs().unwrap(), vec![20 * 3]);
     let r = store.db.begin_read().unwrap();
     assert!(r.open_table(SEARCH_POSTINGS).is_err());
+}
+
+/// A v11 store (postings naming nodes by id, edges as JSON) opens as v12 with the same search
+/// results, scores included, and the same edges; new nodes get doc numbers of their own.
+#[test]
+fn v11_index_and_edges_become_doc_numbers_and_empty_edge_values() {
+    use redb::{ReadableDatabase, ReadableTable};
+
+    use super::super::tables::{EDGES_OUT, META, SEARCH_DOCS, key33};
+    use super::postings::{
+        NEXT_DOC_KEY, RUNS_KEY, decode_postings, decode_runs, encode_legacy_postings, run_name,
+        run_table,
+    };
+    use crate::store::{Edge, EdgeType, codec};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.redb");
+    let store = Store::open(&path).unwrap();
+    let (a, b) = (
+        Session::new("a", SessionSource::Glassbox),
+        Session::new("b", SessionSource::Glassbox),
+    );
+    let nodes: Vec<Node> = (0..40)
+        .map(|i| {
+            let s = if i % 4 == 0 { b.id } else { a.id };
+            let text = format!("alpha word{i} w{} {}", i % 3, "beta ".repeat(i % 5));
+            Node::new(s, NodeType::Response, text)
+        })
+        .collect();
+    for chunk in nodes.chunks(10) {
+        store
+            .write(|w| {
+                w.put_session(&a)?;
+                w.put_session(&b)?;
+                chunk.iter().try_for_each(|n| w.put_node(n))
+            })
+            .unwrap();
+    }
+    let mut weighted = Edge::new(nodes[1].id, EdgeType::Supports, nodes[2].id);
+    weighted.weight = 0.5;
+    let mut with_meta = Edge::new(nodes[2].id, EdgeType::Refines, nodes[3].id);
+    with_meta
+        .meta
+        .insert("why".into(), serde_json::json!("a reason"));
+    let edges = [
+        Edge::new(nodes[1].id, EdgeType::Influences, nodes[5].id),
+        Edge::new(nodes[5].id, EdgeType::Answers, nodes[6].id),
+        weighted,
+        with_meta,
+    ];
+    store.write(|w| w.put_edges(&edges)).unwrap();
+    // Every doc number's node, before some leave the index.
+    let node_of: HashMap<u32, [u8; 16]> = {
+        let r = store.db.begin_read().unwrap();
+        let t = r.open_table(SEARCH_DOC_NODES).unwrap();
+        t.iter()
+            .unwrap()
+            .map(|row| {
+                let (k, v) = row.unwrap();
+                (k.value(), decode_doc_node(&v.value()).0)
+            })
+            .collect()
+    };
+    assert_eq!(node_of.len(), 40);
+    // A changed text (tombstones in a newer run) and a deleted session (tombstones of nodes
+    // that no longer have a record).
+    let mut changed = nodes[7].clone();
+    changed.text = "gamma alpha".into();
+    store.write(|w| w.put_node(&changed)).unwrap();
+    store.write(|w| w.delete_session(b.id)).unwrap();
+    assert!(store.search_runs().unwrap().len() > 1);
+    let queries = ["alpha", "beta w1", "word7 gamma", "word8", "w2 beta alpha"];
+    let results = |store: &Store| -> Vec<Vec<SearchHit>> {
+        let mut out: Vec<_> = queries
+            .iter()
+            .map(|q| store.search(q, None, 100).unwrap())
+            .collect();
+        out.push(store.search("alpha beta", Some(a.id), 100).unwrap());
+        out
+    };
+    let edges_of = |store: &Store| -> Vec<Vec<Edge>> {
+        [1, 2, 3, 5, 6]
+            .iter()
+            .flat_map(|&i| {
+                [
+                    store.edges_from(nodes[i].id, None).unwrap(),
+                    store.edges_to(nodes[i].id, None).unwrap(),
+                ]
+            })
+            .chain([store.session_edges(a.id).unwrap()])
+            .collect()
+    };
+    let (before, edges_before) = (results(&store), edges_of(&store));
+    assert_eq!(before[0].len(), 30);
+    assert_eq!(edges_before.last().unwrap().len(), 4);
+    // Write the index and edges back as v11 kept them.
+    {
+        let txn = store.db.begin_write().unwrap();
+        let runs = {
+            let meta = txn.open_table(META).unwrap();
+            let v = meta.get(RUNS_KEY).unwrap();
+            decode_runs(v.as_ref().map(|v| v.value())).unwrap()
+        };
+        for run in runs {
+            let name = run_name(run.id);
+            let mut t = txn.open_table(run_table(&name)).unwrap();
+            let rows: Vec<(Vec<u8>, Vec<u8>)> = t
+                .iter()
+                .unwrap()
+                .map(|r| {
+                    let (k, v) = r.unwrap();
+                    (k.value().to_vec(), v.value().to_vec())
+                })
+                .collect();
+            for (term, v) in rows {
+                let mut postings = Vec::new();
+                decode_postings(&v, &mut postings).unwrap();
+                let mut legacy: Vec<_> = postings.iter().map(|(d, tf)| (node_of[d], *tf)).collect();
+                legacy.sort();
+                let mut value = Vec::new();
+                encode_legacy_postings(&legacy, &mut value);
+                t.insert(term.as_slice(), value.as_slice()).unwrap();
+            }
+        }
+        txn.delete_table(SEARCH_DOC_NODES).unwrap();
+        {
+            let mut docs = txn.open_table(SEARCH_DOCS).unwrap();
+            let rows: Vec<([u8; 16], Vec<u8>)> = docs
+                .iter()
+                .unwrap()
+                .map(|r| {
+                    let (k, v) = r.unwrap();
+                    (k.value(), v.value()[..DOC_HEADER].to_vec())
+                })
+                .collect();
+            for (k, v) in rows {
+                docs.insert(k, v.as_slice()).unwrap();
+            }
+        }
+        {
+            let mut out = txn.open_table(EDGES_OUT).unwrap();
+            for e in &edges {
+                let key = key33(e.src.to_bytes(), e.kind.code(), e.dst.to_bytes());
+                out.insert(key, codec::encode(e).unwrap().as_slice())
+                    .unwrap();
+            }
+        }
+        let mut meta = txn.open_table(META).unwrap();
+        meta.remove(NEXT_DOC_KEY).unwrap();
+        meta.insert("schema_version", 11u32.to_le_bytes().as_slice())
+            .unwrap();
+        drop(meta);
+        txn.commit().unwrap();
+    }
+    drop(store);
+    let store = Store::open(&path).unwrap();
+    assert_eq!(
+        store.schema_version().unwrap(),
+        crate::store::SCHEMA_VERSION
+    );
+    let after = results(&store);
+    assert_eq!(after.len(), before.len());
+    for (a, b) in after.iter().zip(&before) {
+        // The same hits in the same order; scores may differ in their last bits, as the
+        // query's words are summed in no fixed order.
+        let key = |h: &SearchHit| (h.node, h.session, h.snippet.clone(), h.highlights.clone());
+        assert_eq!(
+            a.iter().map(key).collect::<Vec<_>>(),
+            b.iter().map(key).collect::<Vec<_>>()
+        );
+        for (x, y) in a.iter().zip(b) {
+            assert!(
+                (x.score - y.score).abs() < 1e-9,
+                "{} vs {}",
+                x.score,
+                y.score
+            );
+        }
+    }
+    assert_eq!(edges_of(&store), edges_before);
+    {
+        let r = store.db.begin_read().unwrap();
+        let out = r.open_table(EDGES_OUT).unwrap();
+        let sizes: Vec<usize> = edges
+            .iter()
+            .map(|e| {
+                let key = key33(e.src.to_bytes(), e.kind.code(), e.dst.to_bytes());
+                out.get(key).unwrap().unwrap().value().len()
+            })
+            .collect();
+        assert_eq!(sizes[..2], [0, 0]);
+        assert!(sizes[2] > 0 && sizes[3] > 0, "{sizes:?}");
+    }
+    // The migrated index takes new nodes and changes as any other.
+    let fresh = Node::new(a.id, NodeType::Response, "alpha delta");
+    store.write(|w| w.put_node(&fresh)).unwrap();
+    let hits = store.search("delta", None, 10).unwrap();
+    assert_eq!(hits.iter().map(|h| h.node).collect::<Vec<_>>(), [fresh.id]);
+    assert_eq!(store.search("alpha", None, 100).unwrap().len(), 31);
+    store.write(|w| w.compact_search_index()).unwrap();
+    assert_eq!(store.search("alpha", None, 100).unwrap().len(), 31);
+    assert_eq!(store.search("word8", None, 100).unwrap().len(), 0);
 }

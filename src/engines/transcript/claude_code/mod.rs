@@ -26,6 +26,7 @@ use lines::RawLine;
 use lines::parse_timestamp;
 pub(crate) use subagents::RunTaskCalls;
 use subagents::TaskCall;
+pub(crate) use turns::analyse_thinking;
 
 /// Tool names whose calls start a subagent thread.
 const TASK_TOOLS: [&str; 2] = ["Task", "Agent"];
@@ -100,6 +101,9 @@ pub(crate) struct Batch {
     pub nodes: Vec<Node>,
     pub edges: Vec<Edge>,
     pub decisions: Vec<DecisionPoint>,
+    /// Thinking nodes of `nodes` still to run ThinkGraph over ([`analyse_thinking`]): the
+    /// writer's preparer thread does, so the reading thread does not.
+    pub analyse: Vec<NodeId>,
     pub sessions: BTreeMap<SessionId, SessionDelta>,
 }
 
@@ -125,6 +129,8 @@ pub(crate) struct FileMapper {
     order: Vec<NodeId>,
     edges: Vec<Edge>,
     decisions: Vec<DecisionPoint>,
+    /// Thinking nodes created since the last batch, for ThinkGraph (see [`Batch::analyse`]).
+    analyse: Vec<NodeId>,
     sessions: BTreeMap<SessionId, SessionDelta>,
     /// Summaries seen before the file's session existed.
     pending_summaries: Vec<(String, Option<String>)>,
@@ -193,6 +199,7 @@ impl FileMapper {
             order: Vec::new(),
             edges: Vec::new(),
             decisions: Vec::new(),
+            analyse: Vec::new(),
             sessions: BTreeMap::new(),
             pending_summaries: Vec::new(),
             pending_custom_title: None,
@@ -218,6 +225,7 @@ impl FileMapper {
             nodes,
             edges: std::mem::take(&mut self.edges),
             decisions: std::mem::take(&mut self.decisions),
+            analyse: std::mem::take(&mut self.analyse),
             sessions: std::mem::take(&mut self.sessions),
         }
     }
@@ -228,6 +236,7 @@ impl FileMapper {
         self.order.clear();
         self.edges.clear();
         self.decisions.clear();
+        self.analyse.clear();
         self.sessions.clear();
     }
 

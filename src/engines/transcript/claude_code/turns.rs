@@ -277,7 +277,10 @@ impl FileMapper {
                     }
                     if !self.dry {
                         ctx.summary.thinking_blocks += 1;
-                        self.analyse_thinking(&mut n);
+                        if !n.text.trim().is_empty() {
+                            // ThinkGraph runs on the import's preparer thread.
+                            self.analyse.push(n.id);
+                        }
                     }
                     Some(n)
                 }
@@ -432,31 +435,33 @@ impl FileMapper {
         }
         Ok(())
     }
+}
 
-    /// Runs ThinkGraph over a thinking node: steps into its meta, decision points out.
-    fn analyse_thinking(&mut self, n: &mut Node) {
-        if n.text.trim().is_empty() {
-            return;
-        }
-        let analysis = thinkgraph::analyze(&n.text);
-        thinkgraph::Step::store_all(n, &analysis.steps);
-        n.confidence = Some(analysis.confidence);
-        for (i, d) in analysis.decisions.into_iter().enumerate() {
-            let i = i as u32;
-            self.decisions.push(DecisionPoint {
-                id: DecisionId(stable_uuid(
-                    n.created_at,
-                    i,
-                    &[b"decision", n.id.0.as_bytes(), &i.to_le_bytes()],
-                )),
-                node: n.id,
-                step_number: d.step_index,
-                description: d.description,
-                chosen_path: d.chosen_path,
-                alternatives: d.alternatives,
-                confidence: d.confidence,
-                created_at: n.created_at,
-            });
-        }
+/// Runs ThinkGraph over a thinking node: steps into its meta, its confidence, and its decision
+/// points onto `decisions`. What a batch's [`super::Batch::analyse`] lists is run so when the
+/// batch is prepared for writing, off the thread that reads the lines.
+pub(crate) fn analyse_thinking(n: &mut Node, decisions: &mut Vec<DecisionPoint>) {
+    if n.text.trim().is_empty() {
+        return;
+    }
+    let analysis = thinkgraph::analyze(&n.text);
+    thinkgraph::Step::store_all(n, &analysis.steps);
+    n.confidence = Some(analysis.confidence);
+    for (i, d) in analysis.decisions.into_iter().enumerate() {
+        let i = i as u32;
+        decisions.push(DecisionPoint {
+            id: DecisionId(stable_uuid(
+                n.created_at,
+                i,
+                &[b"decision", n.id.0.as_bytes(), &i.to_le_bytes()],
+            )),
+            node: n.id,
+            step_number: d.step_index,
+            description: d.description,
+            chosen_path: d.chosen_path,
+            alternatives: d.alternatives,
+            confidence: d.confidence,
+            created_at: n.created_at,
+        });
     }
 }
