@@ -408,10 +408,27 @@ async fn the_question_can_come_from_stdin() {
 #[test]
 fn a_closed_stdout_ends_the_command_quietly() {
     let dir = tempfile::tempdir().unwrap();
+    // A session long enough that `sessions show` (written with `write!`) is still writing.
+    let store = glassbox::store::Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let s = glassbox::store::Session::new("t", glassbox::store::SessionSource::Glassbox);
+    store
+        .write(|w| {
+            w.put_session(&s)?;
+            for i in 0..2000 {
+                let kind = glassbox::store::NodeType::Response;
+                w.put_node(&glassbox::store::Node::new(s.id, kind, format!("answer {i}")))?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    drop(store);
+    let id = s.id.to_string();
     for args in [
         &["doctor", "--json"][..],
         &["config", "show"][..],
         &["--help"][..],
+        &["sessions", "show", &id][..],
+        &["sessions", "show", &id, "--json"][..],
     ] {
         let mut child = glassbox(dir.path())
             .args(args)
@@ -424,6 +441,7 @@ fn a_closed_stdout_ends_the_command_quietly() {
         let out = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!err.contains("panicked"), "{args:?}: {err}");
+        assert!(!err.contains("error"), "{args:?}: {err}");
         let code = out.status.code();
         assert!(matches!(code, Some(0 | 141)), "{args:?}: {code:?} {err}");
     }
