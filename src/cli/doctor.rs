@@ -211,6 +211,12 @@ pub fn run(ctx: &Ctx, json_out: bool) -> Result<ExitCode> {
                 .filter(|t| crate::store::is_search_table(&s(&t["name"])))
                 .map(size)
                 .sum();
+            let used: u64 = tables.iter().map(size).sum();
+            println!(
+                "  free       {} ({:.0}% of the file: pages no table uses)",
+                human_size(file.saturating_sub(used)),
+                file.saturating_sub(used) as f64 * 100.0 / file as f64
+            );
             let runs = st["search_runs"].as_array().map_or(0, Vec::len);
             println!(
                 "  search     {} ({:.0}% of the file) in {runs} run{}",

@@ -21,6 +21,11 @@ use crate::store::{
 /// Gathering tens of megabytes per commit keeps it linear, and bounds what a kill can lose
 /// (the cursors are in the same commit, so a rerun picks up exactly there).
 const COMMIT_BYTES: usize = 8 << 20;
+/// The first commit's share of [`COMMIT_BYTES`]: each commit may gather twice what the one
+/// before did, up to that. A small import then commits a few times while it is still
+/// reading (instead of once, at the end, with nothing left to overlap), and a large one
+/// reaches full-size commits after a few.
+const FIRST_COMMIT_BYTES: usize = 1 << 20;
 /// Longest a batch waits for others before it is committed anyway (`--watch` shows new
 /// lines within this; the end of an import or a settle commits at once).
 const COMMIT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
@@ -329,13 +334,15 @@ fn prepare_loop(
     }
 }
 
-/// The writer thread: gathers batches until [`COMMIT_BYTES`], [`COMMIT_WAIT`], a
+/// The writer thread: gathers batches until [`COMMIT_BYTES`] (less for the first commits, see
+/// [`FIRST_COMMIT_BYTES`]), [`COMMIT_WAIT`], a
 /// [`Msg::Commit`] or the end of the import, then commits them in one transaction, in the
 /// order they came.
 fn writer_loop(rx: &std::sync::mpsc::Receiver<Msg>, store: &Store, shared: &Shared) {
     use std::sync::mpsc::RecvTimeoutError;
     let (lock, cv) = &**shared;
     let mut open = true;
+    let mut commit_bytes = FIRST_COMMIT_BYTES;
     while open {
         let first = match rx.recv() {
             Ok(Msg::Job(job)) => job,
@@ -345,7 +352,7 @@ fn writer_loop(rx: &std::sync::mpsc::Receiver<Msg>, store: &Store, shared: &Shar
         let deadline = std::time::Instant::now() + COMMIT_WAIT;
         let mut weight = first.weight();
         let mut jobs = vec![first];
-        while weight < COMMIT_BYTES {
+        while weight < commit_bytes {
             let left = deadline.saturating_duration_since(std::time::Instant::now());
             match rx.recv_timeout(left) {
                 Ok(Msg::Job(job)) => {
@@ -380,6 +387,7 @@ fn writer_loop(rx: &std::sync::mpsc::Receiver<Msg>, store: &Store, shared: &Shar
             );
             Some(r)
         };
+        commit_bytes = (commit_bytes * 2).min(COMMIT_BYTES);
         let n = jobs.len() as u64;
         // The batches' memory goes back before the importer is told they are done.
         drop(jobs);
