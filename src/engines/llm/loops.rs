@@ -239,12 +239,26 @@ impl LoopDetector {
 ///
 /// Only the periods whose item matches the new one do any work: a run that is not extended
 /// is over, which `at` records without touching it (a run counts only while `at` names the
-/// latest item).
+/// latest item). The matching periods are found without looking at the others: a table
+/// from hash to the latest position of an item with that hash, and for each recent item the
+/// position of the one before it with the same hash, chain them. Where the table slot was
+/// taken by another item still in the window (a collision), the window is scanned instead.
 #[derive(Clone, Debug)]
 struct Cycles {
-    /// (hash, characters up to and including the item) of the latest items in a ring of
-    /// `runs.len()` slots: item `i` is at `i % runs.len()`.
-    recent: Vec<(u64, u64)>,
+    /// Hashes of the latest items in a ring of `slots` entries written twice (at `i` and
+    /// `i + slots`), so that the last `slots` items always lie in one slice: item `n - p` is
+    /// at `cur + slots - p`.
+    hashes: Vec<u64>,
+    /// Per recent item (ring of `slots`): characters up to and including it, and 1 + the
+    /// position of the item before it with the same hash (0: none in the window).
+    ends: Vec<u64>,
+    prev: Vec<u64>,
+    slots: usize,
+    /// Where the next item goes in the rings.
+    cur: usize,
+    /// Hash → 1 + position of its latest item (0: empty), indexed by the hash's top bits.
+    table: Vec<(u64, u64)>,
+    table_bits: u32,
     /// Items read so far.
     count: u64,
     /// `runs[p - 1]`: how many items in a row have equalled the item `p` before them, as of
@@ -252,18 +266,35 @@ struct Cycles {
     runs: Vec<usize>,
     at: Vec<u64>,
     chars: u64,
+    /// The matching periods of the item being added (kept for its allocation).
+    periods: Vec<usize>,
 }
 
 impl Cycles {
     fn new(max_period: usize) -> Self {
         let slots = max_period.max(1);
+        // Eight table entries per item in the window keep collisions rare.
+        let table_bits = (slots * 8).next_power_of_two().trailing_zeros().max(6);
         Self {
-            recent: vec![(0, 0); slots],
+            hashes: vec![0; 2 * slots],
+            ends: vec![0; slots],
+            prev: vec![0; slots],
+            slots,
+            cur: 0,
+            table: vec![(0, 0); 1 << table_bits],
+            table_bits,
             count: 0,
             runs: vec![0; max_period],
             at: vec![0; max_period],
             chars: 0,
+            periods: Vec::new(),
         }
+    }
+
+    fn ring(&self, pos: u64) -> usize {
+        // `pos` is within the last `slots` items: its ring index is `cur` less the distance.
+        let back = (self.count - pos) as usize;
+        (self.cur + self.slots - back) % self.slots
     }
 
     /// Adds one item; returns (period, repeats) of the shortest cycle that has now repeated
@@ -281,18 +312,40 @@ impl Cycles {
     ) -> Option<(usize, usize)> {
         self.chars += chars;
         let n = self.count;
-        let slots = self.recent.len() as u64;
+        let slots = self.slots;
+        let cur = self.cur;
         let len = n.min(self.runs.len() as u64) as usize;
+        // Positions of the earlier items with this hash, nearest first (period p = n - pos).
+        let slot = (hash.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - self.table_bits)) as usize;
+        let (table_hash, table_pos) = self.table[slot];
+        let in_window = |pos: u64| n - pos <= len as u64;
+        let mut matches = std::mem::take(&mut self.periods);
+        if table_pos != 0 && table_hash == hash {
+            let mut pos = table_pos - 1;
+            while in_window(pos) {
+                matches.push((n - pos) as usize);
+                let before = self.prev[self.ring(pos)];
+                if before == 0 || before > pos {
+                    break;
+                }
+                pos = before - 1;
+            }
+        } else if table_pos != 0 && in_window(table_pos - 1) {
+            // Another item holds the slot: look at the whole window.
+            let window = &self.hashes[cur + slots - len..cur + slots];
+            for (i, &h) in window.iter().rev().enumerate() {
+                if h == hash {
+                    matches.push(i + 1);
+                }
+            }
+        }
         // The longest stretch a shorter period explains: a period whose item differs
         // explains itself (`p` items), one whose item matches `run + p`.
         let mut matched_reach = 0;
         let mut hit = None;
-        for p in 1..=len {
-            let (h, before) = self.recent[((n - p as u64) % slots) as usize];
-            if h != hash {
-                continue;
-            }
+        for &p in &matches {
             let i = p - 1;
+            let before = self.ends[(cur + slots - p) % slots];
             let run = if self.at[i] == n { self.runs[i] + 1 } else { 1 };
             self.runs[i] = run;
             self.at[i] = n + 1;
@@ -307,7 +360,14 @@ impl Cycles {
             }
             matched_reach = matched_reach.max(reach);
         }
-        self.recent[(n % slots) as usize] = (hash, self.chars);
+        self.prev[cur] = matches.first().map_or(0, |&p| n - p as u64 + 1);
+        matches.clear();
+        self.periods = matches;
+        self.table[slot] = (hash, n + 1);
+        self.hashes[cur] = hash;
+        self.hashes[cur + slots] = hash;
+        self.ends[cur] = self.chars;
+        self.cur = if cur + 1 == slots { 0 } else { cur + 1 };
         self.count = n + 1;
         hit
     }
@@ -323,7 +383,7 @@ impl Cycles {
     }
 }
 
-/// FNV-1a over characters: a cheap, stable hash fed one character at a time.
+/// An FNV-1a style hash fed one character (a whole code point per step): cheap and stable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Fnv(u64);
 
@@ -335,10 +395,8 @@ impl Default for Fnv {
 
 impl Fnv {
     fn write(&mut self, c: char) {
-        for b in (c as u32).to_le_bytes() {
-            self.0 ^= u64::from(b);
-            self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
-        }
+        self.0 ^= u64::from(u32::from(c));
+        self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
     }
 }
 

@@ -8,7 +8,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
 use super::http::{self, ApiKey, HttpSettings, Remote, Wire};
-use super::sse::SseBody;
+use super::sse::{Frames, SseBody};
 use super::wire::{self, DecodeStats, WireDecoder};
 use super::{
     CallCtx, ChatRequest, EventStream, LlmError, Provider, StopReason, StreamEvent, ThinkingMode,
@@ -281,10 +281,33 @@ enum Block {
     Other,
 }
 
+/// The common frame, a thinking or text delta, read without building a JSON tree. Anything
+/// else (another event, another delta, a field of an unexpected type, a repeated key) fails
+/// to read as this and takes the general path.
+#[derive(serde::Deserialize)]
+struct DeltaFrame<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    delta: TextDelta<'a>,
+}
+
+#[derive(serde::Deserialize)]
+struct TextDelta<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow)]
+    thinking: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    text: Option<std::borrow::Cow<'a, str>>,
+}
+
 /// Decodes an Anthropic SSE stream (or a whole non-streaming message body) into events.
 #[derive(Debug)]
 pub struct AnthropicDecoder {
     body: SseBody,
+    /// The frames of the bytes being fed, kept for reuse.
+    frames: Frames,
     blocks: BTreeMap<u64, Block>,
     usage: Option<Usage>,
     stop_reason: Option<String>,
@@ -301,6 +324,7 @@ impl AnthropicDecoder {
     pub fn new() -> Self {
         Self {
             body: SseBody::new(),
+            frames: Frames::default(),
             blocks: BTreeMap::new(),
             usage: None,
             stop_reason: None,
@@ -308,6 +332,9 @@ impl AnthropicDecoder {
     }
 
     fn frame(&mut self, event_name: Option<&str>, data: &str, out: &mut Vec<StreamEvent>) {
+        if self.delta_frame(data, out) {
+            return;
+        }
         match wire::parse_json_values(data) {
             Some(values) => {
                 for v in values {
@@ -324,6 +351,31 @@ impl AnthropicDecoder {
                 }
             }
         }
+    }
+
+    /// Reads a thinking or text delta the quick way; false when `data` is something else.
+    fn delta_frame(&mut self, data: &str, out: &mut Vec<StreamEvent>) -> bool {
+        let Ok(f) = serde_json::from_str::<DeltaFrame>(data) else {
+            return false;
+        };
+        let text = match (f.kind.as_ref(), f.delta.kind.as_ref()) {
+            ("content_block_delta", "thinking_delta") => f.delta.thinking,
+            ("content_block_delta", "text_delta") => f.delta.text,
+            _ => return false,
+        };
+        if self.body.done {
+            return true;
+        }
+        let text = text.map(std::borrow::Cow::into_owned).unwrap_or_default();
+        if !text.is_empty() {
+            out.push(if f.delta.kind == "thinking_delta" {
+                StreamEvent::ThinkingDelta { text }
+            } else {
+                StreamEvent::TextDelta { text }
+            });
+        }
+        self.body.recognized += 1;
+        true
     }
 
     fn event(&mut self, event_name: Option<&str>, v: &Value, out: &mut Vec<StreamEvent>) {
@@ -598,12 +650,16 @@ impl AnthropicDecoder {
 impl WireDecoder for AnthropicDecoder {
     fn feed(&mut self, bytes: &[u8]) -> Vec<StreamEvent> {
         let mut out = Vec::new();
-        for frame in self.body.push(bytes) {
-            self.frame(frame.event.as_deref(), &frame.data, &mut out);
+        let mut frames = std::mem::take(&mut self.frames);
+        frames.clear();
+        self.body.push_into(bytes, &mut frames);
+        for frame in frames.iter() {
+            self.frame(frame.event, frame.data, &mut out);
             if self.body.done {
                 break;
             }
         }
+        self.frames = frames;
         out
     }
 

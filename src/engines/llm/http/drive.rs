@@ -28,16 +28,19 @@ fn is_terminal(ev: &StreamEvent) -> bool {
     matches!(ev, StreamEvent::Stop { .. } | StreamEvent::Error { .. })
 }
 
-/// Sends events downstream. Until the first content event of an attempt, raw bytes and
-/// events are held so that a retried attempt leaves no trace.
+/// Sends events downstream, those of one network read together. Until the first content
+/// event of an attempt, raw bytes and events are held so that a retried attempt leaves no
+/// trace.
 struct Out {
-    tx: mpsc::Sender<StreamEvent>,
+    tx: mpsc::Sender<Vec<StreamEvent>>,
     raw: Option<RawSink>,
     core: Arc<Core>,
     sent_at: Instant,
     committed: bool,
     held_raw: Vec<RawChunk>,
     held: Vec<StreamEvent>,
+    /// Events passed on and not yet sent.
+    ready: Vec<StreamEvent>,
 }
 
 impl Out {
@@ -61,7 +64,7 @@ impl Out {
         }
     }
 
-    async fn commit(&mut self) {
+    fn commit(&mut self) {
         self.committed = true;
         if let Some(raw) = &self.raw {
             for chunk in self.held_raw.drain(..) {
@@ -69,31 +72,45 @@ impl Out {
             }
         }
         self.held_raw.clear();
-        for ev in std::mem::take(&mut self.held) {
-            self.send(ev).await;
-        }
+        let held = std::mem::take(&mut self.held);
+        self.ready.extend(held);
     }
 
-    async fn event(&mut self, ev: StreamEvent) {
+    /// Passes an event on (or holds it); it goes out with the next [`Out::send`].
+    fn push(&mut self, ev: StreamEvent) {
         if !self.committed && (is_content(&ev) || is_terminal(&ev)) {
-            self.commit().await;
+            self.commit();
         }
         if self.committed {
-            self.send(ev).await;
+            self.ready.push(ev);
         } else {
             self.held.push(ev);
         }
     }
 
-    async fn send(&self, ev: StreamEvent) {
-        let ev = match ev {
-            StreamEvent::Error { error } => StreamEvent::Error {
-                error: redact_error(error, &self.core.keys),
-            },
-            other => other,
-        };
+    /// Passes an event on and sends what is ready.
+    async fn event(&mut self, ev: StreamEvent) {
+        self.push(ev);
+        self.send().await;
+    }
+
+    /// Sends the events passed on so far, as one batch.
+    async fn send(&mut self) {
+        if self.ready.is_empty() {
+            return;
+        }
+        let batch: Vec<StreamEvent> = self
+            .ready
+            .drain(..)
+            .map(|ev| match ev {
+                StreamEvent::Error { error } => StreamEvent::Error {
+                    error: redact_error(error, &self.core.keys),
+                },
+                other => other,
+            })
+            .collect();
         // A closed channel means the consumer is gone; the driver is dropped with it.
-        let _ = self.tx.send(ev).await;
+        let _ = self.tx.send(batch).await;
     }
 }
 
@@ -106,7 +123,7 @@ pub(super) async fn drive(
     core: Arc<Core>,
     mut req: ChatRequest,
     ctx: CallCtx,
-    tx: mpsc::Sender<StreamEvent>,
+    tx: mpsc::Sender<Vec<StreamEvent>>,
 ) {
     let mut out = Out {
         tx,
@@ -116,6 +133,7 @@ pub(super) async fn drive(
         committed: false,
         held_raw: Vec::new(),
         held: Vec::new(),
+        ready: Vec::new(),
     };
     let provider = core.wire.name();
     if req.model.trim().is_empty() {
@@ -374,8 +392,9 @@ async fn attempt(
                 };
             }
             let terminal = is_terminal(&ev);
-            out.event(ev).await;
+            out.push(ev);
             if terminal {
+                out.send().await;
                 if !eof {
                     drain(&mut resp, out, settings, ctx).await;
                 }
@@ -383,6 +402,7 @@ async fn attempt(
                 return Outcome::Done;
             }
         }
+        out.send().await;
         if eof {
             log_stats(provider, decoder.stats());
             let detail = "the response ended without a final event".to_string();

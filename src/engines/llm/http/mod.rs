@@ -209,17 +209,26 @@ pub(crate) fn install_crypto_provider() {
     });
 }
 
-/// The reqwest client glassbox uses for model calls (rustls with the ring provider).
+/// The reqwest client glassbox uses for model calls (rustls with the ring provider). For a
+/// plain `http://` base URL (a local server) the system's root certificates are not loaded:
+/// reading and parsing them takes tens of milliseconds, and nothing is verified with them.
 pub fn build_client(settings: &HttpSettings) -> Result<reqwest::Client, LlmError> {
     install_crypto_provider();
-    reqwest::Client::builder()
+    let plain = settings
+        .base_url
+        .trim()
+        .get(..7)
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case("http://"));
+    let mut builder = reqwest::Client::builder()
         .connect_timeout(settings.connect_timeout)
         .tcp_nodelay(true)
-        .user_agent(concat!("glassbox/", env!("CARGO_PKG_VERSION")))
-        .build()
-        .map_err(|e| LlmError::Config {
-            message: format!("cannot build the HTTP client: {}", error_chain(&e)),
-        })
+        .user_agent(concat!("glassbox/", env!("CARGO_PKG_VERSION")));
+    if plain {
+        builder = builder.tls_certs_only(Vec::new());
+    }
+    builder.build().map_err(|e| LlmError::Config {
+        message: format!("cannot build the HTTP client: {}", error_chain(&e)),
+    })
 }
 
 /// `e` and its sources joined with `: `.
@@ -323,31 +332,43 @@ impl Remote {
 
     /// Starts one call; see [`super::Provider::stream`].
     pub(crate) fn stream(&self, req: ChatRequest, ctx: CallCtx) -> EventStream {
-        let (tx, rx) = mpsc::channel(256);
+        let (tx, rx) = mpsc::channel(64);
         let fut = drive::drive(self.core.clone(), req, ctx, tx);
         Box::pin(Pump {
             fut: Some(Box::pin(fut)),
             rx,
+            ready: Vec::new().into_iter(),
         })
     }
 }
 
 /// Polls the driver future in place (no spawned task, so dropping the stream aborts the
-/// call) and yields what it sends.
+/// call) and yields what it sends: the events of one network read come as one batch, handed
+/// out one by one.
 struct Pump {
     fut: Option<BoxFuture<'static, ()>>,
-    rx: mpsc::Receiver<StreamEvent>,
+    rx: mpsc::Receiver<Vec<StreamEvent>>,
+    ready: std::vec::IntoIter<StreamEvent>,
 }
 
 impl Stream for Pump {
     type Item = StreamEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<StreamEvent>> {
-        if let Some(fut) = self.fut.as_mut()
-            && fut.as_mut().poll(cx).is_ready()
-        {
-            self.fut = None;
+        loop {
+            if let Some(ev) = self.ready.next() {
+                return Poll::Ready(Some(ev));
+            }
+            if let Some(fut) = self.fut.as_mut()
+                && fut.as_mut().poll(cx).is_ready()
+            {
+                self.fut = None;
+            }
+            match self.rx.poll_recv(cx) {
+                Poll::Ready(Some(batch)) => self.ready = batch.into_iter(),
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
         }
-        self.rx.poll_recv(cx)
     }
 }

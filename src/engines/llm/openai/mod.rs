@@ -7,7 +7,7 @@ use reqwest::header::{HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
 use super::http::{self, ApiKey, HttpSettings, Remote, Wire};
-use super::sse::SseBody;
+use super::sse::{Frames, SseBody};
 use super::think_tags::{Segment, ThinkSplitter};
 use super::wire::{self, DecodeStats, WireDecoder};
 use super::{
@@ -212,6 +212,8 @@ struct ToolAcc {
 #[derive(Debug)]
 pub struct OpenAiDecoder {
     body: SseBody,
+    /// The frames of the bytes being fed, kept for reuse.
+    frames: Frames,
     think: ThinkSplitter,
     tools: BTreeMap<u64, ToolAcc>,
     finish_reason: Option<String>,
@@ -223,6 +225,7 @@ impl OpenAiDecoder {
     pub fn new(think_open: bool) -> Self {
         Self {
             body: SseBody::new(),
+            frames: Frames::default(),
             think: ThinkSplitter::new(think_open),
             tools: BTreeMap::new(),
             finish_reason: None,
@@ -573,12 +576,16 @@ fn merge_usage(acc: &mut Option<Usage>, u: &Value) {
 impl WireDecoder for OpenAiDecoder {
     fn feed(&mut self, bytes: &[u8]) -> Vec<StreamEvent> {
         let mut out = Vec::new();
-        for frame in self.body.push(bytes) {
-            self.frame(&frame.data, &mut out);
+        let mut frames = std::mem::take(&mut self.frames);
+        frames.clear();
+        self.body.push_into(bytes, &mut frames);
+        for frame in frames.iter() {
+            self.frame(frame.data, &mut out);
             if self.body.done {
                 break;
             }
         }
+        self.frames = frames;
         out
     }
 
