@@ -4,7 +4,7 @@
 use regex::Regex;
 
 use super::StepKind;
-use super::patterns::{HIGH_RE, KIND_RES, LOW_RE, MEDIUM_RE};
+use super::patterns::{HIGH_RE, KIND_RES, LOW_RE, MEDIUM_RE, SIGNAL_SET, STEP_KIND_INDICATORS};
 
 /// Lowest confidence of a node, step or decision (seed 000 ThinkGraph, "Calculate
 /// confidence scores": range 0.15–0.95).
@@ -94,6 +94,45 @@ pub fn classify_step(text: &str) -> StepKind {
         }
     }
     best.0
+}
+
+/// [`Indicators::of`] and [`classify_step`] of one step, reading the text once to learn
+/// which indicators occur and counting only those (the same results, for less work on the
+/// common step that holds few or none).
+pub(super) fn signals(text: &str) -> (Indicators, StepKind) {
+    // The set lines up with the regexes when every pattern compiled (a test checks they do).
+    let Some(set) = SIGNAL_SET.as_ref().filter(|set| {
+        set.len() == 3 + STEP_KIND_INDICATORS.len() && KIND_RES.len() == STEP_KIND_INDICATORS.len()
+    }) else {
+        return (Indicators::of(text), classify_step(text));
+    };
+    let found = set.matches(text);
+    if !found.matched_any() {
+        return (Indicators::default(), StepKind::Analysis);
+    }
+    let count = |i: usize, re: &Option<Regex>| {
+        if found.matched(i) {
+            re.as_ref().map_or(0, |re| re.find_iter(text).count())
+        } else {
+            0
+        }
+    };
+    let indicators = Indicators {
+        high: count(0, &HIGH_RE),
+        medium: count(1, &MEDIUM_RE),
+        low: count(2, &LOW_RE),
+    };
+    let mut best = (StepKind::Analysis, 0);
+    for (i, (kind, re)) in KIND_RES.iter().enumerate() {
+        if !found.matched(3 + i) {
+            continue;
+        }
+        let hits = re.find_iter(text).count();
+        if hits > best.1 {
+            best = (*kind, hits);
+        }
+    }
+    (indicators, best.0)
 }
 
 /// Running totals behind the node confidence.

@@ -15,11 +15,12 @@ mod text;
 use serde::{Deserialize, Serialize};
 
 use crate::store::{Alternative, Node};
-use confidence::{
-    Indicators, MAX_CONFIDENCE, MIN_CONFIDENCE, STEP_NEUTRAL, Totals, node_confidence,
-};
+use confidence::{MAX_CONFIDENCE, MIN_CONFIDENCE, STEP_NEUTRAL, Totals, node_confidence, signals};
 use decisions::decisions_in_step;
-use text::{BlankLine, FNV_OFFSET, find_blank_line, fnv1a, step_spans, trimmed_span};
+use text::{
+    BlankLine, FNV_OFFSET, MAX_STEP_BYTES, find_blank_line, fnv1a, settled_steps, step_spans,
+    trimmed_span,
+};
 
 pub use confidence::classify_step;
 pub use patterns::DECISION_PATTERN_NAMES;
@@ -165,26 +166,40 @@ fn analyze_paragraph(
     let trimmed = para.get(a..b).unwrap_or("");
     for (s, e) in step_spans(trimmed) {
         let text = trimmed.get(s..e).unwrap_or("");
-        let step_start = start + a + s;
-        let index = *next_index;
-        *next_index = next_index.saturating_add(1);
-        let indicators = Indicators::of(text);
-        totals.indicators.add(indicators);
-        totals.steps += 1;
-        out.push(GraphUpdate::Step(Step {
-            index,
-            kind: classify_step(text),
-            text: text.to_string(),
-            start: step_start,
-            confidence: indicators
-                .score(STEP_NEUTRAL)
-                .clamp(MIN_CONFIDENCE, MAX_CONFIDENCE),
-        }));
-        let decisions = decisions_in_step(text, step_start, index);
-        totals.decisions += decisions.len();
-        out.extend(decisions.into_iter().map(GraphUpdate::Decision));
+        analyze_step(text, start + a + s, next_index, totals, out);
     }
 }
+
+/// Turns one step's text (at byte `start` of the whole text) into a step and its decisions.
+fn analyze_step(
+    text: &str,
+    start: usize,
+    next_index: &mut u32,
+    totals: &mut Totals,
+    out: &mut Vec<GraphUpdate>,
+) {
+    let index = *next_index;
+    *next_index = next_index.saturating_add(1);
+    let (indicators, kind) = signals(text);
+    totals.indicators.add(indicators);
+    totals.steps += 1;
+    out.push(GraphUpdate::Step(Step {
+        index,
+        kind,
+        text: text.to_string(),
+        start,
+        confidence: indicators
+            .score(STEP_NEUTRAL)
+            .clamp(MIN_CONFIDENCE, MAX_CONFIDENCE),
+    }));
+    let decisions = decisions_in_step(text, start, index);
+    totals.decisions += decisions.len();
+    out.extend(decisions.into_iter().map(GraphUpdate::Decision));
+}
+
+/// An unfinished paragraph this long (bytes) has its settled steps cut off as it streams,
+/// rather than all at its end.
+const LONG_PARAGRAPH: usize = 4 * MAX_STEP_BYTES;
 
 /// Builds the graph of a streaming thinking text: paragraphs become steps (and their
 /// decisions) as soon as a blank line closes them.
@@ -259,7 +274,33 @@ impl ThinkGraphBuilder {
             self.pending_start += para_start;
         }
         self.scan_from = pos - para_start;
+        if self.pending.len() >= LONG_PARAGRAPH {
+            self.settle_long_paragraph(&mut out);
+        }
         out
+    }
+
+    /// Makes final the steps of the unfinished paragraph that can no longer change. The
+    /// text before `scan_from` is surely in it; the steps are the same as those the whole
+    /// paragraph gives once it ends.
+    fn settle_long_paragraph(&mut self, out: &mut Vec<GraphUpdate>) {
+        let known = self.pending.get(..self.scan_from).unwrap_or("");
+        let (spans, rest) = settled_steps(known);
+        for (s, e) in spans {
+            let text = known.get(s..e).unwrap_or("");
+            analyze_step(
+                text,
+                self.pending_start + s,
+                &mut self.next_index,
+                &mut self.totals,
+                out,
+            );
+        }
+        if rest > 0 {
+            self.pending.drain(..rest);
+            self.pending_start += rest;
+            self.scan_from -= rest;
+        }
     }
 
     /// Ends the text: the last paragraph becomes final.

@@ -199,6 +199,16 @@ pub(super) static KIND_RES: LazyLock<Vec<(StepKind, Regex)>> = LazyLock::new(|| 
         .filter_map(|(kind, p)| compile(p).map(|re| (*kind, re)))
         .collect()
 });
+/// The confidence indicators (high, medium, low) and then the step-kind indicators in
+/// `STEP_KIND_INDICATORS` order, as one set: a step's text is read once to learn which of
+/// them occur at all, and only those are counted.
+pub(super) static SIGNAL_SET: LazyLock<Option<RegexSet>> = LazyLock::new(|| {
+    let sources = [HIGH_CONFIDENCE, MEDIUM_CONFIDENCE, LOW_CONFIDENCE]
+        .into_iter()
+        .chain(STEP_KIND_INDICATORS.iter().map(|(_, p)| *p))
+        .map(pattern_source);
+    RegexSet::new(sources).ok()
+});
 pub(super) static PATH_CUT_RE: LazyLock<Option<Regex>> = LazyLock::new(|| compile(PATH_CUT));
 pub(super) static PATH_LEAD_RE: LazyLock<Option<Regex>> = LazyLock::new(|| compile(PATH_LEAD));
 pub(super) static LIST_SPLIT_RE: LazyLock<Option<Regex>> = LazyLock::new(|| compile(LIST_SPLIT));

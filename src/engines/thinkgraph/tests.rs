@@ -530,3 +530,127 @@ proptest! {
         prop_assert_eq!(analyze_chunked(&text, &cuts), analyze(&text));
     }
 }
+
+/// The analysis cut the plain way: the whole text split at its blank lines, each paragraph
+/// cut into steps at once (no settling of long paragraphs while they stream).
+fn analyze_by_paragraphs(text: &str) -> Analysis {
+    use super::text::{BlankLine, FNV_OFFSET, find_blank_line, fnv1a};
+    let mut updates = Vec::new();
+    let mut totals = Totals::default();
+    let mut next_index = 0;
+    let mut start = 0;
+    loop {
+        match find_blank_line(text, start) {
+            BlankLine::Found { para_end, next } => {
+                analyze_paragraph(
+                    &text[start..para_end],
+                    start,
+                    &mut next_index,
+                    &mut totals,
+                    &mut updates,
+                );
+                start = next;
+            }
+            BlankLine::Undecided(_) | BlankLine::Absent => {
+                analyze_paragraph(
+                    &text[start..],
+                    start,
+                    &mut next_index,
+                    &mut totals,
+                    &mut updates,
+                );
+                break;
+            }
+        }
+    }
+    let (mut steps, mut decisions) = (Vec::new(), Vec::new());
+    for u in updates {
+        match u {
+            GraphUpdate::Step(s) => steps.push(s),
+            GraphUpdate::Decision(d) => decisions.push(d),
+        }
+    }
+    Analysis {
+        steps,
+        decisions,
+        confidence: node_confidence(
+            &totals,
+            text.chars().count(),
+            fnv1a(FNV_OFFSET, text.as_bytes()),
+        ),
+    }
+}
+
+/// Pieces of long paragraphs: sentences of every length (some cut by the hard split),
+/// runs of end punctuation, line breaks and the odd blank line.
+fn long_fragment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-z ]{0,200}",
+        "[a-z]{500,900}",
+        Just(". ".to_string()),
+        Just("?! ".to_string()),
+        Just("...".to_string()),
+        Just(".\n".to_string()),
+        Just("\n".to_string()),
+        Just("\n\n".to_string()),
+        Just("  ".to_string()),
+        Just("I decided to go with B rather than A because it is faster. ".to_string()),
+        Just("予算は足りる。 é! ".to_string()),
+    ]
+}
+
+#[test]
+fn a_long_paragraph_settles_as_it_streams_with_the_steps_of_the_whole() {
+    let text: String = (0..2000)
+        .map(|i| format!("step {i} weighs the option against the budget. "))
+        .collect();
+    let whole = analyze_by_paragraphs(&text);
+    assert!(whole.steps.len() > 100);
+    let mut builder = ThinkGraphBuilder::new();
+    let mut steps = 0;
+    for (i, piece) in text.split_inclusive(". ").enumerate() {
+        steps += builder
+            .push(piece)
+            .iter()
+            .filter(|u| matches!(u, GraphUpdate::Step(_)))
+            .count();
+        if i == 1000 {
+            assert!(steps > 30, "steps come while the paragraph streams");
+        }
+    }
+    assert_eq!(in_fixed_deltas(&text, 45), whole);
+    assert_eq!(analyze(&text), whole);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    #[test]
+    fn long_paragraphs_cut_as_when_cut_whole(
+        parts in prop::collection::vec(long_fragment(), 0..60),
+        cuts in prop::collection::vec(0usize..40_000, 0..40),
+    ) {
+        let text: String = parts.concat();
+        let cuts: Vec<usize> = cuts.into_iter().map(|c| c % (text.len() + 1)).collect();
+        let whole = analyze_by_paragraphs(&text);
+        prop_assert_eq!(analyze_chunked(&text, &cuts), whole.clone());
+        prop_assert_eq!(analyze(&text), whole);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    #[test]
+    fn signals_count_as_each_regex_alone(parts in prop::collection::vec(fragment(), 0..12)) {
+        let extra = [
+            "Therefore it is clearly right, but maybe not; let me consider the options.",
+            "I think this probably works; perhaps check it. In summary, we could test it.",
+        ];
+        let text = parts.concat() + extra[parts.len() % 2];
+        for t in [text.as_str(), &parts.concat()] {
+            prop_assert_eq!(
+                super::confidence::signals(t),
+                (Indicators::of(t), classify_step(t))
+            );
+        }
+    }
+}

@@ -110,6 +110,66 @@ pub(super) fn step_spans(para: &str) -> Vec<(usize, usize)> {
     spans
 }
 
+/// The steps at the start of an unfinished long paragraph that no text after `text` can
+/// change, and where the rest of it starts. `text` is the paragraph so far; it is known to
+/// go on past its end. A step is settled once the sentence after it is complete and does
+/// not fit it (or is cut by [`hard_split`]); a sentence is complete once the character
+/// after its end has arrived. The steps are those [`step_spans`] cuts from the whole
+/// paragraph, and the rest, cut by it alone, gives the paragraph's remaining steps: nothing
+/// is settled unless the paragraph is longer than `MAX_STEP_BYTES`.
+pub(super) fn settled_steps(text: &str) -> (Vec<(usize, usize)>, usize) {
+    let bytes = text.as_bytes();
+    let len = bytes.len();
+    let mut sentences = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < len {
+        match bytes[i] {
+            b'\n' => {
+                sentences.extend(trimmed_span(text, start, i));
+                start = i + 1;
+                i += 1;
+            }
+            b'.' | b'!' | b'?' => {
+                let mut j = i + 1;
+                while j < len && matches!(bytes[j], b'.' | b'!' | b'?') {
+                    j += 1;
+                }
+                if j == len {
+                    // More punctuation, or a letter, may follow.
+                    break;
+                }
+                if bytes[j].is_ascii_whitespace() {
+                    sentences.extend(trimmed_span(text, start, j));
+                    start = j;
+                }
+                i = j;
+            }
+            _ => i += 1,
+        }
+    }
+    let mut spans = Vec::new();
+    let mut group: Option<(usize, usize)> = None;
+    for (s, e) in sentences {
+        if e - s > MAX_STEP_BYTES {
+            spans.extend(group.take());
+            hard_split(text, s, e, &mut spans);
+            continue;
+        }
+        group = match group {
+            Some((gs, _)) if e - gs <= MAX_STEP_BYTES => Some((gs, e)),
+            Some(g) => {
+                spans.push(g);
+                Some((s, e))
+            }
+            None => Some((s, e)),
+        };
+    }
+    // The open group may still grow: the rest starts with it.
+    let rest = group.map_or(start, |(gs, _)| gs);
+    (spans, rest)
+}
+
 /// 64-bit FNV-1a, continued from `hash`.
 pub(super) fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
     for &b in bytes {
