@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 use std::collections::HashSet;
 
 use super::history::{session_history, superseded_in};
-use super::turn::Live;
+use super::live::Live;
 use super::{Orchestrator, TurnEvent};
 use crate::engines::llm::{CallCtx, ChatRequest, Compaction, Message, Role, StreamEvent, Usage};
 use crate::store::{Edge, EdgeType, Node, NodeId, NodeType, Session, StoreError};

@@ -4,10 +4,11 @@
 //!
 //! This file holds the turn's types and the orchestrator; `routing` classes questions,
 //! `history` builds what is sent back, `compaction` keeps it within the context and the
-//! budget, `turn` runs one turn.
+//! budget, `turn` runs one turn, `live` keeps what it streams in the store as it goes.
 
 mod compaction;
 mod history;
+mod live;
 mod routing;
 #[cfg(test)]
 mod tests;

@@ -1,166 +1,31 @@
 //! One turn: the request from the session's history, the stream from the provider, and the
 //! nodes, edges, decision points and raw chunks it leaves, committed in batches as it goes.
 
-use std::time::Duration;
-
 use chrono::Utc;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::compaction::count_compaction;
 use super::history::{history_until, session_output_tokens, superseded_nodes};
+use super::live::{FLUSH_EVERY, Live};
 use super::{
     FinishedTurn, LOOPING, MEMORY_USED, Orchestrator, TOOL_ERROR, TOOL_RESULT, TurnEvent,
     TurnOutcome, TurnRequest, title_from,
 };
 use crate::engines::llm::loops::{LoopAction, LoopDetector, LoopParams, LoopReport, loop_stop};
 use crate::engines::llm::{
-    CallCtx, ChatRequest, LlmError, Message, RawChunk, StopReason, StreamEvent, ThinkingBlock,
-    ToolCall, ToolResult, Usage,
+    CallCtx, ChatRequest, LlmError, Message, StopReason, StreamEvent, ThinkingBlock, ToolCall,
+    ToolResult, Usage,
 };
 use crate::store::{
-    Edge, EdgeType, Node, NodeId, NodeStatus, NodeType, RawStream, Session, SessionId,
-    SessionSource, Store, StoreError, StoredChunk, StreamId,
+    Edge, EdgeType, Node, NodeStatus, NodeType, RawStream, Session, SessionId, SessionSource,
+    StoreError, StreamId,
 };
 
-/// How often streamed text is committed to the store.
-const FLUSH_EVERY: Duration = Duration::from_millis(150);
-
-/// Nodes being streamed into, and what is still to be committed.
-pub(super) struct Live {
-    pub(super) session: SessionId,
-    pub(super) stream: StreamId,
-    pub(super) model: String,
-    pub(super) thinking: Option<Node>,
-    pub(super) response: Option<Node>,
-    /// The provider's compaction of this turn, if it compacted.
-    pub(super) compaction: Option<Node>,
-    pub(super) dirty: bool,
-    /// Nodes created since the last report.
-    pub(super) created: Vec<(NodeId, NodeType)>,
-    /// Steps and decision points of the thinking, found as it streams.
-    pub(super) graph: crate::engines::thinkgraph::ThinkGraphBuilder,
-    /// Decision points not yet committed.
-    pub(super) decisions: Vec<crate::store::DecisionPoint>,
-    pub(super) chunks: Vec<StoredChunk>,
-    pub(super) next_chunk: u32,
-    pub(super) total_bytes: u64,
-}
-
-impl Live {
-    fn node(&mut self, kind: NodeType) -> &mut Node {
-        let slot = if kind == NodeType::Thinking {
-            &mut self.thinking
-        } else {
-            &mut self.response
-        };
-        let created = &mut self.created;
-        slot.get_or_insert_with(|| {
-            let mut n = Node::new(self.session, kind, "");
-            created.push((n.id, kind));
-            n.status = NodeStatus::Streaming;
-            n.model = Some(self.model.clone());
-            n.raw_stream = Some(self.stream);
-            n
-        })
-    }
-
-    /// Records ThinkGraph's findings on the thinking node and reports them.
-    fn apply_graph(
-        &mut self,
-        updates: Vec<crate::engines::thinkgraph::GraphUpdate>,
-        events: &mpsc::UnboundedSender<TurnEvent>,
-    ) {
-        use crate::engines::thinkgraph::GraphUpdate;
-        if updates.is_empty() {
-            return;
-        }
-        let confidence = self.graph.confidence();
-        let id = {
-            let node = self.node(NodeType::Thinking);
-            node.confidence = Some(confidence);
-            node.id
-        };
-        for u in updates {
-            match u {
-                GraphUpdate::Step(step) => {
-                    step.append_to(self.node(NodeType::Thinking));
-                    let _ = events.send(TurnEvent::Step { node: id, step });
-                }
-                GraphUpdate::Decision(decision) => {
-                    self.decisions.push(crate::store::DecisionPoint {
-                        id: crate::store::DecisionId::new(),
-                        node: id,
-                        step_number: decision.step_index,
-                        description: decision.description.clone(),
-                        chosen_path: decision.chosen_path.clone(),
-                        alternatives: decision.alternatives.clone(),
-                        confidence: decision.confidence,
-                        created_at: Utc::now(),
-                    });
-                    let _ = events.send(TurnEvent::Decision { node: id, decision });
-                }
-            }
-        }
-        self.dirty = true;
-    }
-
-    fn push_raw(&mut self, c: RawChunk) {
-        self.total_bytes += c.bytes.len() as u64;
-        self.chunks.push(StoredChunk {
-            offset_us: c.offset.as_micros().min(u64::MAX as u128) as u64,
-            bytes: c.bytes.to_vec(),
-        });
-    }
-
-    /// Commits the nodes' text so far and the raw chunks received since the last flush.
-    async fn flush(&mut self, store: &Store, header: &mut RawStream) -> Result<(), StoreError> {
-        if !self.dirty && self.chunks.is_empty() && self.decisions.is_empty() {
-            return Ok(());
-        }
-        let chunks = std::mem::take(&mut self.chunks);
-        let decisions = std::mem::take(&mut self.decisions);
-        let first = self.next_chunk;
-        self.next_chunk += chunks.len() as u32;
-        header.chunk_count = self.next_chunk;
-        header.total_bytes = self.total_bytes;
-        header.nodes = self
-            .compaction
-            .iter()
-            .chain(self.thinking.iter())
-            .chain(self.response.iter())
-            .map(|n| n.id)
-            .collect();
-        let (thinking, response) = (self.thinking.clone(), self.response.clone());
-        let header = header.clone();
-        let written = store
-            .write_async(move |w| {
-                for (i, c) in chunks.iter().enumerate() {
-                    w.put_raw_chunk(header.id, first + i as u32, c)?;
-                }
-                w.put_raw_stream(&header)?;
-                if let Some(n) = &thinking {
-                    w.put_node(n)?;
-                }
-                if let Some(n) = &response {
-                    w.put_node(n)?;
-                }
-                for d in &decisions {
-                    w.put_decision_point(d)?;
-                }
-                Ok([thinking, response].map(|n| n.map(|n| (n.id, n.text.len()))))
-            })
-            .await?;
-        // After the commit returned: what a crash test may count on finding again.
-        for (node, bytes) in written.into_iter().flatten() {
-            tracing::debug!(%node, bytes, "node committed");
-        }
-        self.dirty = false;
-        Ok(())
-    }
-}
+/// Most stream events handled in one go before the flush tick and the raw chunks get a turn.
+const MAX_BATCH: usize = 4096;
 
 /// The loop detectors over a turn's thinking and answer. A loop is reported once per turn;
 /// after that only the stream it was found in is read, to count its repeats.
@@ -523,21 +388,7 @@ impl Orchestrator {
         });
 
         let mut first_stream = header.id;
-        let mut live = Live {
-            session: session.id,
-            stream: header.id,
-            model: self.model.clone(),
-            thinking: None,
-            response: None,
-            compaction: None,
-            dirty: false,
-            created: Vec::new(),
-            graph: crate::engines::thinkgraph::ThinkGraphBuilder::new(),
-            decisions: Vec::new(),
-            chunks: Vec::new(),
-            next_chunk: 0,
-            total_bytes: 0,
-        };
+        let mut live = Live::new(session.id, header.id, self.model.clone());
         // `usage` is the whole turn's; `spent` what the calls before this one used.
         let mut usage = Usage::default();
         let mut spent = Usage::default();
@@ -565,123 +416,140 @@ impl Orchestrator {
             let mut said = Said::new(round > 0);
             stop = None;
             error = None;
-            loop {
+            'call: loop {
                 tokio::select! {
                     ev = stream.next() => {
-                        let Some(ev) = ev else { break };
-                        let mut looped = None;
-                        match ev {
-                            StreamEvent::ThinkingDelta { text } => {
-                                said.open_thinking.push_str(&text);
-                                let text = paragraph(&mut said.new_thinking, live.thinking.as_ref(), text);
-                                live.node(NodeType::Thinking).text.push_str(&text);
-                                live.dirty = true;
-                                looped = loops
-                                    .push(NodeType::Thinking, &text)
-                                    .map(|r| (NodeType::Thinking, r));
-                                let updates = live.graph.push(&text);
-                                let _ = events.send(TurnEvent::Thinking(text));
-                                for (id, kind) in live.created.drain(..) {
-                                    let _ = events.send(TurnEvent::NodeCreated { id, kind });
+                        let Some(mut ev) = ev else { break };
+                        // The events that are already there (one network read's worth) are
+                        // handled together; their text goes out as one event.
+                        let mut batch = 0;
+                        let ended = loop {
+                            let mut looped = None;
+                            match ev {
+                                StreamEvent::ThinkingDelta { text } => {
+                                    said.open_thinking.push_str(&text);
+                                    let text = paragraph(&mut said.new_thinking, live.thinking.as_ref(), text);
+                                    live.node(NodeType::Thinking).text.push_str(&text);
+                                    live.dirty = true;
+                                    looped = loops
+                                        .push(NodeType::Thinking, &text)
+                                        .map(|r| (NodeType::Thinking, r));
+                                    let updates = live.graph.push(&text);
+                                    let _ = events.send(TurnEvent::Thinking(text));
+                                    for (id, kind) in live.created.drain(..) {
+                                        let _ = events.send(TurnEvent::NodeCreated { id, kind });
+                                    }
+                                    live.apply_graph(updates, &events);
                                 }
-                                live.apply_graph(updates, &events);
-                            }
-                            StreamEvent::ThinkingSignature { signature } => {
-                                said.thinking.push(ThinkingBlock::Thinking {
-                                    thinking: std::mem::take(&mut said.open_thinking),
-                                    signature: signature.clone(),
-                                });
-                                live.node(NodeType::Thinking)
-                                    .meta
-                                    .insert("signature".into(), json!(signature));
-                                live.dirty = true;
-                                let _ = events.send(TurnEvent::Signature(signature));
-                            }
-                            StreamEvent::RedactedThinking { data } => {
-                                said.thinking.push(ThinkingBlock::Redacted { data: data.clone() });
-                                let n = live.node(NodeType::Thinking);
-                                let list = n.meta.entry("redacted").or_insert_with(|| json!([]));
-                                if let Some(a) = list.as_array_mut() {
-                                    a.push(json!(data));
+                                StreamEvent::ThinkingSignature { signature } => {
+                                    said.thinking.push(ThinkingBlock::Thinking {
+                                        thinking: std::mem::take(&mut said.open_thinking),
+                                        signature: signature.clone(),
+                                    });
+                                    live.node(NodeType::Thinking)
+                                        .meta
+                                        .insert("signature".into(), json!(signature));
+                                    live.dirty = true;
+                                    let _ = events.send(TurnEvent::Signature(signature));
                                 }
-                                live.dirty = true;
-                                let _ = events.send(TurnEvent::Redacted);
-                            }
-                            StreamEvent::Compaction { summary, encrypted_content } => {
-                                self.provider_compaction(
-                                    &mut live,
-                                    &mut session,
-                                    &prior,
-                                    summary,
-                                    encrypted_content,
-                                    &events,
-                                )
-                                .await?;
-                            }
-                            StreamEvent::TextDelta { text } => {
-                                said.text.push_str(&text);
-                                let text = paragraph(&mut said.new_text, live.response.as_ref(), text);
-                                live.node(NodeType::Response).text.push_str(&text);
-                                live.dirty = true;
-                                looped = loops
-                                    .push(NodeType::Response, &text)
-                                    .map(|r| (NodeType::Response, r));
-                                let _ = events.send(TurnEvent::Text(text));
-                            }
-                            StreamEvent::ToolUse { id, name, input } => {
-                                let mut n = Node::new(session.id, NodeType::ToolCall, input.to_string());
-                                n.meta.insert("tool".into(), json!(name));
-                                n.meta.insert("tool_use_id".into(), json!(id));
-                                let edge = Edge::new(query.id, EdgeType::Influences, n.id);
-                                said.calls.push(PendingCall {
-                                    node: n.clone(),
-                                    call: ToolCall {
-                                        id,
-                                        name: name.clone(),
-                                        input: input.clone(),
-                                    },
-                                });
-                                store
-                                    .write_async(move |w| {
-                                        w.put_node(&n)?;
-                                        w.put_edge(&edge)
-                                    })
+                                StreamEvent::RedactedThinking { data } => {
+                                    said.thinking.push(ThinkingBlock::Redacted { data: data.clone() });
+                                    let n = live.node(NodeType::Thinking);
+                                    let list = n.meta.entry("redacted").or_insert_with(|| json!([]));
+                                    if let Some(a) = list.as_array_mut() {
+                                        a.push(json!(data));
+                                    }
+                                    live.dirty = true;
+                                    let _ = events.send(TurnEvent::Redacted);
+                                }
+                                StreamEvent::Compaction { summary, encrypted_content } => {
+                                    self.provider_compaction(
+                                        &mut live,
+                                        &mut session,
+                                        &prior,
+                                        summary,
+                                        encrypted_content,
+                                        &events,
+                                    )
                                     .await?;
-                                let _ = events.send(TurnEvent::ToolUse { name, input });
+                                }
+                                StreamEvent::TextDelta { text } => {
+                                    said.text.push_str(&text);
+                                    let text = paragraph(&mut said.new_text, live.response.as_ref(), text);
+                                    live.node(NodeType::Response).text.push_str(&text);
+                                    live.dirty = true;
+                                    looped = loops
+                                        .push(NodeType::Response, &text)
+                                        .map(|r| (NodeType::Response, r));
+                                    let _ = events.send(TurnEvent::Text(text));
+                                }
+                                StreamEvent::ToolUse { id, name, input } => {
+                                    let mut n = Node::new(session.id, NodeType::ToolCall, input.to_string());
+                                    n.meta.insert("tool".into(), json!(name));
+                                    n.meta.insert("tool_use_id".into(), json!(id));
+                                    let edge = Edge::new(query.id, EdgeType::Influences, n.id);
+                                    said.calls.push(PendingCall {
+                                        node: n.clone(),
+                                        call: ToolCall {
+                                            id,
+                                            name: name.clone(),
+                                            input: input.clone(),
+                                        },
+                                    });
+                                    store
+                                        .write_async(move |w| {
+                                            w.put_node(&n)?;
+                                            w.put_edge(&edge)
+                                        })
+                                        .await?;
+                                    let _ = events.send(TurnEvent::ToolUse { name, input });
+                                }
+                                StreamEvent::Usage { usage: u } => {
+                                    usage = add_usage(spent, u);
+                                    let _ = events.send(TurnEvent::Usage(usage));
+                                }
+                                StreamEvent::Stop { reason } => { stop = Some(reason); }
+                                StreamEvent::Error { error: e } => { error = Some(e); }
                             }
-                            StreamEvent::Usage { usage: u } => {
-                                usage = add_usage(spent, u);
-                                let _ = events.send(TurnEvent::Usage(usage));
+                            for (id, kind) in live.created.drain(..) {
+                                let _ = events.send(TurnEvent::NodeCreated { id, kind });
                             }
-                            StreamEvent::Stop { reason } => { stop = Some(reason); }
-                            StreamEvent::Error { error: e } => { error = Some(e); }
-                        }
-                        for (id, kind) in live.created.drain(..) {
-                            let _ = events.send(TurnEvent::NodeCreated { id, kind });
-                        }
-                        if let Some((kind, report)) = looped {
-                            let action = self.loop_action;
-                            let node = live.node(kind);
-                            node.meta.insert(LOOPING.into(), looping_meta(kind, report, action));
-                            let node = node.id;
-                            live.dirty = true;
-                            let _ = events.send(TurnEvent::Loop {
-                                node,
-                                period: report.period,
-                                repeats: report.repeats,
-                                unit: report.unit,
-                                in_thinking: kind == NodeType::Thinking,
-                                action,
-                            });
-                            if action == LoopAction::Stop {
-                                call_cancel.cancel();
-                                stopped_looping = true;
-                                break;
+                            if let Some((kind, report)) = looped {
+                                let action = self.loop_action;
+                                let node = live.node(kind);
+                                node.meta.insert(LOOPING.into(), looping_meta(kind, report, action));
+                                let node = node.id;
+                                live.dirty = true;
+                                let _ = events.send(TurnEvent::Loop {
+                                    node,
+                                    period: report.period,
+                                    repeats: report.repeats,
+                                    unit: report.unit,
+                                    in_thinking: kind == NodeType::Thinking,
+                                    action,
+                                });
+                                if action == LoopAction::Stop {
+                                    call_cancel.cancel();
+                                    stopped_looping = true;
+                                    break 'call;
+                                }
                             }
+                            batch += 1;
+                            if batch == MAX_BATCH {
+                                break false;
+                            }
+                            match stream.next().now_or_never() {
+                                Some(Some(next)) => ev = next,
+                                Some(None) => break true,
+                                None => break false,
+                            }
+                        };
+                        if ended {
+                            break;
                         }
                     }
                     Some(chunk) = raw_rx.recv() => live.push_raw(chunk),
-                    _ = tick.tick() => live.flush(store, &mut header).await?,
+                    _ = tick.tick() => live.flush_soon(store, &mut header).await?,
                 }
             }
             // A call stopped for looping is dropped unread (its token already told it to stop).
@@ -747,13 +615,11 @@ impl Orchestrator {
                 total_bytes: 0,
                 ..header
             };
-            live.stream = header.id;
+            live.next_stream(header.id);
             if retry {
                 // The refused call is kept on record; the turn is the one asked again.
                 first_stream = header.id;
             }
-            live.next_chunk = 0;
-            live.total_bytes = 0;
             let h = header.clone();
             store.write_async(move |w| w.put_raw_stream(&h)).await?;
             spent = usage;

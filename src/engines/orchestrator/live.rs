@@ -1,0 +1,282 @@
+//! What a turn streams into: the live thinking and response nodes, the raw chunks not yet
+//! committed, and the commits that keep them in the store while the stream goes on.
+//!
+//! A flush runs beside the stream: the tick hands a snapshot to a store task and the turn
+//! reads on. One flush is under way at a time; a tick that finds the last one still running
+//! leaves its work to the next. Raw chunks go out with every flush. A node's text goes out
+//! with every flush while it is small; once it is large (re-encoding and compressing it is
+//! most of a flush) it is written again only when it grew by a quarter or a second passed,
+//! so a long stream costs a bounded number of whole-node writes. A kill loses at most what
+//! arrived after the last committed node write; the raw chunks hold more.
+
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use super::TurnEvent;
+use crate::engines::llm::RawChunk;
+use crate::engines::thinkgraph::{GraphUpdate, ThinkGraphBuilder};
+use crate::store::{
+    DecisionId, DecisionPoint, Node, NodeId, NodeStatus, NodeType, RawStream, SessionId, Store,
+    StoreError, StoredChunk, StreamId,
+};
+
+/// How often streamed text is committed to the store.
+pub(super) const FLUSH_EVERY: Duration = Duration::from_millis(150);
+/// Nodes up to this size (bytes of text) are written with every flush.
+const SMALL_NODE: usize = 256 * 1024;
+/// A larger node is written again once its text grew by this share of what was written...
+const GROWTH_DIVISOR: usize = 4;
+/// ...or this long after its last write.
+const NODE_WRITE_EVERY: Duration = Duration::from_secs(1);
+
+/// The ids and text sizes a flush committed, for the log.
+type Written = [Option<(NodeId, usize)>; 2];
+
+/// Nodes being streamed into, and what is still to be committed.
+pub(super) struct Live {
+    pub(super) session: SessionId,
+    pub(super) stream: StreamId,
+    pub(super) model: String,
+    pub(super) thinking: Option<Node>,
+    pub(super) response: Option<Node>,
+    /// The provider's compaction of this turn, if it compacted.
+    pub(super) compaction: Option<Node>,
+    pub(super) dirty: bool,
+    /// Nodes created since the last report.
+    pub(super) created: Vec<(NodeId, NodeType)>,
+    /// Steps and decision points of the thinking, found as it streams.
+    pub(super) graph: ThinkGraphBuilder,
+    /// Decision points not yet committed.
+    pub(super) decisions: Vec<DecisionPoint>,
+    /// Raw chunks not yet committed (copied into records by the flush, off the stream).
+    pub(super) chunks: Vec<RawChunk>,
+    pub(super) next_chunk: u32,
+    pub(super) total_bytes: u64,
+    /// Text length of the thinking and the response node at their last write, and when.
+    written: [usize; 2],
+    written_at: Instant,
+    /// The flush under way.
+    in_flight: Option<JoinHandle<Result<Written, StoreError>>>,
+}
+
+impl Live {
+    pub(super) fn new(session: SessionId, stream: StreamId, model: String) -> Self {
+        Self {
+            session,
+            stream,
+            model,
+            thinking: None,
+            response: None,
+            compaction: None,
+            dirty: false,
+            created: Vec::new(),
+            graph: ThinkGraphBuilder::new(),
+            decisions: Vec::new(),
+            chunks: Vec::new(),
+            next_chunk: 0,
+            total_bytes: 0,
+            written: [0; 2],
+            written_at: Instant::now(),
+            in_flight: None,
+        }
+    }
+
+    pub(super) fn node(&mut self, kind: NodeType) -> &mut Node {
+        let slot = if kind == NodeType::Thinking {
+            &mut self.thinking
+        } else {
+            &mut self.response
+        };
+        let created = &mut self.created;
+        slot.get_or_insert_with(|| {
+            let mut n = Node::new(self.session, kind, "");
+            created.push((n.id, kind));
+            n.status = NodeStatus::Streaming;
+            n.model = Some(self.model.clone());
+            n.raw_stream = Some(self.stream);
+            n
+        })
+    }
+
+    /// Records ThinkGraph's findings on the thinking node and reports them.
+    pub(super) fn apply_graph(
+        &mut self,
+        updates: Vec<GraphUpdate>,
+        events: &mpsc::UnboundedSender<TurnEvent>,
+    ) {
+        if updates.is_empty() {
+            return;
+        }
+        let confidence = self.graph.confidence();
+        let id = {
+            let node = self.node(NodeType::Thinking);
+            node.confidence = Some(confidence);
+            node.id
+        };
+        for u in updates {
+            match u {
+                GraphUpdate::Step(step) => {
+                    step.append_to(self.node(NodeType::Thinking));
+                    let _ = events.send(TurnEvent::Step { node: id, step });
+                }
+                GraphUpdate::Decision(decision) => {
+                    self.decisions.push(DecisionPoint {
+                        id: DecisionId::new(),
+                        node: id,
+                        step_number: decision.step_index,
+                        description: decision.description.clone(),
+                        chosen_path: decision.chosen_path.clone(),
+                        alternatives: decision.alternatives.clone(),
+                        confidence: decision.confidence,
+                        created_at: Utc::now(),
+                    });
+                    let _ = events.send(TurnEvent::Decision { node: id, decision });
+                }
+            }
+        }
+        self.dirty = true;
+    }
+
+    pub(super) fn push_raw(&mut self, c: RawChunk) {
+        self.total_bytes += c.bytes.len() as u64;
+        self.chunks.push(c);
+    }
+
+    /// Starts a flush beside the stream, unless the last one is still under way (its
+    /// error, if it failed, is returned here).
+    pub(super) async fn flush_soon(
+        &mut self,
+        store: &Store,
+        header: &mut RawStream,
+    ) -> Result<(), StoreError> {
+        if self.in_flight.as_ref().is_some_and(|h| !h.is_finished()) {
+            return Ok(());
+        }
+        self.settle().await?;
+        if let Some(task) = self.start(store, header, false) {
+            self.in_flight = Some(task);
+        }
+        Ok(())
+    }
+
+    /// Commits everything received so far (nodes whole) and waits for it.
+    pub(super) async fn flush(
+        &mut self,
+        store: &Store,
+        header: &mut RawStream,
+    ) -> Result<(), StoreError> {
+        self.settle().await?;
+        if let Some(task) = self.start(store, header, true) {
+            self.in_flight = Some(task);
+        }
+        self.settle().await
+    }
+
+    /// Waits for the flush under way, if any.
+    pub(super) async fn settle(&mut self) -> Result<(), StoreError> {
+        let Some(task) = self.in_flight.take() else {
+            return Ok(());
+        };
+        let written = task
+            .await
+            .map_err(|e| StoreError::Io(format!("a flush did not finish: {e}")))??;
+        // After the commit returned: what a crash test may count on finding again.
+        for (node, bytes) in written.into_iter().flatten() {
+            tracing::debug!(%node, bytes, "node committed");
+        }
+        Ok(())
+    }
+
+    /// Whether the node in `slot` (0 thinking, 1 response) is due to be written.
+    fn due(&self, slot: usize, node: &Node, all: bool) -> bool {
+        let len = node.text.len();
+        let before = self.written[slot];
+        all || before == 0
+            || len <= SMALL_NODE
+            || len >= before + before / GROWTH_DIVISOR
+            || self.written_at.elapsed() >= NODE_WRITE_EVERY
+    }
+
+    /// Hands what is to be committed to a store task; `all` writes the nodes whatever their
+    /// size. `None` when there is nothing to commit.
+    fn start(
+        &mut self,
+        store: &Store,
+        header: &mut RawStream,
+        all: bool,
+    ) -> Option<JoinHandle<Result<Written, StoreError>>> {
+        let nodes = if self.dirty {
+            let pick = |slot: usize, n: &Option<Node>| {
+                n.as_ref().filter(|n| self.due(slot, n, all)).cloned()
+            };
+            [pick(0, &self.thinking), pick(1, &self.response)]
+        } else {
+            [None, None]
+        };
+        let wrote_nodes = nodes.iter().any(Option::is_some);
+        if !wrote_nodes && self.chunks.is_empty() && self.decisions.is_empty() {
+            return None;
+        }
+        // Nodes left out this time stay dirty for the next flush.
+        let skipped = self.dirty
+            && [&self.thinking, &self.response]
+                .iter()
+                .zip(&nodes)
+                .any(|(live, picked)| live.is_some() && picked.is_none());
+        self.dirty = skipped;
+        if wrote_nodes {
+            for (slot, n) in nodes.iter().enumerate() {
+                if let Some(n) = n {
+                    self.written[slot] = n.text.len().max(1);
+                }
+            }
+            self.written_at = Instant::now();
+        }
+        let chunks = std::mem::take(&mut self.chunks);
+        let decisions = std::mem::take(&mut self.decisions);
+        let first = self.next_chunk;
+        self.next_chunk += chunks.len() as u32;
+        header.chunk_count = self.next_chunk;
+        header.total_bytes = self.total_bytes;
+        header.nodes = self
+            .compaction
+            .iter()
+            .chain(self.thinking.iter())
+            .chain(self.response.iter())
+            .map(|n| n.id)
+            .collect();
+        let header = header.clone();
+        let store = store.clone();
+        Some(tokio::spawn(async move {
+            store
+                .write_async(move |w| {
+                    for (i, c) in chunks.into_iter().enumerate() {
+                        let c = StoredChunk {
+                            offset_us: c.offset.as_micros().min(u64::MAX as u128) as u64,
+                            bytes: c.bytes.to_vec(),
+                        };
+                        w.put_raw_chunk(header.id, first + i as u32, &c)?;
+                    }
+                    w.put_raw_stream(&header)?;
+                    for n in nodes.iter().flatten() {
+                        w.put_node(n)?;
+                    }
+                    for d in &decisions {
+                        w.put_decision_point(d)?;
+                    }
+                    Ok(nodes.map(|n| n.map(|n| (n.id, n.text.len()))))
+                })
+                .await
+        }))
+    }
+
+    /// Starts the record of the next provider call of the turn.
+    pub(super) fn next_stream(&mut self, stream: StreamId) {
+        self.stream = stream;
+        self.next_chunk = 0;
+        self.total_bytes = 0;
+    }
+}
