@@ -64,8 +64,9 @@ pub struct AskArgs {
     pub json: bool,
 }
 
-/// How the streamed turn is written to stdout. A closed stdout (`| head`) cancels the run
-/// instead of panicking; what streamed so far is kept, marked interrupted.
+/// How the streamed turn is written to stdout: gathered in a buffer and written once per
+/// batch of events. A closed stdout (`| head`) cancels the run instead of panicking; what
+/// streamed so far is kept, marked interrupted.
 struct Printer {
     json: bool,
     answer_only: bool,
@@ -73,6 +74,7 @@ struct Printer {
     /// Which section is being printed: 0 none, 1 thinking, 2 answer.
     section: u8,
     cancel: CancellationToken,
+    buf: String,
 }
 
 /// Streamed output with section headings: styled (bold headings, dim asides) on a terminal,
@@ -133,17 +135,39 @@ pub(crate) fn write_out(s: &str, cancel: &CancellationToken) {
 }
 
 impl Printer {
-    fn write(&self, s: &str) {
-        write_out(s, &self.cancel);
+    fn write(&mut self, s: &str) {
+        self.buf.push_str(s);
     }
 
-    fn line(&self, v: serde_json::Value) {
-        self.write(&format!("{v}\n"));
+    fn line(&mut self, v: serde_json::Value) {
+        use std::fmt::Write as _;
+        let _ = writeln!(self.buf, "{v}");
+    }
+
+    /// Writes out what was gathered.
+    fn flush(&mut self) {
+        if !self.buf.is_empty() {
+            write_out(&self.buf, &self.cancel);
+            self.buf.clear();
+        }
+    }
+
+    /// A `{"text": …, "type": …}` line, written without building a JSON value (one per
+    /// delta: the common line).
+    fn text_line(&mut self, kind: &str, text: &str) {
+        self.buf.push_str("{\"text\":");
+        // A string always serialises.
+        if let Ok(quoted) = serde_json::to_string(text) {
+            self.buf.push_str(&quoted);
+        }
+        self.buf.push_str(",\"type\":\"");
+        self.buf.push_str(kind);
+        self.buf.push_str("\"}\n");
     }
 
     fn thinking(&mut self, text: &str) {
         if self.json {
-            return self.line(json!({"type": "thinking", "text": text}));
+            return self.text_line("thinking", text);
         }
         if self.answer_only {
             return;
@@ -165,7 +189,7 @@ impl Printer {
 
     fn text(&mut self, text: &str) {
         if self.json {
-            return self.line(json!({"type": "text", "text": text}));
+            return self.text_line("text", text);
         }
         if self.section != 2 && !self.answer_only {
             self.write(if self.styled {
@@ -282,10 +306,9 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
         }
     });
     let (tx, mut rx) = mpsc::unbounded_channel();
-    let turn = tokio::spawn({
-        let cancel = cancel.clone();
-        async move { orch.run_turn(req, tx, cancel).await }
-    });
+    // The turn and the printing share this task: an event wakes no other thread, and the
+    // printer takes whatever the turn produced since it last ran, in one write.
+    let turn = orch.run_turn(req, tx, cancel.clone());
     let styled = std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let mut p = Printer {
         json: args.json,
@@ -293,73 +316,86 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
         styled,
         section: 0,
         cancel: cancel.clone(),
+        buf: String::new(),
     };
-    while let Some(ev) = rx.recv().await {
-        match ev {
-            TurnEvent::Thinking(t) => p.thinking(&t),
-            TurnEvent::Text(t) => p.text(&t),
-            TurnEvent::Usage(u) if args.json => p.line(json!({"type": "usage", "usage": u})),
-            TurnEvent::ToolUse { name, input } if args.json => {
-                p.line(json!({"type": "tool_use", "name": name, "input": input}))
-            }
-            TurnEvent::BudgetWarning { used, limit } => {
-                if args.json {
-                    p.line(json!({"type": "budget_warning", "used": used, "limit": limit}));
-                } else {
-                    eprintln!(
-                        "glassbox: warning: this session has used {used} of {limit} output tokens"
-                    );
-                }
-            }
-            TurnEvent::Compacted { node, superseded } if args.json => {
-                p.line(json!({"type": "compacted", "node": node, "superseded": superseded}))
-            }
-            TurnEvent::Loop {
-                node,
-                period,
-                repeats,
-                unit,
-                in_thinking,
-                action,
-            } => {
-                if args.json {
-                    p.line(json!({
-                        "type": "loop",
-                        "node": node,
-                        "period": period,
-                        "repeats": repeats,
-                        "unit": unit,
-                        "in": if in_thinking { "thinking" } else { "text" },
-                        "action": action,
-                    }));
-                } else {
-                    let report = LoopReport {
-                        unit,
+    let print = async {
+        while let Some(first) = rx.recv().await {
+            // Whatever else has arrived is printed with it, in one write.
+            let mut next = Some(first);
+            while let Some(ev) = next.take().or_else(|| rx.try_recv().ok()) {
+                match ev {
+                    TurnEvent::Thinking(t) => p.thinking(&t),
+                    TurnEvent::Text(t) => p.text(&t),
+                    TurnEvent::Usage(u) if args.json => {
+                        p.line(json!({"type": "usage", "usage": u}))
+                    }
+                    TurnEvent::ToolUse { name, input } if args.json => {
+                        p.line(json!({"type": "tool_use", "name": name, "input": input}))
+                    }
+                    TurnEvent::BudgetWarning { used, limit } => {
+                        if args.json {
+                            p.line(json!({"type": "budget_warning", "used": used, "limit": limit}));
+                        } else {
+                            p.flush();
+                            eprintln!(
+                                "glassbox: warning: this session has used {used} of {limit} output tokens"
+                            );
+                        }
+                    }
+                    TurnEvent::Compacted { node, superseded } if args.json => {
+                        p.line(json!({"type": "compacted", "node": node, "superseded": superseded}))
+                    }
+                    TurnEvent::Loop {
+                        node,
                         period,
                         repeats,
-                    };
-                    let place = if in_thinking { "thinking" } else { "answer" };
-                    // Off the line the stream is on, when both go to the terminal.
-                    let nl = if std::io::stdout().is_terminal() {
-                        "\n"
-                    } else {
-                        ""
-                    };
-                    if action == LoopAction::Stop {
-                        eprintln!(
-                            "{nl}glassbox: stopped: the model was looping in its {place} ({report}); what arrived is kept"
-                        );
-                    } else {
-                        eprintln!(
-                            "{nl}glassbox: warning: the model is looping in its {place} ({report}); Ctrl-C stops it"
-                        );
+                        unit,
+                        in_thinking,
+                        action,
+                    } => {
+                        if args.json {
+                            p.line(json!({
+                                "type": "loop",
+                                "node": node,
+                                "period": period,
+                                "repeats": repeats,
+                                "unit": unit,
+                                "in": if in_thinking { "thinking" } else { "text" },
+                                "action": action,
+                            }));
+                        } else {
+                            let report = LoopReport {
+                                unit,
+                                period,
+                                repeats,
+                            };
+                            let place = if in_thinking { "thinking" } else { "answer" };
+                            p.flush();
+                            // Off the line the stream is on, when both go to the terminal.
+                            let nl = if std::io::stdout().is_terminal() {
+                                "\n"
+                            } else {
+                                ""
+                            };
+                            if action == LoopAction::Stop {
+                                eprintln!(
+                                    "{nl}glassbox: stopped: the model was looping in its {place} ({report}); what arrived is kept"
+                                );
+                            } else {
+                                eprintln!(
+                                    "{nl}glassbox: warning: the model is looping in its {place} ({report}); Ctrl-C stops it"
+                                );
+                            }
+                        }
                     }
+                    _ => {}
                 }
             }
-            _ => {}
+            p.flush();
         }
-    }
-    let outcome = turn.await.context("the turn task failed")??;
+    };
+    let (outcome, ()) = tokio::join!(turn, print);
+    let outcome = outcome?;
     let node = outcome
         .response
         .or(outcome.thinking)
@@ -377,8 +413,10 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
             "route": route.as_str(),
             "effort": effort.as_str(),
         }));
+        p.flush();
     } else {
         p.write("\n");
+        p.flush();
         let u = outcome.usage;
         eprintln!(
             "{}session {}  ·  {} in / {} out tokens{}{}",
