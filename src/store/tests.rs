@@ -662,15 +662,15 @@ fn v10_session_index_becomes_heads() {
     // index, which later migrations would otherwise convert).
     {
         let txn = store.db.begin_write().unwrap();
-        txn.delete_table(SESSION_HEADS).unwrap();
         search::write_v11_layout(&txn).unwrap();
-        let mut idx = txn.open_table(SESSION_NODES).unwrap();
+        txn.delete_table(SESSION_HEADS).unwrap();
         let mut nodes = txn.open_table(NODES).unwrap();
+        let mut idx = txn.open_table(SESSION_NODES).unwrap();
         for n in [&q, &r] {
-            idx.insert(key32(s.id.to_bytes(), n.id.to_bytes()), ())
             nodes
                 .insert(n.id.to_bytes(), codec::encode(n).unwrap().as_slice())
                 .unwrap();
+            idx.insert(key32(s.id.to_bytes(), n.id.to_bytes()), ())
                 .unwrap();
         }
         drop((nodes, idx));
