@@ -1,27 +1,27 @@
-//! SSE framing, the record of why glassbox frames with `eventsource-stream`: the same body —
-//! 100,000 `content_block_delta` frames of an Anthropic thinking stream, cut into 1,400-byte
-//! chunks as a network would deliver them — through three parsers:
+//! SSE framing: the same body — 100,000 `content_block_delta` frames of an Anthropic thinking
+//! stream, cut into 1,400-byte chunks as a network would deliver them — through four parsers:
 //!
-//! - `hand_written`: the incremental decoder `engines::llm::sse` held before (kept here,
+//! - `hand_written`: the incremental decoder `engines::llm::sse` held first (kept here,
 //!   unchanged in what it does, so the comparison can be run again);
-//! - `eventsource_stream`: the crate on its own, as a stream of byte chunks;
-//! - `shipped_decoder`: `engines::llm::sse::SseDecoder` as it is now, the crate behind the
-//!   line scanner that counts comments and junk.
+//! - `eventsource_stream`: the `eventsource-stream` crate on its own, as a stream of byte
+//!   chunks (glassbox framed with it, behind its line scanner, until the scanner below);
+//! - `shipped_decoder`: `engines::llm::sse::SseDecoder::push`, frames returned as owned
+//!   strings (what tests and tools use);
+//! - `shipped_batch`: `SseDecoder::push_into` into one reused `Frames` batch, lines read where
+//!   they lie: the path the Anthropic and OpenAI-compatible decoders take.
 //!
-//! The hand-written decoder was to stay only if it framed at least twice as fast as the
-//! crate. All three produce the same frames (checked before timing); reported as frames per
-//! second.
+//! All four produce the same frames (checked before timing); reported as frames per second.
 
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use futures::StreamExt;
-use glassbox::engines::llm::sse::SseDecoder;
+use glassbox::engines::llm::sse::{Frames, SseDecoder};
 
 const FRAMES: usize = 100_000;
 const CHUNK: usize = 1_400;
 
 /// (event name, data, last id) of each frame.
-type Frames = Vec<(Option<String>, String, Option<String>)>;
+type Owned = Vec<(Option<String>, String, Option<String>)>;
 
 fn body() -> Vec<u8> {
     let mut out = String::new();
@@ -59,7 +59,7 @@ struct HandWritten {
 }
 
 impl HandWritten {
-    fn push(&mut self, bytes: &[u8], frames: &mut Frames) {
+    fn push(&mut self, bytes: &[u8], frames: &mut Owned) {
         let mut rest = bytes;
         if self.skip_lf && !bytes.is_empty() {
             self.skip_lf = false;
@@ -84,7 +84,7 @@ impl HandWritten {
         self.line.extend_from_slice(rest);
     }
 
-    fn finish(&mut self, frames: &mut Frames) {
+    fn finish(&mut self, frames: &mut Owned) {
         if !self.line.is_empty() {
             let line = std::mem::take(&mut self.line);
             self.line_done(&line, frames);
@@ -92,7 +92,7 @@ impl HandWritten {
         self.dispatch(frames);
     }
 
-    fn line_done(&mut self, raw: &[u8], frames: &mut Frames) {
+    fn line_done(&mut self, raw: &[u8], frames: &mut Owned) {
         let mut raw = raw;
         if !self.first_line_done {
             self.first_line_done = true;
@@ -137,7 +137,7 @@ impl HandWritten {
         }
     }
 
-    fn dispatch(&mut self, frames: &mut Frames) {
+    fn dispatch(&mut self, frames: &mut Owned) {
         if self.has_data {
             let data = std::mem::take(&mut self.data);
             frames.push((self.event.take(), data, self.id.clone()));
@@ -148,7 +148,7 @@ impl HandWritten {
     }
 }
 
-fn hand_written(chunks: &[Bytes]) -> Frames {
+fn hand_written(chunks: &[Bytes]) -> Owned {
     let mut decoder = HandWritten::default();
     let mut out = Vec::with_capacity(FRAMES);
     for c in chunks {
@@ -158,7 +158,7 @@ fn hand_written(chunks: &[Bytes]) -> Frames {
     out
 }
 
-fn crate_alone(chunks: &[Bytes]) -> Frames {
+fn crate_alone(chunks: &[Bytes]) -> Owned {
     use eventsource_stream::Eventsource;
     let stream = futures::stream::iter(chunks.iter().cloned().map(Ok::<_, std::io::Error>));
     futures::executor::block_on(
@@ -173,7 +173,7 @@ fn crate_alone(chunks: &[Bytes]) -> Frames {
     )
 }
 
-fn shipped(chunks: &[Bytes]) -> Frames {
+fn shipped(chunks: &[Bytes]) -> Owned {
     let mut decoder = SseDecoder::new();
     let mut out = Vec::with_capacity(FRAMES);
     for c in chunks {
@@ -186,6 +186,37 @@ fn shipped(chunks: &[Bytes]) -> Frames {
             .map(|f| (f.event, f.data, f.id)),
     );
     out
+}
+
+/// Frames through one reused batch; returns how many, with the frames themselves when
+/// `keep` (for the check before timing).
+fn shipped_batch(chunks: &[Bytes], keep: bool) -> (usize, Owned) {
+    let mut decoder = SseDecoder::new();
+    let mut batch = Frames::default();
+    let mut kept = Vec::new();
+    let mut n = 0;
+    let take = |batch: &Frames, kept: &mut Owned| {
+        if keep {
+            kept.extend(batch.iter().map(|f| {
+                (
+                    f.event.map(str::to_string),
+                    f.data.to_string(),
+                    f.id.map(str::to_string),
+                )
+            }));
+        }
+    };
+    for c in chunks {
+        batch.clear();
+        decoder.push_into(c, &mut batch);
+        n += batch.len();
+        take(&batch, &mut kept);
+    }
+    batch.clear();
+    decoder.finish_into(&mut batch);
+    n += batch.len();
+    take(&batch, &mut kept);
+    (n, kept)
 }
 
 fn bench(c: &mut Criterion) {
@@ -203,6 +234,9 @@ fn bench(c: &mut Criterion) {
         shipped(&chunks),
         "the shipped decoder must frame alike"
     );
+    let (n, batched) = shipped_batch(&chunks, true);
+    assert_eq!(n, FRAMES);
+    assert_eq!(reference, batched, "the batch path must frame alike");
 
     let mut group = c.benchmark_group("sse_framing");
     group.throughput(Throughput::Elements(FRAMES as u64));
@@ -212,6 +246,9 @@ fn bench(c: &mut Criterion) {
         b.iter(|| crate_alone(&chunks).len())
     });
     group.bench_function("shipped_decoder", |b| b.iter(|| shipped(&chunks).len()));
+    group.bench_function("shipped_batch", |b| {
+        b.iter(|| shipped_batch(&chunks, false).0)
+    });
     group.finish();
 }
 
