@@ -8,8 +8,8 @@ use std::hint::black_box;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use glassbox::app::graph::{NodeEntry, Tree};
 use glassbox::app::keymap::Keymap;
-use glassbox::app::graph::NodeEntry;
 use glassbox::app::loaded::Bodies;
 use glassbox::app::runtime::App;
 use glassbox::app::state::LoadedSession;
@@ -95,7 +95,13 @@ fn draw_big_session(c: &mut Criterion) {
     let heads: Vec<NodeHead> = nodes.iter().map(NodeHead::of).collect();
     app.dispatch(Msg::SessionLoaded {
         loaded: LoadedSession::from_heads(s, &heads),
-        entries: heads.iter().map(NodeEntry::from_head).collect(),
+        tree: {
+            let mut tree = Tree::default();
+            for h in &heads {
+                tree.push(NodeEntry::from_head(h));
+            }
+            tree
+        },
         bodies: Bodies {
             nodes,
             decisions: HashMap::new(),

@@ -143,6 +143,7 @@ ev("content_block_stop", {"type": "content_block_stop", "index": 1})
 ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 100000}})
 ev("message_stop", {"type": "message_stop"})
 EOF
+rm -f "$WORK/port"
 python3 - "$WORK/stream.sse" "$WORK/port" <<'EOF' &
 import http.server, sys
 body = open(sys.argv[1], "rb").read()

@@ -27,7 +27,7 @@ use crate::engines::orchestrator::{Orchestrator, Router, TurnRequest, heads_outp
 use crate::store::Store;
 use crate::store::{NodeId, SessionId};
 use crate::views;
-use crate::views::graph_model::NodeEntry;
+use crate::views::graph_model::{NodeEntry, Tree};
 use crate::views::markdown::HighlightCache;
 use crate::views::theme::Theme;
 
@@ -603,10 +603,10 @@ pub fn load_session(store: &Store, id: crate::store::SessionId) -> Msg {
             ));
         };
         // The graph's entries are made here, off the UI thread, one head at a time.
-        let (mut slots, mut entries, mut tokens) = (Vec::new(), Vec::new(), 0);
+        let (mut slots, mut tree, mut tokens) = (Vec::new(), Tree::default(), 0);
         store.for_each_session_head(id, |h| {
             slots.push(Slot::from(&h));
-            entries.push(NodeEntry::from_head(&h));
+            tree.push(NodeEntry::from_head(&h));
             tokens += heads_output_tokens(std::slice::from_ref(&h));
         })?;
         let mut loaded = LoadedSession::from_slots(session, slots);
@@ -619,7 +619,7 @@ pub fn load_session(store: &Store, id: crate::store::SessionId) -> Msg {
         let bodies = Bodies::read(store, &ids)?;
         Ok(Msg::SessionLoaded {
             loaded,
-            entries,
+            tree,
             bodies,
             tokens,
         })

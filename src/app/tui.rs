@@ -23,9 +23,14 @@ const FRAME: Duration = Duration::from_millis(16);
 /// How often the store is checked for other processes' commits.
 const FOLLOW_EVERY: Duration = Duration::from_millis(500);
 
+/// The TUI's store page cache (see `Store::open_with_cache`).
+const TUI_CACHE_BYTES: usize = 16 << 20;
+
 /// Builds the app from the config: store, keymap, theme, engine.
 pub fn build_app(ctx: &Ctx) -> Result<App> {
-    let store = ctx.open_store()?;
+    // The TUI reads a screenful at a time (heads, then a window of bodies), so a small page
+    // cache keeps it lean on a large store; the kernel's cache serves what is read again.
+    let store = ctx.open_store_with_cache(TUI_CACHE_BYTES)?;
     let cfg = ctx.loaded.config.clone();
     let keymap = Keymap::load(&ctx.paths.config_dir)?;
     let theme = super::themes::load(

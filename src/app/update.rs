@@ -18,7 +18,7 @@ use super::workspaces::{Boxed, REGISTRY, WorkspaceId, Workspaces};
 use crate::engines::llm::Effort;
 use crate::engines::orchestrator::{Route, Router, TurnEvent, TurnOutcome};
 use crate::store::{NodeId, SessionId};
-use crate::views::graph_model::NodeEntry;
+use crate::views::graph_model::Tree;
 use crate::views::palette;
 
 /// Something that happened: a bound action, a key to type, or news from an engine or store.
@@ -41,8 +41,8 @@ pub enum Msg {
     /// A session opened: every node's head, and the bodies of the window on screen.
     SessionLoaded {
         loaded: LoadedSession,
-        /// The graph's entries, one per node, made from the heads.
-        entries: Vec<NodeEntry>,
+        /// The graph's nodes in turns, made from the heads.
+        tree: Tree,
         bodies: Bodies,
         tokens: u64,
     },
@@ -132,14 +132,14 @@ pub fn update(
         }
         Msg::SessionLoaded {
             mut loaded,
-            entries,
+            tree,
             bodies,
             tokens,
         } => {
             // A run in progress owns the panes; its session reloads when it ends.
             if state.run.is_none() {
                 let same = state.loaded.id() == loaded.id();
-                state.graph.load_entries(entries);
+                state.graph.load_tree(tree);
                 state.graph.fill(&bodies.nodes, |id| {
                     bodies.decisions.get(&id).cloned().unwrap_or_default()
                 });

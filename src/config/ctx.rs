@@ -24,8 +24,16 @@ pub struct Ctx {
 impl Ctx {
     /// Opens (creating if needed) the store in the data dir.
     pub fn open_store(&self) -> Result<Store> {
+        self.open_store_with_cache(crate::store::CACHE_BYTES)
+    }
+
+    /// [`Ctx::open_store`] with a page cache of `cache_bytes`.
+    pub fn open_store_with_cache(&self, cache_bytes: usize) -> Result<Store> {
         self.paths.ensure_data_dir()?;
-        Ok(Store::open(&self.paths.store_file())?)
+        Ok(Store::open_with_cache(
+            &self.paths.store_file(),
+            cache_bytes,
+        )?)
     }
 
     /// The `[embeddings]` embedder, loaded once. `Err` says why there is none (missing or

@@ -265,7 +265,7 @@ mod tests {
         }
         // Make it a v6 file: no knowledge tables, version 6.
         {
-            let db = builder().create(&path).unwrap();
+            let db = builder(CACHE_BYTES).create(&path).unwrap();
             let w = db.begin_write().unwrap();
             assert!(w.delete_table(KNOWLEDGE_DOCS).unwrap());
             assert!(w.delete_table(KNOWLEDGE_CHUNKS).unwrap());

@@ -161,12 +161,13 @@ impl std::fmt::Debug for Store {
 
 /// redb's own page cache. Reads go through the kernel's page cache as well, so a large one
 /// buys little and shows as resident memory in every process (redb's default is 1 GiB).
-const CACHE_BYTES: usize = 256 << 20;
+/// Processes that read a screenful at a time open with less ([`Store::open_with_cache`]).
+pub const CACHE_BYTES: usize = 256 << 20;
 
-fn builder() -> redb::Builder {
+fn builder(cache_bytes: usize) -> redb::Builder {
     let mut b = Database::builder();
     b.set_concurrency_mode(ConcurrencyMode::MultiWriter);
-    b.set_cache_size(CACHE_BYTES);
+    b.set_cache_size(cache_bytes);
     b
 }
 
@@ -174,6 +175,11 @@ impl Store {
     /// Opens (creating if missing) the store at `path`, migrating an older schema.
     /// A new file gets mode 0600.
     pub fn open(path: &Path) -> Result<Self> {
+        Self::open_with_cache(path, CACHE_BYTES)
+    }
+
+    /// [`Store::open`] with a page cache of `cache_bytes`.
+    pub fn open_with_cache(path: &Path, cache_bytes: usize) -> Result<Self> {
         let open_err = |reason: String| StoreError::Open {
             path: path.to_path_buf(),
             reason,
@@ -195,7 +201,7 @@ impl Store {
                 })
                 .map_err(|e| open_err(e.to_string()))?;
         }
-        let db = builder()
+        let db = builder(cache_bytes)
             .create(path)
             .map_err(|e| open_err(describe_open_error(e)))?;
         let store = Self {

@@ -409,7 +409,7 @@ fn a_newer_schema_refuses_to_open() {
     let path = dir.path().join("s.redb");
     drop(Store::open(&path).unwrap());
     {
-        let db = builder().create(&path).unwrap();
+        let db = builder(CACHE_BYTES).create(&path).unwrap();
         let w = db.begin_write().unwrap();
         w.open_table(META)
             .unwrap()
@@ -469,7 +469,7 @@ fn migrates_the_v1_fixture() {
 #[ignore]
 fn write_v1_fixture() {
     let _ = std::fs::remove_file(V1_FIXTURE);
-    let mut db = builder().create(V1_FIXTURE).unwrap();
+    let mut db = builder(CACHE_BYTES).create(V1_FIXTURE).unwrap();
     let w = db.begin_write().unwrap();
     let sid = SessionId::new();
     let q = NodeId::new();
@@ -655,7 +655,8 @@ fn v10_session_index_becomes_heads() {
     let store = Store::open(&path).unwrap();
     let s = Session::new("t", SessionSource::Glassbox);
     let mut q = Node::new(s.id, NodeType::Query, "why?\nsecond line");
-    q.meta.insert("memory_used".into(), serde_json::json!(["a", "b"]));
+    q.meta
+        .insert("memory_used".into(), serde_json::json!(["a", "b"]));
     let r = Node::new(s.id, NodeType::Response, "because");
     store.write(|w| w.put_session(&s)).unwrap();
     // The v10 layout: node records and the bare index (the nodes left out of the search
@@ -689,5 +690,9 @@ fn v10_session_index_becomes_heads() {
     assert_eq!(migrated[0].memory, 2);
     assert_eq!(migrated[1].kind, NodeType::Response);
     let r = store.read().unwrap();
-    assert!(!r.list_tables().unwrap().any(|t| t.name() == "session_nodes"));
+    assert!(
+        !r.list_tables()
+            .unwrap()
+            .any(|t| t.name() == "session_nodes")
+    );
 }

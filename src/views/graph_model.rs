@@ -81,6 +81,30 @@ pub struct Turn {
     pub children: Vec<NodeEntry>,
 }
 
+/// A session's nodes grouped into turns, built one entry at a time (off the UI thread, from
+/// heads) and then handed to [`GraphModel::load_tree`].
+#[derive(Clone, Debug, Default)]
+pub struct Tree {
+    turns: Vec<Turn>,
+    loose: Vec<NodeEntry>,
+}
+
+impl Tree {
+    /// Adds the next node in creation order: a query starts a turn.
+    pub fn push(&mut self, entry: NodeEntry) {
+        if entry.kind == NodeType::Query {
+            self.turns.push(Turn {
+                query: entry,
+                children: Vec::new(),
+            });
+        } else if let Some(t) = self.turns.last_mut() {
+            t.children.push(entry);
+        } else {
+            self.loose.push(entry);
+        }
+    }
+}
+
 /// The whole tree plus selection, scroll and the flattened rows.
 #[derive(Clone, Debug, Default)]
 pub struct GraphModel {
@@ -224,21 +248,19 @@ impl GraphModel {
     /// heads ([`NodeEntry::from_head`]), [`GraphModel::fill`] adds the steps of the nodes whose
     /// bodies are read.
     pub fn load_entries(&mut self, entries: impl IntoIterator<Item = NodeEntry>) {
-        let keep = self.selected_key();
-        self.turns.clear();
-        self.loose.clear();
+        let mut tree = Tree::default();
         for entry in entries {
-            if entry.kind == NodeType::Query {
-                self.turns.push(Turn {
-                    query: entry,
-                    children: Vec::new(),
-                });
-            } else if let Some(t) = self.turns.last_mut() {
-                t.children.push(entry);
-            } else {
-                self.loose.push(entry);
-            }
+            tree.push(entry);
         }
+        self.load_tree(tree);
+    }
+
+    /// Takes `tree` as the session's nodes (see [`GraphModel::load`]), keeping the selection
+    /// and what is open.
+    pub fn load_tree(&mut self, tree: Tree) {
+        let keep = self.selected_key();
+        self.turns = tree.turns;
+        self.loose = tree.loose;
         self.expand_latest();
         self.rebuild();
         self.reselect(keep);

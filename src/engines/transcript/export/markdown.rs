@@ -339,21 +339,7 @@ fn merge(src: &dyn Source, n: &Node, when: &str, out: &mut dyn Write) -> Result<
     Ok(())
 }
 
-/// The first non-empty line of `text`, at most `max` characters.
-pub(in crate::engines::transcript) fn excerpt(text: &str, max: usize) -> String {
-    let line = text
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
-    if line.chars().count() > max {
-        let mut s: String = line.chars().take(max.saturating_sub(1)).collect();
-        s.push('…');
-        s
-    } else {
-        line.to_string()
-    }
-}
+pub(in crate::engines::transcript) use crate::store::excerpt;
 
 /// A code fence longer than any run of backticks in `text`.
 pub(super) fn fence_for(text: &str) -> String {
