@@ -291,10 +291,10 @@ impl Cycles {
         }
     }
 
-    fn ring(&self, pos: u64) -> usize {
-        // `pos` is within the last `slots` items: its ring index is `cur` less the distance.
-        let back = (self.count - pos) as usize;
-        (self.cur + self.slots - back) % self.slots
+    /// Ring index of the item `back` items before the next one (1 ..= `slots`).
+    fn back(&self, back: usize) -> usize {
+        let i = self.cur + self.slots - back;
+        if i >= self.slots { i - self.slots } else { i }
     }
 
     /// Adds one item; returns (period, repeats) of the shortest cycle that has now repeated
@@ -324,7 +324,7 @@ impl Cycles {
             let mut pos = table_pos - 1;
             while in_window(pos) {
                 matches.push((n - pos) as usize);
-                let before = self.prev[self.ring(pos)];
+                let before = self.prev[self.back((n - pos) as usize)];
                 if before == 0 || before > pos {
                     break;
                 }
@@ -345,7 +345,7 @@ impl Cycles {
         let mut hit = None;
         for &p in &matches {
             let i = p - 1;
-            let before = self.ends[(cur + slots - p) % slots];
+            let before = self.ends[self.back(p)];
             let run = if self.at[i] == n { self.runs[i] + 1 } else { 1 };
             self.runs[i] = run;
             self.at[i] = n + 1;
@@ -765,6 +765,118 @@ mod tests {
         ) {
             let text = [NUMBERED, SIMILAR, BULLETS, CODE, TABLE, POEM][which];
             prop_assert_eq!(detect_chunked(text, &cuts), None);
+        }
+
+        #[test]
+        fn cycles_find_what_a_scan_of_every_period_finds(
+            items in proptest::collection::vec((0usize..6, 1u64..30), 0..400),
+            max_period in 1usize..20,
+            min_repeats in 2usize..5,
+            min_unit in 0u64..40,
+        ) {
+            // Six items, four of them sharing a table slot, so the collision path runs too.
+            let hashes = colliding_hashes(max_period);
+            let mut cycles = Cycles::new(max_period);
+            let mut naive = Naive::new(max_period);
+            for (k, chars) in items {
+                let h = hashes[k];
+                prop_assert_eq!(
+                    cycles.push(h, chars, min_repeats, min_unit),
+                    naive.push(h, chars, min_repeats, min_unit)
+                );
+                for period in 1..=max_period {
+                    prop_assert_eq!(cycles.repeats(period), naive.repeats(period));
+                }
+            }
+        }
+    }
+
+    /// Six hashes: four with one table slot between them, two others.
+    fn colliding_hashes(max_period: usize) -> [u64; 6] {
+        let probe = Cycles::new(max_period);
+        let slot = |h: u64| h.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - probe.table_bits);
+        let mut same = Vec::new();
+        let mut h = 1u64;
+        while same.len() < 4 {
+            if slot(h) == slot(1) {
+                same.push(h);
+            }
+            h += 1;
+        }
+        [
+            same[0],
+            same[1],
+            same[2],
+            same[3],
+            0xdead_beef,
+            0x1234_5678_9abc,
+        ]
+    }
+
+    /// The cycle finder as first written: every period looked at for every item.
+    struct Naive {
+        recent: Vec<(u64, u64)>,
+        count: u64,
+        runs: Vec<usize>,
+        at: Vec<u64>,
+        chars: u64,
+    }
+
+    impl Naive {
+        fn new(max_period: usize) -> Self {
+            Self {
+                recent: vec![(0, 0); max_period.max(1)],
+                count: 0,
+                runs: vec![0; max_period],
+                at: vec![0; max_period],
+                chars: 0,
+            }
+        }
+
+        fn push(
+            &mut self,
+            hash: u64,
+            chars: u64,
+            min_repeats: usize,
+            min_unit: u64,
+        ) -> Option<(usize, usize)> {
+            self.chars += chars;
+            let n = self.count;
+            let slots = self.recent.len() as u64;
+            let len = n.min(self.runs.len() as u64) as usize;
+            let mut matched_reach = 0;
+            let mut hit = None;
+            for p in 1..=len {
+                let (h, before) = self.recent[((n - p as u64) % slots) as usize];
+                if h != hash {
+                    continue;
+                }
+                let i = p - 1;
+                let run = if self.at[i] == n { self.runs[i] + 1 } else { 1 };
+                self.runs[i] = run;
+                self.at[i] = n + 1;
+                let reach = run + p;
+                if hit.is_none()
+                    && reach > matched_reach.max(p - 1)
+                    && run >= p * (min_repeats - 1)
+                    && self.chars - before >= min_unit
+                {
+                    hit = Some((p, 1 + run / p));
+                }
+                matched_reach = matched_reach.max(reach);
+            }
+            self.recent[(n % slots) as usize] = (hash, self.chars);
+            self.count = n + 1;
+            hit
+        }
+
+        fn repeats(&self, period: usize) -> usize {
+            let i = period - 1;
+            if self.at[i] == self.count {
+                1 + self.runs[i] / period
+            } else {
+                1
+            }
         }
     }
 }
