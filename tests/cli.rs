@@ -416,7 +416,11 @@ fn a_closed_stdout_ends_the_command_quietly() {
             w.put_session(&s)?;
             for i in 0..2000 {
                 let kind = glassbox::store::NodeType::Response;
-                w.put_node(&glassbox::store::Node::new(s.id, kind, format!("answer {i}")))?;
+                w.put_node(&glassbox::store::Node::new(
+                    s.id,
+                    kind,
+                    format!("answer {i}"),
+                ))?;
             }
             Ok(())
         })
