@@ -87,6 +87,17 @@ fn a_fresh_data_dir_doctor_sessions_config_completions() {
     );
     // SmolLM2, the three MiniLM files and the optional Gemma 3.
     assert_eq!(doctor["models"].as_array().unwrap().len(), 5);
+    let compacted: serde_json::Value = serde_json::from_slice(
+        &run(glassbox(&data).args(["doctor", "--compact", "--json"])).stdout,
+    )
+    .unwrap();
+    let (before, after) = (
+        compacted["compacted"]["before_bytes"].as_u64().unwrap(),
+        compacted["compacted"]["after_bytes"].as_u64().unwrap(),
+    );
+    assert!(after < before, "{compacted}");
+    let text = stdout(&run(glassbox(&data).args(["doctor", "--compact"])));
+    assert!(text.starts_with("compacted    "), "{text}");
 
     let show = stdout(&run(glassbox(&data)
         .args(["config", "show"])

@@ -44,6 +44,22 @@ fn colour_support() -> &'static str {
     }
 }
 
+/// `--compact`: the file's size before and after, or `busy` when another process was in a
+/// transaction on it.
+fn compact_store(ctx: &Ctx) -> Result<Value> {
+    let path = ctx.paths.store_file();
+    if !path.exists() {
+        anyhow::bail!("there is no store to compact at {}", path.display());
+    }
+    let mut store = crate::store::Store::open(&path)?;
+    Ok(match store.compact()? {
+        crate::store::Compacted::Done { before, after } => {
+            json!({"before_bytes": before, "after_bytes": after})
+        }
+        crate::store::Compacted::Busy => json!({"busy": true}),
+    })
+}
+
 fn gather(ctx: &Ctx) -> Value {
     let cfg = &ctx.loaded.config;
     let data_dir = &ctx.paths.data_dir;
@@ -132,8 +148,26 @@ fn gather(ctx: &Ctx) -> Value {
     })
 }
 
-pub fn run(ctx: &Ctx, json_out: bool) -> Result<ExitCode> {
-    let v = gather(ctx);
+pub fn run(ctx: &Ctx, json_out: bool, compact: bool) -> Result<ExitCode> {
+    let compacted = if compact {
+        Some(compact_store(ctx)?)
+    } else {
+        None
+    };
+    let mut v = gather(ctx);
+    if let Some(c) = &compacted {
+        v["compacted"] = c.clone();
+    }
+    if !json_out && let Some(c) = &compacted {
+        match (c["before_bytes"].as_u64(), c["after_bytes"].as_u64()) {
+            (Some(before), Some(after)) => println!(
+                "compacted    {} -> {}",
+                human_size(before),
+                human_size(after)
+            ),
+            _ => println!("compacted    nothing: another glassbox was using the store; try again"),
+        }
+    }
     if json_out {
         print_json(&v)?;
         return Ok(ExitCode::SUCCESS);

@@ -77,6 +77,8 @@ fn import_json(ctx: &Ctx, file: &std::path::Path, replace: bool, json: bool) -> 
     let checked = export::check_file(file)?;
     let store = ctx.open_store()?;
     let done = export::import_checked(&store, &checked, replace)?;
+    drop(store);
+    give_back_free_pages(&ctx.paths.store_file());
     if json {
         print_json(&json!({
             "session": done.session.id,
@@ -242,6 +244,7 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
+    let store_file = ctx.paths.store_file();
     let summary = tokio::task::spawn_blocking(move || -> Result<ImportSummary> {
         let mut errors = Vec::new();
         let files = transcript::discover(&paths, &mut errors)?;
@@ -268,6 +271,10 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
         }
         let mut summary = importer.take_summary();
         summary.errors.splice(0..0, errors);
+        drop(importer);
+        if summary.bytes > 0 {
+            give_back_free_pages(&store_file);
+        }
         Ok(summary)
     })
     .await
@@ -292,6 +299,39 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Below this size a store file is not worth compacting after an import.
+const COMPACT_MIN_BYTES: u64 = 32 << 20;
+/// Share of the file that must be free pages for an import to compact the store after it.
+/// A large import leaves about a third of the file free (pages its commits and index merges
+/// replaced); giving them back takes a fraction of a second.
+const COMPACT_FREE_SHARE: f64 = 0.1;
+
+/// After an import: gives the store file's free pages back when they are a good share of a
+/// large file. Skipped while another process is reading or writing the store; a failure is
+/// reported and leaves the store as it was (what was imported is committed already).
+fn give_back_free_pages(path: &std::path::Path) {
+    let attempt = || -> crate::store::Result<Option<crate::store::Compacted>> {
+        let mut store = crate::store::Store::open(path)?;
+        let file = store.file_bytes();
+        if file < COMPACT_MIN_BYTES
+            || (store.free_bytes()? as f64) < file as f64 * COMPACT_FREE_SHARE
+        {
+            return Ok(None);
+        }
+        store.compact().map(Some)
+    };
+    match attempt() {
+        Ok(Some(crate::store::Compacted::Done { before, after })) => {
+            tracing::info!(before, after, "compacted the store after the import");
+        }
+        Ok(Some(crate::store::Compacted::Busy)) => {
+            tracing::info!("the store is in use by another process: not compacted");
+        }
+        Ok(None) => {}
+        Err(e) => eprintln!("glassbox: the import is stored, but compacting the store failed: {e}"),
+    }
 }
 
 fn print_json_line(s: &ImportSummary) -> Result<()> {

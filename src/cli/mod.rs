@@ -130,6 +130,10 @@ pub enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// First give the store file's free pages back to the file system (needs a moment
+        /// when no other glassbox is reading or writing the store).
+        #[arg(long)]
+        compact: bool,
     },
     /// Print shell completions.
     Completions {
@@ -296,7 +300,7 @@ pub fn run(ctx: &Ctx, runtime: &tokio::runtime::Runtime, command: Command) -> Re
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Doctor { json } => doctor::run(ctx, json),
+        Command::Doctor { json, compact } => doctor::run(ctx, json, compact),
         Command::Completions { shell } => Ok(print_completions(shell)),
     }
 }

@@ -146,6 +146,15 @@ pub struct TableCounts {
     pub search_docs: u64,
 }
 
+/// What [`Store::compact`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Compacted {
+    /// The file went from `before` to `after` bytes.
+    Done { before: u64, after: u64 },
+    /// Another process was reading or writing the store: nothing was moved. Try later.
+    Busy,
+}
+
 /// A handle on the store file. Cheap to clone.
 #[derive(Clone)]
 pub struct Store {
@@ -223,6 +232,42 @@ impl Store {
             .ok_or_else(|| StoreError::Io("integrity check needs exclusive access".into()))?;
         db.check_integrity()
             .map_err(|e| StoreError::Corrupt(e.to_string()))
+    }
+
+    /// Gives the file's free pages back: redb moves pages down and trims the file's end.
+    /// Needs the only handle in this process, and no other process in a transaction on
+    /// the file (another process may have the store open, but not be reading or writing
+    /// at that moment). Returns the file's size before and after.
+    pub fn compact(&mut self) -> Result<Compacted> {
+        let before = self.file_bytes();
+        let db = Arc::get_mut(&mut self.db).ok_or_else(|| {
+            StoreError::Io("compacting needs the only handle on the store".into())
+        })?;
+        match db.compact() {
+            Ok(_) => Ok(Compacted::Done {
+                before,
+                after: self.file_bytes(),
+            }),
+            Err(
+                redb::CompactionError::TransactionInProgress
+                | redb::CompactionError::EphemeralSavepointExists
+                | redb::CompactionError::PersistentSavepointExists,
+            ) => Ok(Compacted::Busy),
+            Err(redb::CompactionError::Storage(e)) => Err(e.into()),
+            Err(e) => Err(StoreError::Io(e.to_string())),
+        }
+    }
+
+    /// The store file's size in bytes (0 if it cannot be read).
+    pub fn file_bytes(&self) -> u64 {
+        std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
+    }
+
+    /// Bytes of the file no table uses: what [`Store::compact`] could give back (at most;
+    /// partly used regions stay).
+    pub fn free_bytes(&self) -> Result<u64> {
+        let used: u64 = self.table_sizes()?.iter().map(TableSize::total).sum();
+        Ok(self.file_bytes().saturating_sub(used))
     }
 
     /// Runs `f` in one write transaction and commits it; every change `f` makes is

@@ -696,3 +696,61 @@ fn v10_session_index_becomes_heads() {
             .any(|t| t.name() == "session_nodes")
     );
 }
+
+#[test]
+fn compacting_gives_free_pages_back_and_keeps_every_record() {
+    let (_d, mut store) = temp_store();
+    // Two sessions of large, poorly compressible nodes, written over many commits; deleting
+    // one leaves its pages free in the middle of the file.
+    let mut sessions = Vec::new();
+    for k in 0..2u64 {
+        let s = Session::new(format!("s{k}"), SessionSource::Glassbox);
+        store.write(|w| w.put_session(&s)).unwrap();
+        for c in 0..20u64 {
+            let nodes: Vec<Node> = (0..25u64)
+                .map(|i| {
+                    let mut x = (k * 1_000 + c * 25 + i + 1).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                    let text: String = (0..800)
+                        .map(|_| {
+                            x ^= x << 13;
+                            x ^= x >> 7;
+                            x ^= x << 17;
+                            format!("{:x} ", x % 4096)
+                        })
+                        .collect();
+                    Node::new(s.id, NodeType::Thinking, text)
+                })
+                .collect();
+            store
+                .write(|w| nodes.iter().try_for_each(|n| w.put_node(n)))
+                .unwrap();
+        }
+        sessions.push(s);
+    }
+    store.write(|w| w.delete_session(sessions[0].id)).unwrap();
+    let kept = store.session_heads(sessions[1].id).unwrap().len();
+    assert_eq!(kept, 500);
+    let before = store.file_bytes();
+    let free = store.free_bytes().unwrap();
+    assert!(free > before / 4, "free {free} of {before}");
+
+    // A second handle in this process keeps it from compacting.
+    let other = store.clone();
+    assert!(store.compact().is_err());
+    drop(other);
+
+    let Compacted::Done { before: b, after } = store.compact().unwrap() else {
+        panic!("nothing else has the store open");
+    };
+    assert_eq!(b, before);
+    assert!(
+        after < before - free / 2,
+        "{before} -> {after} with {free} free"
+    );
+    assert_eq!(after, store.file_bytes());
+    assert_eq!(store.session_heads(sessions[1].id).unwrap().len(), kept);
+    assert!(store.session(sessions[0].id).unwrap().is_none());
+    let hits = store.search("fff", None, 5).unwrap();
+    assert_eq!(hits.len(), 5);
+    assert!(hits.iter().all(|h| h.session == sessions[1].id));
+}
