@@ -23,12 +23,10 @@
 //! written in the same transaction as the nodes they index, so the index never disagrees
 //! with the nodes (a crash keeps both or neither).
 
-use std::collections::HashMap;
-
 use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
 
 use super::super::tables::META;
-use super::{DOC_NODE_BYTES, SEARCH_DOC_NODES, TermHasher, add_to_totals};
+use super::{DOC_NODE_BYTES, SEARCH_DOC_NODES, add_to_totals};
 use crate::store::{Result, StoreError};
 
 /// `meta` key of the live runs, oldest first: `run id ‖ postings` (u64 LE each) repeated.
@@ -269,12 +267,16 @@ impl RunReader {
     }
 }
 
-/// Index changes made in one write transaction and not yet written as a run. Per term, the
-/// postings set (tf > 0) or removed (tf = 0) in the order they were made, so a node indexed
-/// and then re-indexed in the same transaction ends with its last state.
+/// Index changes made in one write transaction and not yet written as a run: a log of
+/// `(term, doc, tf)` changes in the order they were made (tf 0 removes the posting), sorted
+/// by term when the run is written, so a node indexed and then re-indexed in the same
+/// transaction ends with its last state. The terms sit one after another in one buffer: a
+/// node of a hundred thousand distinct words costs two growing buffers, not a map entry
+/// and two allocations per word.
 #[derive(Default)]
 pub(in crate::store) struct PendingIndex {
-    terms: HashMap<Vec<u8>, Vec<Posting>, std::hash::BuildHasherDefault<TermHasher>>,
+    words: Vec<u8>,
+    ops: Vec<Op>,
     pub(super) docs: i64,
     pub(super) tokens: i64,
     /// The next doc number to give, once read from `meta`.
@@ -283,14 +285,81 @@ pub(in crate::store) struct PendingIndex {
     doc_rows: Vec<(u32, Option<[u8; DOC_NODE_BYTES]>)>,
 }
 
+/// One change of [`PendingIndex`]: its term is `words[start..start + len]`.
+#[derive(Clone, Copy, Debug)]
+struct Op {
+    start: usize,
+    len: u32,
+    doc: u32,
+    tf: u32,
+}
+
+/// Rows of a run in term order, each term once with its postings sorted by doc number: the
+/// terms in one buffer and the postings in another.
+#[derive(Default)]
+struct Rows {
+    words: Vec<u8>,
+    /// Term range in `words`, then postings range in `postings`.
+    rows: Vec<(usize, usize, usize, usize)>,
+    postings: Vec<Posting>,
+}
+
+impl Rows {
+    fn push(&mut self, term: &[u8], postings: &[Posting]) {
+        let (w, p) = (self.words.len(), self.postings.len());
+        self.words.extend_from_slice(term);
+        self.postings.extend_from_slice(postings);
+        self.rows
+            .push((w, self.words.len(), p, self.postings.len()));
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (&[u8], &[Posting])> + '_ {
+        self.rows
+            .iter()
+            .map(|&(a, b, c, d)| (&self.words[a..b], &self.postings[c..d]))
+    }
+}
+
 impl PendingIndex {
     pub(super) fn op(&mut self, term: &[u8], doc: u32, tf: u32) {
-        match self.terms.get_mut(term) {
-            Some(ops) => ops.push((doc, tf)),
-            None => {
-                self.terms.insert(term.to_vec(), vec![(doc, tf)]);
+        let start = self.words.len();
+        self.words.extend_from_slice(term);
+        self.ops.push(Op {
+            start,
+            len: term.len() as u32,
+            doc,
+            tf,
+        });
+    }
+
+    /// The changes as rows: per term and doc, the last change made.
+    fn rows(&mut self) -> Rows {
+        let words = std::mem::take(&mut self.words);
+        let mut ops = std::mem::take(&mut self.ops);
+        let term = |o: &Op| &words[o.start..o.start + o.len as usize];
+        // Stable: the changes of one term and doc stay in the order they were made.
+        ops.sort_by(|a, b| term(a).cmp(term(b)).then(a.doc.cmp(&b.doc)));
+        let mut out = Rows {
+            words: Vec::with_capacity(words.len()),
+            rows: Vec::new(),
+            postings: Vec::with_capacity(ops.len()),
+        };
+        let mut postings: Vec<Posting> = Vec::new();
+        let mut i = 0;
+        while i < ops.len() {
+            let t = term(&ops[i]);
+            postings.clear();
+            while i < ops.len() && term(&ops[i]) == t {
+                let o = ops[i];
+                match postings.last_mut() {
+                    Some(last) if last.0 == o.doc => last.1 = o.tf,
+                    _ => postings.push((o.doc, o.tf)),
+                }
+                i += 1;
             }
+            out.push(t, &postings);
         }
+        out
     }
 
     /// A doc number no node has had in this store.
@@ -347,33 +416,26 @@ impl PendingIndex {
         self.tokens = 0;
         add_to_totals(txn, docs, tokens)?;
         self.apply_docs(txn)?;
-        if self.terms.is_empty() {
+        if self.ops.is_empty() {
             return Ok(());
         }
-        let mut terms: Vec<(Vec<u8>, Vec<Posting>)> = self.terms.drain().collect();
-        terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut rows = self.rows();
+        let pending = rows.postings.len() as u64;
         let mut runs = read_runs(txn)?;
         let id = next_id(&runs);
-        // Nothing older to shadow: a tombstone would only take room.
-        let keep_tombstones = !runs.is_empty();
-        let rows = terms.into_iter().map(|(term, mut ops)| {
-            // A stable sort keeps each doc's changes in the order they were made: the last
-            // wins.
-            ops.sort_by_key(|o| o.0);
-            ops.dedup_by(|later, earlier| {
-                if later.0 == earlier.0 {
-                    *earlier = *later;
-                    true
-                } else {
-                    false
-                }
-            });
-            if !keep_tombstones {
-                ops.retain(|p| p.1 > 0);
+        // A run no larger than these changes would be merged with the new run as soon as it
+        // was written: it is read and folded in first, so these postings are written once
+        // rather than written and then copied by the merge (one large node indexed after
+        // small ones otherwise cost twice its run).
+        while let Some(&last) = runs.last() {
+            if last.postings > pending {
+                break;
             }
-            Ok((term, ops))
-        });
-        let postings = write_run(txn, id, rows)?;
+            runs.pop();
+            rows = fold_into(txn, last.id, &rows)?;
+        }
+        // With nothing older to shadow, a tombstone would only take room.
+        let postings = write_run(txn, id, rows.iter(), runs.is_empty())?;
         if postings > 0 {
             runs.push(Run { id, postings });
         }
@@ -382,6 +444,39 @@ impl PendingIndex {
         }
         write_runs(txn, &runs)
     }
+}
+
+/// Run `older` overlaid with `newer`, as rows; the run's table is dropped. Tombstones are
+/// kept.
+fn fold_into(txn: &WriteTransaction, older: u64, newer: &Rows) -> Result<Rows> {
+    let name = run_name(older);
+    let mut out = Rows::default();
+    {
+        let table = txn.open_table(run_table(&name))?;
+        let mut newer = newer.iter().peekable();
+        let (mut old, mut merged) = (Vec::new(), Vec::new());
+        for row in table.iter()? {
+            let (k, v) = row?;
+            let term = k.value();
+            while let Some((t, p)) = newer.next_if(|n| n.0 < term) {
+                out.push(t, p);
+            }
+            old.clear();
+            decode_postings(v.value(), &mut old)?;
+            match newer.next_if(|n| n.0 == term) {
+                Some((_, p)) => {
+                    overlay(&old, p, false, &mut merged);
+                    out.push(term, &merged);
+                }
+                None => out.push(term, &old),
+            }
+        }
+        for (t, p) in newer {
+            out.push(t, p);
+        }
+    }
+    txn.delete_table(run_table(&name))?;
+    Ok(out)
 }
 
 fn next_id(runs: &[Run]) -> u64 {
@@ -428,6 +523,8 @@ fn merge_runs(
         None => None,
     };
     let mut c = txn.open_table(run_table(&nc))?;
+    // `into` is a new table written in term order: appended through a cursor.
+    let mut c = c.upper_bound_mut(std::ops::Bound::<&[u8]>::Unbounded)?;
     let mut ia = a.iter()?;
     let mut ib = match &b {
         Some(b) => Some(b.iter()?),
@@ -482,13 +579,16 @@ fn merge_runs(
         }
         if one_side && out.len() == pa.len() + pb.len() {
             // Nothing was shadowed or dropped: the stored bytes are the merged value.
-            c.insert(term.value(), raw.value())?;
+            c.insert_before(term.value(), raw.value())
+                .map_err(redb::Error::from)?;
         } else {
             encode_postings(&out, &mut value);
-            c.insert(term.value(), value.as_slice())?;
+            c.insert_before(term.value(), value.as_slice())
+                .map_err(redb::Error::from)?;
         }
         written += out.len() as u64;
     }
+    c.close()?;
     Ok(written)
 }
 
@@ -552,25 +652,40 @@ pub(in crate::store) fn import_oldest_legacy_run(
     write_runs(txn, &runs)
 }
 
-/// Writes run `id` from `(term, postings)` rows in term order, leaving out empty ones; a
-/// run that would be empty is not kept. Returns the postings written.
-fn write_run(
+/// Writes run `id` from `(term, postings)` rows in term order, leaving out empty ones (and
+/// tombstones, with `drop_tombstones`); a run that would be empty is not kept. Returns the
+/// postings written.
+fn write_run<'r>(
     txn: &WriteTransaction,
     id: u64,
-    rows: impl Iterator<Item = Result<(Vec<u8>, Vec<Posting>)>>,
+    rows: impl Iterator<Item = (&'r [u8], &'r [Posting])>,
+    drop_tombstones: bool,
 ) -> Result<u64> {
     let name = run_name(id);
     let mut table = txn.open_table(run_table(&name))?;
-    let mut value = Vec::new();
+    let (mut value, mut kept) = (Vec::new(), Vec::new());
     let mut written = 0u64;
-    for row in rows {
-        let (term, postings) = row?;
-        if postings.is_empty() {
-            continue;
+    {
+        // The table is new and the rows come in term order: appended through a cursor,
+        // which redb gathers into whole leaves (several times faster than an insert each).
+        let mut end = table.upper_bound_mut(std::ops::Bound::<&[u8]>::Unbounded)?;
+        for (term, postings) in rows {
+            let postings = if drop_tombstones && postings.iter().any(|p| p.1 == 0) {
+                kept.clear();
+                kept.extend(postings.iter().filter(|p| p.1 > 0));
+                kept.as_slice()
+            } else {
+                postings
+            };
+            if postings.is_empty() {
+                continue;
+            }
+            encode_postings(postings, &mut value);
+            end.insert_before(term, value.as_slice())
+                .map_err(redb::Error::from)?;
+            written += postings.len() as u64;
         }
-        encode_postings(&postings, &mut value);
-        table.insert(term.as_slice(), value.as_slice())?;
-        written += postings.len() as u64;
+        end.close()?;
     }
     drop(table);
     if written == 0 {
