@@ -55,6 +55,40 @@ impl PreparedNode {
     }
 }
 
+/// Text size from which [`EncodedNode::new`] finds a node's words on a second thread.
+const SPLIT_PUT_BYTES: usize = 1 << 20;
+
+/// A node's record, and for a large node its words, made ready before the transaction that
+/// puts it ([`Writer::put_encoded_node`]): a streamed node's final write encodes while the
+/// write before it commits.
+pub struct EncodedNode {
+    bytes: Vec<u8>,
+    /// Found ahead for a large finished node; otherwise the put finds them.
+    prepared: Option<search::PreparedText>,
+}
+
+impl EncodedNode {
+    pub fn new(n: &Node) -> Result<Self> {
+        // A large node is encoded on this thread while another finds its words: the two
+        // are most of the cost of putting it, and neither needs the other.
+        if n.text.len() >= SPLIT_PUT_BYTES && n.status != NodeStatus::Streaming {
+            let (bytes, prepared) = std::thread::scope(|s| {
+                let words = s.spawn(|| search::prepare(n));
+                let bytes = codec::encode(n);
+                (bytes, words.join().ok().flatten())
+            });
+            return Ok(Self {
+                bytes: bytes?,
+                prepared,
+            });
+        }
+        Ok(Self {
+            bytes: codec::encode(n)?,
+            prepared: None,
+        })
+    }
+}
+
 /// What [`Writer::put_prepared_nodes`] did with one node.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PutOutcome {
@@ -85,16 +119,39 @@ impl Writer<'_> {
     /// Inserts or replaces a node, indexes it under its session and, unless it is still
     /// streaming, brings its full-text index entries up to date.
     pub fn put_node(&mut self, n: &Node) -> Result<()> {
+        let encoded = EncodedNode::new(n)?;
+        self.put_encoded_node(n, encoded)
+    }
+
+    /// [`Writer::put_node`] with the node's record and words found ahead (by
+    /// [`EncodedNode::new`] on `n` as it is now), perhaps on another thread while another
+    /// transaction was under way.
+    pub fn put_encoded_node(&mut self, n: &Node, encoded: EncodedNode) -> Result<()> {
+        let EncodedNode { bytes, prepared } = encoded;
         let old = self
             .txn
             .open_table(NODES)?
-            .insert(n.id.to_bytes(), codec::encode(n)?.as_slice())?
+            .insert(n.id.to_bytes(), bytes.as_slice())?
             .map(|v| v.value().to_vec());
         self.txn.open_table(SESSION_HEADS)?.insert(
             key32(n.session.to_bytes(), n.id.to_bytes()),
             NodeHead::of(n).encode()?.as_slice(),
         )?;
-        search::index_node(self.txn, &mut self.index, n, old.as_deref())?;
+        match prepared {
+            Some(p) => {
+                let mut docs = self.txn.open_table(SEARCH_DOCS)?;
+                search::index_prepared(
+                    self.txn,
+                    &mut docs,
+                    &mut self.index,
+                    n.id,
+                    n.session,
+                    &p,
+                    old.as_deref(),
+                )?;
+            }
+            None => search::index_node(self.txn, &mut self.index, n, old.as_deref())?,
+        }
         super::leases::note(self.txn, n)?;
         self.journal(ChangeKind::NodePut, Some(n.session), Some(n.id.0))
     }
@@ -251,6 +308,31 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// Stores chunks `first`, `first + 1`, … of a raw stream, each given as its offset (µs)
+    /// and bytes: what [`Writer::put_raw_chunk`] does for each, with the table opened once
+    /// and the bytes copied once.
+    pub fn put_raw_chunks<'c>(
+        &mut self,
+        stream: StreamId,
+        first: u32,
+        chunks: impl IntoIterator<Item = (u64, &'c [u8])>,
+    ) -> Result<()> {
+        let mut table = self.txn.open_table(RAW_CHUNKS)?;
+        let mut v = Vec::new();
+        for (i, (offset_us, bytes)) in chunks.into_iter().enumerate() {
+            let index = u32::try_from(i)
+                .ok()
+                .and_then(|i| first.checked_add(i))
+                .ok_or_else(|| StoreError::Invalid("a raw stream of over 2^32 chunks".into()))?;
+            v.clear();
+            v.reserve(8 + bytes.len());
+            v.extend_from_slice(&offset_us.to_be_bytes());
+            v.extend_from_slice(bytes);
+            table.insert(chunk_key(stream.to_bytes(), index), v.as_slice())?;
+        }
+        Ok(())
+    }
+
     pub fn put_transcript_cursor(&mut self, c: &TranscriptCursor) -> Result<()> {
         self.txn
             .open_table(TRANSCRIPT_CURSORS)?
@@ -352,5 +434,39 @@ impl Writer<'_> {
         self.delete_scope_memories(&MemoryScope::Session(id))?;
         self.journal(ChangeKind::SessionDeleted, Some(id), Some(id.0))?;
         Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    /// A node large enough to find its words on a second thread, put while streaming and then
+    /// finished (one encoded ahead of its transaction): stored whole, found by its words once
+    /// finished only, and the same as a small node's put would leave it.
+    #[test]
+    fn a_large_node_is_encoded_ahead_and_indexed_once_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        let s = Session::new("t", SessionSource::Glassbox);
+        let text: String = (0..150_000).map(|i| format!("word{i} ")).collect();
+        assert!(text.len() >= SPLIT_PUT_BYTES);
+        let mut n = Node::new(s.id, NodeType::Thinking, text);
+        n.status = NodeStatus::Streaming;
+        store
+            .write(|w| {
+                w.put_session(&s)?;
+                w.put_node(&n)
+            })
+            .unwrap();
+        assert!(store.search("word149999", None, 10).unwrap().is_empty());
+        n.status = NodeStatus::Complete;
+        let encoded = EncodedNode::new(&n).unwrap();
+        assert!(encoded.prepared.is_some());
+        store.write(|w| w.put_encoded_node(&n, encoded)).unwrap();
+        assert_eq!(store.node(n.id).unwrap().unwrap(), n);
+        assert_eq!(store.search("word149999", None, 10).unwrap()[0].node, n.id);
+        assert_eq!(store.search_doc_count().unwrap(), 1);
     }
 }

@@ -266,8 +266,6 @@ struct Cycles {
     runs: Vec<usize>,
     at: Vec<u64>,
     chars: u64,
-    /// The matching periods of the item being added (kept for its allocation).
-    periods: Vec<usize>,
 }
 
 impl Cycles {
@@ -287,14 +285,7 @@ impl Cycles {
             runs: vec![0; max_period],
             at: vec![0; max_period],
             chars: 0,
-            periods: Vec::new(),
         }
-    }
-
-    /// Ring index of the item `back` items before the next one (1 ..= `slots`).
-    fn back(&self, back: usize) -> usize {
-        let i = self.cur + self.slots - back;
-        if i >= self.slots { i - self.slots } else { i }
     }
 
     /// Adds one item; returns (period, repeats) of the shortest cycle that has now repeated
@@ -315,16 +306,27 @@ impl Cycles {
         let slots = self.slots;
         let cur = self.cur;
         let len = n.min(self.runs.len() as u64) as usize;
-        // Positions of the earlier items with this hash, nearest first (period p = n - pos).
+        // The earlier items with this hash, nearest first (period p = n - position), are
+        // visited as they are found.
         let slot = (hash.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - self.table_bits)) as usize;
         let (table_hash, table_pos) = self.table[slot];
         let in_window = |pos: u64| n - pos <= len as u64;
-        let mut matches = std::mem::take(&mut self.periods);
+        let mut scan = Scan {
+            n,
+            chars: self.chars,
+            min_repeats,
+            min_unit_chars,
+            matched_reach: 0,
+            hit: None,
+            nearest: None,
+        };
         if table_pos != 0 && table_hash == hash {
             let mut pos = table_pos - 1;
             while in_window(pos) {
-                matches.push((n - pos) as usize);
-                let before = self.prev[self.back((n - pos) as usize)];
+                let p = (n - pos) as usize;
+                let at = ring(cur, slots, p);
+                scan.visit(p, self.ends[at], &mut self.runs, &mut self.at);
+                let before = self.prev[at];
                 if before == 0 || before > pos {
                     break;
                 }
@@ -335,41 +337,20 @@ impl Cycles {
             let window = &self.hashes[cur + slots - len..cur + slots];
             for (i, &h) in window.iter().rev().enumerate() {
                 if h == hash {
-                    matches.push(i + 1);
+                    let p = i + 1;
+                    let end = self.ends[ring(cur, slots, p)];
+                    scan.visit(p, end, &mut self.runs, &mut self.at);
                 }
             }
         }
-        // The longest stretch a shorter period explains: a period whose item differs
-        // explains itself (`p` items), one whose item matches `run + p`.
-        let mut matched_reach = 0;
-        let mut hit = None;
-        for &p in &matches {
-            let i = p - 1;
-            let before = self.ends[self.back(p)];
-            let run = if self.at[i] == n { self.runs[i] + 1 } else { 1 };
-            self.runs[i] = run;
-            self.at[i] = n + 1;
-            let reach = run + p;
-            let reach_below = matched_reach.max(p - 1);
-            if hit.is_none()
-                && reach > reach_below
-                && run >= p * (min_repeats - 1)
-                && self.chars - before >= min_unit_chars
-            {
-                hit = Some((p, 1 + run / p));
-            }
-            matched_reach = matched_reach.max(reach);
-        }
-        self.prev[cur] = matches.first().map_or(0, |&p| n - p as u64 + 1);
-        matches.clear();
-        self.periods = matches;
+        self.prev[cur] = scan.nearest.map_or(0, |p| n - p as u64 + 1);
         self.table[slot] = (hash, n + 1);
         self.hashes[cur] = hash;
         self.hashes[cur + slots] = hash;
         self.ends[cur] = self.chars;
         self.cur = if cur + 1 == slots { 0 } else { cur + 1 };
         self.count = n + 1;
-        hit
+        scan.hit
     }
 
     /// Whole cycles of `period` at the end of the items.
@@ -380,6 +361,47 @@ impl Cycles {
             (Some(_), Some(_)) => 1,
             _ => 0,
         }
+    }
+}
+
+/// Ring index of the item `back` items before the one at `cur` (1 ..= `slots`).
+fn ring(cur: usize, slots: usize, back: usize) -> usize {
+    let i = cur + slots - back;
+    if i >= slots { i - slots } else { i }
+}
+
+/// The periods of one new item of [`Cycles::push`], visited shortest first.
+struct Scan {
+    n: u64,
+    chars: u64,
+    min_repeats: usize,
+    min_unit_chars: u64,
+    /// The longest stretch a shorter period explains: a period whose item differs explains
+    /// itself (`p` items), one whose item matches `run + p`.
+    matched_reach: usize,
+    hit: Option<(usize, usize)>,
+    /// The shortest matching period.
+    nearest: Option<usize>,
+}
+
+impl Scan {
+    /// Period `p` matches; `before`: characters up to and including the item `p` back.
+    fn visit(&mut self, p: usize, before: u64, runs: &mut [usize], at: &mut [u64]) {
+        let i = p - 1;
+        let n = self.n;
+        let run = if at[i] == n { runs[i] + 1 } else { 1 };
+        runs[i] = run;
+        at[i] = n + 1;
+        self.nearest.get_or_insert(p);
+        let reach = run + p;
+        if self.hit.is_none()
+            && reach > self.matched_reach.max(p - 1)
+            && run >= p * (self.min_repeats - 1)
+            && self.chars - before >= self.min_unit_chars
+        {
+            self.hit = Some((p, 1 + run / p));
+        }
+        self.matched_reach = self.matched_reach.max(reach);
     }
 }
 

@@ -3,8 +3,9 @@
 //!
 //! A flush runs beside the stream: the tick hands a snapshot to a store task and the turn
 //! reads on. One flush is under way at a time; a tick that finds the last one still running
-//! leaves its work to the next. Raw chunks go out with every flush. A node's text goes out
-//! with every flush while it is small; once it is large (re-encoding and compressing it is
+//! leaves its work to the next. A flush encodes its nodes before its transaction; the flush
+//! that ends a call encodes while the one under way commits, and commits after it. Raw
+//! chunks go out with every flush. A node's text goes out with every flush while it is small; once it is large (re-encoding and compressing it is
 //! most of a flush) it is written again only when it grew by a quarter or a second passed,
 //! so a long stream costs a bounded number of whole-node writes. A kill loses at most what
 //! arrived after the last committed node write; the raw chunks hold more.
@@ -19,8 +20,8 @@ use super::TurnEvent;
 use crate::engines::llm::RawChunk;
 use crate::engines::thinkgraph::{GraphUpdate, ThinkGraphBuilder};
 use crate::store::{
-    DecisionId, DecisionPoint, Node, NodeId, NodeStatus, NodeType, RawStream, SessionId, Store,
-    StoreError, StoredChunk, StreamId,
+    DecisionId, DecisionPoint, EncodedNode, Node, NodeId, NodeStatus, NodeType, RawStream,
+    SessionId, Store, StoreError, StreamId,
 };
 
 /// How often streamed text is committed to the store.
@@ -34,6 +35,20 @@ const NODE_WRITE_EVERY: Duration = Duration::from_secs(1);
 
 /// The ids and text sizes a flush committed, for the log.
 type Written = [Option<(NodeId, usize)>; 2];
+/// A flush under way.
+type Flush = JoinHandle<Result<Written, StoreError>>;
+
+/// Waits for a flush and logs the nodes it committed.
+async fn finished(task: Flush) -> Result<(), StoreError> {
+    let written = task
+        .await
+        .map_err(|e| StoreError::Io(format!("a flush did not finish: {e}")))??;
+    // After the commit returned: what a crash test may count on finding again.
+    for (node, bytes) in written.into_iter().flatten() {
+        tracing::debug!(%node, bytes, "node committed");
+    }
+    Ok(())
+}
 
 /// Nodes being streamed into, and what is still to be committed.
 pub(super) struct Live {
@@ -59,7 +74,7 @@ pub(super) struct Live {
     written: [usize; 2],
     written_at: Instant,
     /// The flush under way.
-    in_flight: Option<JoinHandle<Result<Written, StoreError>>>,
+    in_flight: Option<Flush>,
 }
 
 impl Live {
@@ -156,38 +171,28 @@ impl Live {
             return Ok(());
         }
         self.settle().await?;
-        if let Some(task) = self.start(store, header, false) {
-            self.in_flight = Some(task);
-        }
+        self.in_flight = self.start(store, header, false, None);
         Ok(())
     }
 
-    /// Commits everything received so far (nodes whole) and waits for it.
+    /// Commits everything received so far (nodes whole) and waits for it. Its nodes are
+    /// encoded while the flush under way, if any, finishes; its commit comes after that one.
     pub(super) async fn flush(
         &mut self,
         store: &Store,
         header: &mut RawStream,
     ) -> Result<(), StoreError> {
-        self.settle().await?;
-        if let Some(task) = self.start(store, header, true) {
-            self.in_flight = Some(task);
-        }
+        let before = self.in_flight.take();
+        self.in_flight = self.start(store, header, true, before);
         self.settle().await
     }
 
     /// Waits for the flush under way, if any.
     pub(super) async fn settle(&mut self) -> Result<(), StoreError> {
-        let Some(task) = self.in_flight.take() else {
-            return Ok(());
-        };
-        let written = task
-            .await
-            .map_err(|e| StoreError::Io(format!("a flush did not finish: {e}")))??;
-        // After the commit returned: what a crash test may count on finding again.
-        for (node, bytes) in written.into_iter().flatten() {
-            tracing::debug!(%node, bytes, "node committed");
+        match self.in_flight.take() {
+            Some(task) => finished(task).await,
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Whether the node in `slot` (0 thinking, 1 response) is due to be written.
@@ -201,13 +206,15 @@ impl Live {
     }
 
     /// Hands what is to be committed to a store task; `all` writes the nodes whatever their
-    /// size. `None` when there is nothing to commit.
+    /// size. The task encodes the nodes, waits for `before` (the flush under way) and
+    /// commits. `before` when there is nothing to commit, else the task.
     fn start(
         &mut self,
         store: &Store,
         header: &mut RawStream,
         all: bool,
-    ) -> Option<JoinHandle<Result<Written, StoreError>>> {
+        before: Option<Flush>,
+    ) -> Option<Flush> {
         let nodes = if self.dirty {
             let pick = |slot: usize, n: &Option<Node>| {
                 n.as_ref().filter(|n| self.due(slot, n, all)).cloned()
@@ -218,7 +225,7 @@ impl Live {
         };
         let wrote_nodes = nodes.iter().any(Option::is_some);
         if !wrote_nodes && self.chunks.is_empty() && self.decisions.is_empty() {
-            return None;
+            return before;
         }
         // Nodes left out this time stay dirty for the next flush.
         let skipped = self.dirty
@@ -251,23 +258,47 @@ impl Live {
         let header = header.clone();
         let store = store.clone();
         Some(tokio::spawn(async move {
+            // Encoding a large node is most of a flush: it is done before the transaction,
+            // beside the commit of the flush before this one.
+            let nodes = if wrote_nodes {
+                tokio::task::spawn_blocking(move || {
+                    nodes.map(|n| {
+                        n.map(|n| {
+                            let encoded = EncodedNode::new(&n);
+                            (n, encoded)
+                        })
+                    })
+                })
+                .await
+                .map_err(|e| StoreError::Io(format!("a flush did not finish: {e}")))?
+            } else {
+                [None, None]
+            };
+            if let Some(before) = before {
+                finished(before).await?;
+            }
             store
                 .write_async(move |w| {
-                    for (i, c) in chunks.into_iter().enumerate() {
-                        let c = StoredChunk {
-                            offset_us: c.offset.as_micros().min(u64::MAX as u128) as u64,
-                            bytes: c.bytes.to_vec(),
-                        };
-                        w.put_raw_chunk(header.id, first + i as u32, &c)?;
-                    }
+                    w.put_raw_chunks(
+                        header.id,
+                        first,
+                        chunks.iter().map(|c| {
+                            let offset_us = c.offset.as_micros().min(u128::from(u64::MAX)) as u64;
+                            (offset_us, &c.bytes[..])
+                        }),
+                    )?;
                     w.put_raw_stream(&header)?;
-                    for n in nodes.iter().flatten() {
-                        w.put_node(n)?;
+                    let mut written: Written = [None, None];
+                    for (slot, n) in nodes.into_iter().enumerate() {
+                        if let Some((n, encoded)) = n {
+                            w.put_encoded_node(&n, encoded?)?;
+                            written[slot] = Some((n.id, n.text.len()));
+                        }
                     }
                     for d in &decisions {
                         w.put_decision_point(d)?;
                     }
-                    Ok(nodes.map(|n| n.map(|n| (n.id, n.text.len()))))
+                    Ok(written)
                 })
                 .await
         }))

@@ -94,13 +94,16 @@ struct PendingCall {
     call: ToolCall,
 }
 
-/// What one provider call said, to send back with the results of its tool calls.
+/// What one provider call said, to send back with the results of its tool calls. The text
+/// and the reasoning are not copied as they stream: they are where they end up, at the end
+/// of the response and the thinking node, from the offsets kept here.
 struct Said {
-    text: String,
+    /// Where this call's answer starts in the response node.
+    text_from: Option<usize>,
     /// Signed reasoning blocks, in order.
     thinking: Vec<ThinkingBlock>,
-    /// Reasoning still waiting for its signature.
-    open_thinking: String,
+    /// Where the reasoning still waiting for its signature starts in the thinking node.
+    open_from: Option<usize>,
     calls: Vec<PendingCall>,
     /// In a call after tool results, the first reasoning and the first text start a new
     /// paragraph of the nodes they continue.
@@ -111,14 +114,29 @@ struct Said {
 impl Said {
     fn new(continuation: bool) -> Self {
         Self {
-            text: String::new(),
+            text_from: None,
             thinking: Vec::new(),
-            open_thinking: String::new(),
+            open_from: None,
             calls: Vec::new(),
             new_thinking: continuation,
             new_text: continuation,
         }
     }
+}
+
+/// The end of `node`'s text from byte `from` (empty without either).
+fn text_from(node: Option<&Node>, from: Option<usize>) -> String {
+    match (node, from) {
+        (Some(n), Some(from)) => n.text.get(from..).unwrap_or_default().to_string(),
+        _ => String::new(),
+    }
+}
+
+/// Appends a delta (`text`, which `paragraph` may have put a separator before: the delta is
+/// its last `delta_len` bytes) to `node`, noting in `from` where the first delta began.
+fn append(node: &mut Node, text: &str, delta_len: usize, from: &mut Option<usize>) {
+    from.get_or_insert(node.text.len() + (text.len() - delta_len));
+    node.text.push_str(text);
 }
 
 /// `text` as it joins `node`: after a blank line when it is the first piece of a call that
@@ -427,9 +445,9 @@ impl Orchestrator {
                             let mut looped = None;
                             match ev {
                                 StreamEvent::ThinkingDelta { text } => {
-                                    said.open_thinking.push_str(&text);
+                                    let delta_len = text.len();
                                     let text = paragraph(&mut said.new_thinking, live.thinking.as_ref(), text);
-                                    live.node(NodeType::Thinking).text.push_str(&text);
+                                    append(live.node(NodeType::Thinking), &text, delta_len, &mut said.open_from);
                                     live.dirty = true;
                                     looped = loops
                                         .push(NodeType::Thinking, &text)
@@ -443,7 +461,7 @@ impl Orchestrator {
                                 }
                                 StreamEvent::ThinkingSignature { signature } => {
                                     said.thinking.push(ThinkingBlock::Thinking {
-                                        thinking: std::mem::take(&mut said.open_thinking),
+                                        thinking: text_from(live.thinking.as_ref(), said.open_from.take()),
                                         signature: signature.clone(),
                                     });
                                     live.node(NodeType::Thinking)
@@ -474,9 +492,9 @@ impl Orchestrator {
                                     .await?;
                                 }
                                 StreamEvent::TextDelta { text } => {
-                                    said.text.push_str(&text);
+                                    let delta_len = text.len();
                                     let text = paragraph(&mut said.new_text, live.response.as_ref(), text);
-                                    live.node(NodeType::Response).text.push_str(&text);
+                                    append(live.node(NodeType::Response), &text, delta_len, &mut said.text_from);
                                     live.dirty = true;
                                     looped = loops
                                         .push(NodeType::Response, &text)
@@ -575,11 +593,9 @@ impl Orchestrator {
                 && !said.calls.is_empty()
                 && !chat.tools.is_empty()
             {
+                let text = text_from(live.response.as_ref(), said.text_from);
                 let Said {
-                    text,
-                    thinking,
-                    calls,
-                    ..
+                    thinking, calls, ..
                 } = said;
                 if round >= max_rounds {
                     // The model asked for more than the turn allows: its last calls are

@@ -693,3 +693,51 @@ fn write_run<'r>(
     }
     Ok(written)
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use crate::store::{Node, NodeType, Session, SessionSource, Store};
+
+    /// A node of many words indexed after small ones: the small runs are folded into its
+    /// run as it is written (one run, nothing merged after), a change in the same
+    /// transaction shadows what they held, and a later small run stays on its own.
+    #[test]
+    fn small_runs_are_folded_into_a_larger_new_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        let s = Session::new("t", SessionSource::Glassbox);
+        store.write(|w| w.put_session(&s)).unwrap();
+        let small: Vec<Node> = (0..3)
+            .map(|i| Node::new(s.id, NodeType::Response, format!("small{i} shared")))
+            .collect();
+        for n in &small {
+            store.write(|w| w.put_node(n)).unwrap();
+        }
+        assert!(!store.search_runs().unwrap().is_empty());
+        let words: Vec<String> = (0..1000).map(|i| format!("w{i}")).collect();
+        let big = Node::new(s.id, NodeType::Thinking, words.join(" "));
+        let mut changed = small[1].clone();
+        changed.text = "renamed shared".into();
+        store
+            .write(|w| {
+                w.put_node(&big)?;
+                w.put_node(&changed)
+            })
+            .unwrap();
+        // 1000 + 2 + 2 + 2 postings, no tombstone left: it is the only run.
+        assert_eq!(store.search_runs().unwrap(), vec![1006]);
+        assert_eq!(store.search("w999", None, 10).unwrap()[0].node, big.id);
+        assert_eq!(store.search("shared", None, 10).unwrap().len(), 3);
+        assert!(store.search("small1", None, 10).unwrap().is_empty());
+        assert_eq!(
+            store.search("renamed", None, 10).unwrap()[0].node,
+            changed.id
+        );
+        // A small change after it is a run of its own.
+        let later = Node::new(s.id, NodeType::Response, "later shared");
+        store.write(|w| w.put_node(&later)).unwrap();
+        assert_eq!(store.search_runs().unwrap(), vec![1006, 2]);
+        assert_eq!(store.search("shared", None, 10).unwrap().len(), 4);
+    }
+}
