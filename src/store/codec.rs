@@ -21,39 +21,77 @@ const COMPRESS_ABOVE: usize = 200;
 /// little on short records.
 const ZSTD_LEVEL: i32 = 1;
 
+/// A buffer kept for a thread's next encode, unless it grew past this many bytes (one huge
+/// record should not pin its size for the thread's lifetime).
+const KEEP_BUFFER_BYTES: usize = 4 << 20;
+
 thread_local! {
     static COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> = const { RefCell::new(None) };
+    /// The JSON of the value being encoded and its compressed form: reused, so encoding a
+    /// record allocates only the bytes it returns.
+    static BUFFERS: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
 pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
-    let mut out = vec![FORMAT_JSON];
-    serde_json::to_writer(&mut out, value).map_err(|e| StoreError::Encode(e.to_string()))?;
-    Ok(compressed(&out).unwrap_or(out))
+    BUFFERS.with(|b| {
+        let Ok(mut b) = b.try_borrow_mut() else {
+            // Encoding from inside an encode (nothing does): no shared buffers then.
+            return encode_with(value, &mut Vec::new(), &mut Vec::new());
+        };
+        let (plain, packed) = &mut *b;
+        let out = encode_with(value, plain, packed);
+        for buf in [plain, packed] {
+            if buf.capacity() > KEEP_BUFFER_BYTES {
+                *buf = Vec::new();
+            }
+        }
+        out
+    })
+}
+
+/// [`encode`] with the buffers to use.
+fn encode_with<T: Serialize>(
+    value: &T,
+    plain: &mut Vec<u8>,
+    packed: &mut Vec<u8>,
+) -> Result<Vec<u8>, StoreError> {
+    plain.clear();
+    plain.push(FORMAT_JSON);
+    serde_json::to_writer(&mut *plain, value).map_err(|e| StoreError::Encode(e.to_string()))?;
+    Ok(compress_into(plain, packed).unwrap_or_else(|| plain.clone()))
 }
 
 /// The compressed form of a format-1 value, when it has one worth keeping.
 pub fn compressed(plain: &[u8]) -> Option<Vec<u8>> {
+    compress_into(plain, &mut Vec::new())
+}
+
+/// [`compressed`], compressing into `buf` first.
+fn compress_into(plain: &[u8], buf: &mut Vec<u8>) -> Option<Vec<u8>> {
     let (&FORMAT_JSON, json) = plain.split_first()? else {
         return None;
     };
     if json.len() <= COMPRESS_ABOVE {
         return None;
     }
-    let body = COMPRESSOR.with(|c| {
+    buf.clear();
+    buf.reserve(zstd::zstd_safe::compress_bound(json.len()));
+    let written = COMPRESSOR.with(|c| {
         let mut c = c.borrow_mut();
         if c.is_none() {
             *c = Some(zstd::bulk::Compressor::new(ZSTD_LEVEL)?);
         }
         match c.as_mut() {
-            Some(c) => c.compress(json),
+            Some(c) => c.compress_to_buffer(json, &mut *buf),
             None => Err(std::io::Error::other("no zstd compressor")),
         }
     });
-    match body {
-        Ok(body) if body.len() < json.len() => {
-            let mut v = Vec::with_capacity(body.len() + 1);
+    match written {
+        Ok(n) if n < json.len() => {
+            let body = buf.get(..n)?;
+            let mut v = Vec::with_capacity(n + 1);
             v.push(FORMAT_ZSTD_JSON);
-            v.extend_from_slice(&body);
+            v.extend_from_slice(body);
             Some(v)
         }
         // Incompressible (or the compressor failed): the plain form is just as valid.

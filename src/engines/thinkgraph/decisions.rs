@@ -6,11 +6,13 @@ use super::confidence::{
     DECISION_NEUTRAL, EXPLICIT_CHOICE_BONUS, Indicators, MAX_CONFIDENCE, MIN_CONFIDENCE,
 };
 use super::patterns::{
-    CHOICE_RES, DECISION_PATTERN_NAMES, DECISION_SET, LIST_SPLIT_RE, OPTION_RES, PATH_CUT_RE,
-    PATH_LEAD_RE, REJECTION_RES,
+    CHOICE_RES, CHOICE_WORDS, DECISION_PATTERN_NAMES, DECISION_RES, DECISION_SET, LIST_SPLIT_RE,
+    OPTION_RES, OPTION_WORDS, PATH_CUT_RE, PATH_LEAD_RE, REJECTION_RES, REJECTION_WORDS,
+    decision_candidates, word_candidates,
 };
 use super::text::{sentence_spans, truncate_chars};
 use crate::store::Alternative;
+use regex::Regex;
 
 // Seed 000 ThinkGraph, decision point extraction: alternatives come from the 2 sentences
 // before a decision and the 3 after it, at most 5 per decision point; descriptions are cut to
@@ -65,6 +67,15 @@ pub(super) struct Sentence<'a> {
     start: usize,
 }
 
+/// The regexes of `list` (in order) whose bits `candidates` has set: the others cannot
+/// match (see [`word_candidates`]).
+fn candidates_of(list: &[Option<Regex>], candidates: u64) -> impl Iterator<Item = &Regex> {
+    list.iter()
+        .enumerate()
+        .filter(move |(i, _)| candidates & (1 << i) != 0)
+        .filter_map(|(_, re)| re.as_ref())
+}
+
 /// The chosen path from the decision sentence or the sentences after it.
 pub(super) fn chosen_path(sentences: &[Sentence], i: usize) -> Option<String> {
     sentences
@@ -72,7 +83,8 @@ pub(super) fn chosen_path(sentences: &[Sentence], i: usize) -> Option<String> {
         .skip(i)
         .take(1 + CONTEXT_AFTER)
         .find_map(|s| {
-            CHOICE_RES.iter().flatten().find_map(|re| {
+            let candidates = word_candidates(s.text, &CHOICE_WORDS);
+            candidates_of(&CHOICE_RES, candidates).find_map(|re| {
                 re.captures(s.text)
                     .and_then(|caps| caps.name("c"))
                     .and_then(|c| clean_path(c.as_str()))
@@ -134,7 +146,8 @@ pub(super) fn alternatives(context: &[Sentence], chosen: &str) -> Vec<Alternativ
         items: Vec::new(),
     };
     for s in context {
-        for re in REJECTION_RES.iter().flatten() {
+        let candidates = word_candidates(s.text, &REJECTION_WORDS);
+        for re in candidates_of(&REJECTION_RES, candidates) {
             for caps in re.captures_iter(s.text) {
                 let alt = match caps.name("alt") {
                     Some(alt) => Some(alt.as_str()),
@@ -147,7 +160,8 @@ pub(super) fn alternatives(context: &[Sentence], chosen: &str) -> Vec<Alternativ
         }
     }
     for s in context {
-        for re in OPTION_RES.iter().flatten() {
+        let candidates = word_candidates(s.text, &OPTION_WORDS);
+        for re in candidates_of(&OPTION_RES, candidates) {
             for caps in re.captures_iter(s.text) {
                 if let Some(a) = caps.name("a") {
                     list.add(a.as_str(), None);
@@ -167,13 +181,28 @@ pub(super) fn alternatives(context: &[Sentence], chosen: &str) -> Vec<Alternativ
     list.items
 }
 
+/// The first decision pattern (in priority order) that matches `sentence`: what the set's
+/// first match would be, trying only the patterns the sentence's words allow.
+pub(super) fn first_decision_pattern(sentence: &str) -> Option<usize> {
+    let candidates = decision_candidates(sentence);
+    if candidates == 0 {
+        return None;
+    }
+    if DECISION_RES.iter().any(Option::is_none) {
+        return DECISION_SET.as_ref()?.matches(sentence).iter().next();
+    }
+    DECISION_RES
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| candidates & (1 << i) != 0)
+        .find(|(_, re)| re.as_ref().is_some_and(|re| re.is_match(sentence)))
+        .map(|(i, _)| i)
+}
+
 /// Decision points of one step; `base` is the step's offset in the whole text.
 pub(super) fn decisions_in_step(text: &str, base: usize, step_index: u32) -> Vec<Decision> {
-    let Some(set) = DECISION_SET.as_ref() else {
-        return Vec::new();
-    };
-    // Any sentence match is also a match in the whole step, so this skips most steps.
-    if !set.is_match(text) {
+    // A sentence holds no word the step does not, so this skips most steps.
+    if decision_candidates(text) == 0 {
         return Vec::new();
     }
     let sentences: Vec<Sentence> = sentence_spans(text)
@@ -185,7 +214,7 @@ pub(super) fn decisions_in_step(text: &str, base: usize, step_index: u32) -> Vec
         .collect();
     let mut out = Vec::new();
     for (i, sentence) in sentences.iter().enumerate() {
-        let Some(pattern) = set.matches(sentence.text).iter().next() else {
+        let Some(pattern) = first_decision_pattern(sentence.text) else {
             continue;
         };
         let sentence_start = sentence.start;

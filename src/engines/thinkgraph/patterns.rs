@@ -46,6 +46,169 @@ pub(super) const DECISION_PATTERNS: [(&str, &str); 12] = [
     ),
 ];
 
+/// The decision patterns (bits, by index in [`DECISION_PATTERNS`]) a whole ASCII word may
+/// start or end a match of, given lowercase: every match of a pattern holds one of its words
+/// (its choice verb, `either`, `hand`, `instead`, `vs` …) as a maximal run of ASCII word
+/// characters, which is what the patterns' ASCII word boundaries make of it.
+fn decision_word_mask(word: &[u8]) -> u16 {
+    const COULD_EITHER: u16 = 1 << 0;
+    const DECIDED_TO: u16 = 1 << 1;
+    const SELECTED_OVER: u16 = 1 << 2;
+    const ON_ONE_HAND: u16 = 1 << 3;
+    const ALTERNATIVELY: u16 = 1 << 4;
+    const INSTEAD_OF: u16 = 1 << 5;
+    const WEIGHING: u16 = 1 << 6;
+    const OPTIONS_ARE: u16 = 1 << 7;
+    const GO_WITH: u16 = 1 << 8;
+    const RATHER_THAN: u16 = 1 << 9;
+    const CHOSE_BECAUSE: u16 = 1 << 10;
+    const COMPARING_VS: u16 = 1 << 11;
+    match word {
+        b"either" => COULD_EITHER,
+        b"decided" | b"decide" | b"deciding" => DECIDED_TO,
+        b"chose" | b"choose" | b"chosen" | b"picked" | b"pick" => SELECTED_OVER | CHOSE_BECAUSE,
+        b"selected" | b"select" | b"prefer" | b"preferred" | b"favor" | b"favour" | b"favored"
+        | b"favoured" => SELECTED_OVER,
+        b"hand" => ON_ONE_HAND,
+        b"alternatively" | b"another" => ALTERNATIVELY,
+        b"instead" => INSTEAD_OF,
+        b"weighing" | b"weigh" | b"trade" | b"tradeoff" | b"tradeoffs" | b"pros" => WEIGHING,
+        b"options" | b"choices" | b"approaches" | b"alternatives" => OPTIONS_ARE,
+        b"go" | b"going" | b"went" => GO_WITH,
+        b"rather" => RATHER_THAN,
+        b"picking" | b"opted" => CHOSE_BECAUSE,
+        b"vs" | b"versus" | b"comparing" | b"compare" | b"compared" => COMPARING_VS,
+        _ => 0,
+    }
+}
+
+/// The longest word [`decision_word_mask`] and the word lists below hold.
+const MAX_PATTERN_WORD: usize = 13;
+
+/// Calls `f` with each maximal run of ASCII word characters of `text` (what the patterns'
+/// ASCII word boundaries delimit) that is 2 to [`MAX_PATTERN_WORD`] bytes long, lowercased.
+/// Returns `false`, at once, when `text` holds a character that case-insensitive matching
+/// takes for an ASCII letter (the Kelvin sign for `k`, the long s for `s`): words cannot be
+/// told by bytes then.
+fn ascii_words(text: &str, mut f: impl FnMut(&[u8])) -> bool {
+    let bytes = text.as_bytes();
+    let word_byte = |b: u8| b.is_ascii_alphanumeric() || b == b'_';
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if !word_byte(b) {
+            // U+017F is C5 BF and U+212A is E2 84 AA in UTF-8.
+            if (b == 0xC5 && bytes.get(i + 1) == Some(&0xBF))
+                || (b == 0xE2 && bytes.get(i + 1..i + 3) == Some(&[0x84, 0xAA][..]))
+            {
+                return false;
+            }
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && word_byte(bytes[i]) {
+            i += 1;
+        }
+        let word = &bytes[start..i];
+        if (2..=MAX_PATTERN_WORD).contains(&word.len()) {
+            let mut lower = [0u8; MAX_PATTERN_WORD];
+            let lower = &mut lower[..word.len()];
+            lower.copy_from_slice(word);
+            lower.make_ascii_lowercase();
+            f(lower);
+        }
+    }
+    true
+}
+
+/// The decision patterns `text` may match (bits, by index in [`DECISION_PATTERNS`]): those of
+/// the words it holds (see [`decision_word_mask`]), or all of them where [`ascii_words`]
+/// cannot tell. A pattern whose bit is clear does not match.
+pub(super) fn decision_candidates(text: &str) -> u16 {
+    let mut mask = 0u16;
+    if ascii_words(text, |w| mask |= decision_word_mask(w)) {
+        mask
+    } else {
+        (1 << DECISION_PATTERNS.len()) - 1
+    }
+}
+
+/// The regexes of a list `text` may match (bits, by index), given for each regex the words
+/// one of which every match of it holds as a whole ASCII word (as [`decision_word_mask`]
+/// gives them for the decision patterns); all of them where [`ascii_words`] cannot tell.
+pub(super) fn word_candidates(text: &str, words: &[&[&str]]) -> u64 {
+    let mut mask = 0u64;
+    let told = ascii_words(text, |w| {
+        for (i, list) in words.iter().enumerate() {
+            if list.iter().any(|l| l.as_bytes() == w) {
+                mask |= 1 << i;
+            }
+        }
+    });
+    if told { mask } else { u64::MAX }
+}
+
+/// The choice verbs of "selected X over Y" and "chose X because".
+const CHOICE_VERBS: &[&str] = &[
+    "selected",
+    "select",
+    "chose",
+    "choose",
+    "chosen",
+    "picked",
+    "pick",
+    "prefer",
+    "preferred",
+    "favor",
+    "favour",
+    "favored",
+    "favoured",
+];
+
+/// The words of each of [`CHOICE_PATTERNS`] (see [`word_candidates`]): the verb or noun the
+/// chosen path follows.
+pub(super) const CHOICE_WORDS: [&[&str]; 8] = [
+    &["go", "going", "went"],
+    &["decided", "decide", "deciding"],
+    CHOICE_VERBS,
+    &["use", "try", "take", "pick"],
+    &[
+        "opt", "opted", "opting", "settle", "settled", "settling", "landed",
+    ],
+    &["option", "approach", "choice", "path", "bet", "way"],
+    &["rather", "instead"],
+    &["instead"],
+];
+
+/// The words of each of [`REJECTION_SOURCES`] (see [`word_candidates`]).
+pub(super) const REJECTION_WORDS: [&[&str]; 6] = [
+    &["ruled", "rule", "ruling"],
+    &[
+        "rejected",
+        "reject",
+        "rejecting",
+        "discarded",
+        "discard",
+        "dismissed",
+        "dropped",
+    ],
+    &["work"],
+    &["decided"],
+    &["not"],
+    &["worse", "inferior", "slower", "weaker", "too", "riskier"],
+];
+
+/// The words of each of [`OPTION_SOURCES`] (see [`word_candidates`]).
+pub(super) const OPTION_WORDS: [&[&str]; 6] = [
+    &["either"],
+    CHOICE_VERBS,
+    &["rather", "instead"],
+    &["vs", "versus"],
+    &["alternatively", "hand"],
+    &["options", "choices", "approaches", "alternatives"],
+];
+
 /// Names of the 12 decision patterns, in priority order.
 pub const DECISION_PATTERN_NAMES: [&str; 12] = [
     "could_either",
@@ -184,6 +347,11 @@ pub(super) fn compile_all<'a>(patterns: impl IntoIterator<Item = &'a str>) -> Ve
 
 pub(super) static DECISION_SET: LazyLock<Option<RegexSet>> =
     LazyLock::new(|| RegexSet::new(DECISION_PATTERNS.iter().map(|(_, p)| pattern_source(p))).ok());
+/// The decision patterns one by one: a sentence is tried only on those its words allow (see
+/// [`decision_candidates`]), each a much smaller automaton than the whole set's (three of the
+/// patterns count up to 200 characters, which multiplies the set's states).
+pub(super) static DECISION_RES: LazyLock<Vec<Option<Regex>>> =
+    LazyLock::new(|| compile_all(DECISION_PATTERNS.iter().map(|(_, p)| *p)));
 pub(super) static CHOICE_RES: LazyLock<Vec<Option<Regex>>> =
     LazyLock::new(|| compile_all(CHOICE_PATTERNS));
 pub(super) static REJECTION_RES: LazyLock<Vec<Option<Regex>>> =

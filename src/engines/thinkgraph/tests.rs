@@ -1,7 +1,9 @@
 use super::confidence::{Indicators, Totals, node_confidence};
+use super::decisions::first_decision_pattern;
 use super::patterns::{
-    CHOICE_RES, DECISION_PATTERNS, DECISION_SET, HIGH_RE, KIND_RES, LIST_SPLIT_RE, LOW_RE,
-    MEDIUM_RE, OPTION_RES, OPTION_SOURCES, PATH_CUT_RE, PATH_LEAD_RE, REJECTION_RES,
+    CHOICE_RES, CHOICE_WORDS, DECISION_PATTERNS, DECISION_SET, HIGH_RE, KIND_RES, LIST_SPLIT_RE,
+    LOW_RE, MEDIUM_RE, OPTION_RES, OPTION_SOURCES, OPTION_WORDS, PATH_CUT_RE, PATH_LEAD_RE,
+    REJECTION_RES, REJECTION_WORDS, decision_candidates, word_candidates,
 };
 use super::text::{MAX_STEP_BYTES, floor_boundary};
 use super::*;
@@ -651,6 +653,189 @@ proptest! {
                 super::confidence::signals(t),
                 (Indicators::of(t), classify_step(t))
             );
+        }
+    }
+}
+
+/// Words around the decision patterns' own: each pattern's words in several cases, words that
+/// hold them (`overgo`, `pick_up`), the letters case folding reads as `k` and `s`, and
+/// separators of every kind.
+fn decision_fragment() -> impl Strategy<Value = String> {
+    prop_oneof![
+        prop::sample::select(vec![
+            "could",
+            "either",
+            "Either",
+            "decided",
+            "DECIDE",
+            "deciding",
+            "to",
+            "selected",
+            "Chose",
+            "choose",
+            "chosen",
+            "picked",
+            "pick",
+            "prefer",
+            "favour",
+            "favored",
+            "over",
+            "on",
+            "the",
+            "one",
+            "hand",
+            "alternatively",
+            "another",
+            "option",
+            "approach",
+            "is",
+            "would",
+            "be",
+            "instead",
+            "of",
+            "weighing",
+            "weigh",
+            "trade",
+            "trade-offs",
+            "tradeoff",
+            "between",
+            "pros",
+            "and",
+            "cons",
+            "options",
+            "choices",
+            "are",
+            "include",
+            "go",
+            "Going",
+            "went",
+            "with",
+            "rather",
+            "than",
+            "picking",
+            "opted",
+            "for",
+            "because",
+            "vs",
+            "VS",
+            "versus",
+            "comparing",
+            "compare",
+            "compared",
+            "against",
+            "overgo",
+            "pick_up",
+            "go2",
+            "_go",
+            "handy",
+            "insteadof",
+            "cho\u{17f}en",
+            "\u{17f}elected",
+            "pic\u{212a}",
+            "versu\u{17f}",
+            "pro\u{17f}",
+            "\u{e9}",
+            "\u{1d7ec}",
+        ])
+        .prop_map(str::to_string),
+        prop::sample::select(vec![
+            " ", "  ", "\t", "\n", "\u{a0}", "\u{2003}", ", ", ". ", "-", "'", "_", "x", "é", "1",
+        ])
+        .prop_map(str::to_string),
+        "[a-zA-Z ]{0,12}",
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+    #[test]
+    fn the_word_scan_never_skips_a_decision(parts in prop::collection::vec(decision_fragment(), 0..16)) {
+        let text = parts.concat();
+        let set = DECISION_SET.as_ref().unwrap();
+        let candidates = decision_candidates(&text);
+        for i in set.matches(&text).iter() {
+            prop_assert!(candidates & (1 << i) != 0, "pattern {i} in {text:?}");
+        }
+        prop_assert_eq!(first_decision_pattern(&text), set.matches(&text).iter().next());
+    }
+}
+
+#[test]
+fn the_word_scan_finds_each_pattern_and_passes_over_plain_text() {
+    let set = DECISION_SET.as_ref().unwrap();
+    let samples = [
+        "We could either add it",
+        "I decided to wait",
+        "She chose the map over the list",
+        "On the one hand it is fast",
+        "Alternatively, keep it",
+        "another way would be this",
+        "use A instead of B",
+        "weighing it",
+        "the trade-offs between them",
+        "pros and cons",
+        "the options are few",
+        "let's go with it",
+        "A rather than B",
+        "picked it because",
+        "opted for it because",
+        "A vs B",
+        "comparing A to B",
+        "Choſen by me over you",
+        "weigh ſomething",
+        "pic\u{212a} X over Y",
+    ];
+    let mut seen = 0u16;
+    for s in samples {
+        let first = set.matches(s).iter().next();
+        assert!(first.is_some(), "{s}");
+        assert_eq!(first_decision_pattern(s), first, "{s}");
+        seen |= 1 << first.unwrap_or(0);
+    }
+    assert_eq!(seen, (1 << 12) - 1, "every pattern is among the samples");
+    for plain in [
+        "let x = foo.bar(); // overgoing handy insteadof",
+        "fn decide_later() { pick_up(); }",
+        "The parser reads the whole line first.",
+        "",
+    ] {
+        assert!(!set.is_match(plain), "{plain}");
+        assert_eq!(decision_candidates(plain), 0, "{plain}");
+        assert_eq!(first_decision_pattern(plain), None, "{plain}");
+    }
+}
+
+#[test]
+fn only_the_kelvin_sign_and_the_long_s_fold_to_ascii_letters() {
+    // What `decision_candidates` assumes of case-insensitive matching: no other character
+    // outside ASCII matches an ASCII letter.
+    let letter = regex::Regex::new("(?i)^[a-z]$").unwrap();
+    let folding: Vec<char> = (0x80..=0x10FFFFu32)
+        .filter_map(char::from_u32)
+        .filter(|c| letter.is_match(c.encode_utf8(&mut [0; 4])))
+        .collect();
+    assert_eq!(folding, ['\u{17f}', '\u{212a}']);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(3000))]
+    #[test]
+    fn the_word_scan_never_skips_a_choice_rejection_or_option(
+        parts in prop::collection::vec(decision_fragment(), 0..16),
+    ) {
+        let text = parts.concat();
+        for (res, words) in [
+            (&*CHOICE_RES, &CHOICE_WORDS[..]),
+            (&*REJECTION_RES, &REJECTION_WORDS[..]),
+            (&*OPTION_RES, &OPTION_WORDS[..]),
+        ] {
+            prop_assert_eq!(res.len(), words.len());
+            let candidates = word_candidates(&text, words);
+            for (i, re) in res.iter().enumerate() {
+                if re.as_ref().unwrap().is_match(&text) {
+                    prop_assert!(candidates & (1 << i) != 0, "regex {} of {:?} in {:?}", i, words[i], text);
+                }
+            }
         }
     }
 }

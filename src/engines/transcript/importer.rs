@@ -3,7 +3,7 @@
 //! handing each batch with its cursor to the writer thread.
 
 use std::collections::{HashMap, HashSet};
-use std::io::{BufRead, BufReader, Seek, SeekFrom};
+use std::io::{BufRead, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -36,6 +36,8 @@ pub struct Importer {
     /// Files whose cursor is in a batch the writer thread may not have committed yet.
     in_flight: HashSet<String>,
     task_calls: RunTaskCalls,
+    /// The read buffer, kept from file to file (see [`Buffered`]).
+    read_buf: Vec<u8>,
 }
 
 impl Importer {
@@ -61,6 +63,7 @@ impl Importer {
             pipe: None,
             in_flight: HashSet::new(),
             task_calls: RunTaskCalls::default(),
+            read_buf: Vec::new(),
         })
     }
 
@@ -246,7 +249,9 @@ impl Importer {
         end: u64,
     ) -> Result<Option<u64>, TranscriptError> {
         let file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
-        let mut reader = BufReader::with_capacity(1 << 20, file);
+        // Resuming is rare: this buffer is not kept.
+        let mut read_buf = Vec::new();
+        let mut reader = Buffered::new(file, &mut read_buf);
         let mut buf = Vec::new();
         let mut offset = 0u64;
         let mut lines = 0u64;
@@ -290,14 +295,31 @@ impl Importer {
         let mut file = std::fs::File::open(path).map_err(|e| io_err(path, e))?;
         file.seek(SeekFrom::Start(state.cursor.offset))
             .map_err(|e| io_err(path, e))?;
-        let mut reader = BufReader::with_capacity(1 << 20, file);
+        let mut read_buf = std::mem::take(&mut self.read_buf);
+        let read = self.read_lines(
+            path,
+            state,
+            &mut Buffered::new(file, &mut read_buf),
+            (size, mtime_ns, inode),
+        );
+        self.read_buf = read_buf;
+        read
+    }
+
+    /// [`Importer::read_from`] once the file is open at the cursor.
+    fn read_lines(
+        &mut self,
+        path: &Path,
+        state: &mut FileState,
+        reader: &mut impl BufRead,
+        (size, mtime_ns, inode): (u64, i64, u64),
+    ) -> Result<bool, TranscriptError> {
         let mut buf = Vec::new();
         let mut since_flush = (0usize, 0u64);
         let mut read_any = false;
         let mut partial = false;
         loop {
-            let line =
-                read_line(&mut reader, &mut buf, MAX_LINE_BYTES).map_err(|e| io_err(path, e))?;
+            let line = read_line(reader, &mut buf, MAX_LINE_BYTES).map_err(|e| io_err(path, e))?;
             let n = line.len;
             if n == 0 {
                 break;
@@ -428,6 +450,56 @@ impl Importer {
     }
 }
 
+/// Bytes read from a file at a time.
+const READ_BUFFER_BYTES: usize = 1 << 20;
+
+/// A buffered reader over a buffer the importer keeps: a fresh megabyte for each of thousands
+/// of small files was memory the kernel had to clear every time.
+struct Buffered<'b, R> {
+    inner: R,
+    buf: &'b mut Vec<u8>,
+    pos: usize,
+    end: usize,
+}
+
+impl<'b, R: Read> Buffered<'b, R> {
+    fn new(inner: R, buf: &'b mut Vec<u8>) -> Self {
+        if buf.len() != READ_BUFFER_BYTES {
+            buf.resize(READ_BUFFER_BYTES, 0);
+        }
+        Self {
+            inner,
+            buf,
+            pos: 0,
+            end: 0,
+        }
+    }
+}
+
+impl<R: Read> Read for Buffered<'_, R> {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        let avail = self.fill_buf()?;
+        let n = avail.len().min(out.len());
+        out[..n].copy_from_slice(&avail[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: Read> BufRead for Buffered<'_, R> {
+    fn fill_buf(&mut self) -> std::io::Result<&[u8]> {
+        if self.pos >= self.end {
+            self.end = self.inner.read(&mut self.buf[..])?;
+            self.pos = 0;
+        }
+        Ok(&self.buf[self.pos..self.end])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.end);
+    }
+}
+
 /// The longest transcript line read: a longer one is skipped with a `file:line` warning, and
 /// never held in memory whole (Claude Code's largest lines, tool results with images, stay
 /// far below this).
@@ -462,7 +534,7 @@ fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, cap: u64) -> std::io:
                 too_long,
             });
         }
-        let (take, ends) = match avail.iter().position(|&b| b == b'\n') {
+        let (take, ends) = match find_newline(avail) {
             Some(i) => (i + 1, true),
             None => (avail.len(), false),
         };
@@ -486,6 +558,32 @@ fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>, cap: u64) -> std::io:
     }
 }
 
+/// Where the first `\n` of `bytes` is: eight bytes at a time (a byte-by-byte search was a
+/// tenth of the reading thread's time).
+fn find_newline(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    const NEWLINES: u64 = u64::from_ne_bytes([b'\n'; 8]);
+    let mut chunks = bytes.chunks_exact(8);
+    let mut at = 0;
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        // A zero byte of `x` (a newline of the chunk) sets its high bit here; no other byte
+        // can before the first zero one.
+        let x = u64::from_ne_bytes(word) ^ NEWLINES;
+        if x.wrapping_sub(ONES) & !x & HIGHS != 0 {
+            return chunk.iter().position(|&b| b == b'\n').map(|i| at + i);
+        }
+        at += 8;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| b == b'\n')
+        .map(|i| at + i)
+}
+
 fn io_err(path: &Path, e: std::io::Error) -> TranscriptError {
     TranscriptError::Io {
         path: path.display().to_string(),
@@ -496,6 +594,48 @@ fn io_err(path: &Path, e: std::io::Error) -> TranscriptError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::BufReader;
+
+    /// A reader that hands out at most `step` bytes a call.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.len().min(self.1).min(out.len());
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn the_kept_buffer_reads_the_same_lines_file_after_file() {
+        let mut kept = Vec::new();
+        let texts: [&[u8]; 3] = [b"{\"a\":1}\n\nsecond\nlast", b"", b"one\n"];
+        for text in texts {
+            for step in [1, 5, 4096] {
+                let mut want = Vec::new();
+                let mut r = BufReader::new(text);
+                let mut got = Vec::new();
+                let mut b = Buffered::new(Trickle(text, step), &mut kept);
+                let mut buf = Vec::new();
+                loop {
+                    let w = read_line(&mut r, &mut buf, 64).unwrap();
+                    want.push((w.len, w.complete, buf.clone()));
+                    let g = read_line(&mut b, &mut buf, 64).unwrap();
+                    got.push((g.len, g.complete, buf.clone()));
+                    if w.len == 0 {
+                        break;
+                    }
+                }
+                assert_eq!(got, want, "step {step}");
+                let mut rest = Vec::new();
+                b.read_to_end(&mut rest).unwrap();
+                assert!(rest.is_empty());
+            }
+        }
+        assert_eq!(kept.len(), READ_BUFFER_BYTES);
+    }
 
     fn lines(text: &[u8], cap: u64, chunk: usize) -> Vec<(u64, bool, bool, Vec<u8>)> {
         let mut r = BufReader::with_capacity(chunk, text);
@@ -521,6 +661,29 @@ mod tests {
             assert_eq!(got[0], (8, true, false, b"{\"a\":1}\n".to_vec()));
             assert_eq!(got[1], (101, true, true, Vec::new()));
             assert_eq!(got[2], (4, false, false, b"last".to_vec()));
+        }
+    }
+
+    #[test]
+    fn the_newline_search_finds_the_first_one() {
+        for len in 0..40 {
+            for nl in 0..=len {
+                let mut bytes: Vec<u8> = (0..len).map(|i| b'a' + (i % 7) as u8).collect();
+                // Bytes around a newline's value, which a word-at-a-time test might confuse.
+                for (i, b) in bytes.iter_mut().enumerate() {
+                    if i % 5 == 1 {
+                        *b = [0x0b, 0x09, 0x8a, 0xff, 0x00][i % 4];
+                    }
+                }
+                if nl < len {
+                    bytes[nl] = b'\n';
+                    if nl + 3 < len {
+                        bytes[nl + 3] = b'\n';
+                    }
+                }
+                let want = bytes.iter().position(|&b| b == b'\n');
+                assert_eq!(find_newline(&bytes), want, "{bytes:?}");
+            }
         }
     }
 

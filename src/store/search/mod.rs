@@ -132,13 +132,6 @@ pub fn indexed_text(n: &Node) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(s)
 }
 
-fn text_hash(text: &str) -> [u8; 8] {
-    let digest = Sha256::digest(text.as_bytes());
-    let mut h = [0u8; 8];
-    h.copy_from_slice(&digest[..8]);
-    h
-}
-
 /// What `search_docs` holds for one node.
 struct DocRecord {
     tokens: u32,
@@ -248,24 +241,42 @@ impl std::hash::Hasher for TermHasher {
     }
 }
 
-type TermCounts = HashMap<String, u32, std::hash::BuildHasherDefault<TermHasher>>;
+/// Term counts keyed by the word itself: borrowed from the text when it is already lowercase
+/// (most words are), owned only when lowercasing changed it.
+type TermCounts<'a> =
+    HashMap<std::borrow::Cow<'a, str>, u32, std::hash::BuildHasherDefault<TermHasher>>;
 
-/// Term frequencies of `text` and its token count: the same words as [`tokenize`], found
-/// without allocating a string per word (ASCII is classified byte by byte, a word is
-/// lowercased into a reused buffer and only copied the first time it is seen).
-fn count_terms(text: &str) -> (TermCounts, u32) {
+/// Term frequencies of `text` and its token count: the same words as [`tokenize`].
+fn count_terms(text: &str) -> (TermCounts<'_>, u32) {
     let mut counts = TermCounts::default();
     let mut total = 0u32;
-    let mut lower = String::new();
+    count_terms_into(text, &mut counts, &mut total);
+    (counts, total)
+}
+
+/// Adds the words of `text` to `counts` and `total`, without allocating for a word that is
+/// already lowercase or was seen before: ASCII is classified byte by byte, and the last
+/// non-ASCII character's class is remembered (the same arrow or dash starts every line of
+/// some tool output, and looking a character up in Unicode's tables is what costs).
+/// Counting the pieces of a text separated by non-word characters this way gives the same
+/// counts as counting the whole.
+fn count_terms_into<'a>(text: &'a str, counts: &mut TermCounts<'a>, total: &mut u32) {
     let bytes = text.as_bytes();
+    let mut lower = String::new();
+    let mut last: (char, bool) = ('\0', false);
     // Whether the character at `i` is a word character, and its length in bytes.
-    let class = |i: usize| -> (bool, usize) {
+    let mut class = |i: usize| -> (bool, usize) {
         let b = bytes[i];
         if b < 0x80 {
             return (b.is_ascii_alphanumeric(), 1);
         }
-        match text[i..].chars().next() {
-            Some(c) => (c.is_alphanumeric(), c.len_utf8()),
+        match text.get(i..).and_then(|t| t.chars().next()) {
+            Some(c) => {
+                if c != last.0 {
+                    last = (c, c.is_alphanumeric());
+                }
+                (last.1, c.len_utf8())
+            }
             None => (false, 1),
         }
     };
@@ -279,17 +290,24 @@ fn count_terms(text: &str) -> (TermCounts, u32) {
         let start = i;
         let mut chars = 0usize;
         let mut ascii = true;
+        let mut upper = false;
         while i < bytes.len() {
             let (word, len) = class(i);
             if !word {
                 break;
             }
             ascii &= len == 1;
+            upper |= bytes[i].is_ascii_uppercase();
             chars += 1;
             i += len;
         }
         let w = &text[start..i];
         if chars < MIN_TOKEN_CHARS || w.len() > MAX_TOKEN_BYTES {
+            continue;
+        }
+        *total = total.saturating_add(1);
+        if ascii && !upper {
+            *counts.entry(std::borrow::Cow::Borrowed(w)).or_insert(0) += 1;
             continue;
         }
         lower.clear();
@@ -299,26 +317,62 @@ fn count_terms(text: &str) -> (TermCounts, u32) {
         } else {
             lower.push_str(&w.to_lowercase());
         }
-        total = total.saturating_add(1);
         match counts.get_mut(lower.as_str()) {
             Some(c) => *c += 1,
             None => {
-                counts.insert(lower.clone(), 1);
+                counts.insert(std::borrow::Cow::Owned(lower.clone()), 1);
             }
         }
     }
-    (counts, total)
 }
 
 /// What the index needs of a node's text, computed without touching the store: its hash and
 /// its terms with their frequencies. Computing it is most of the cost of indexing a node, so
 /// an importer can do it on its mapping thread while another thread writes ([`prepare`]).
+/// The terms are kept in one string (two allocations per node, whatever its vocabulary).
 #[derive(Clone, Debug)]
 pub struct PreparedText {
     hash: [u8; 8],
     tokens: u32,
-    /// Distinct terms, sorted, with their frequencies.
-    terms: Vec<(String, u32)>,
+    /// The distinct terms, one after another (in no particular order: the index sorts its
+    /// changes when it writes them).
+    words: String,
+    /// Where each term ends in `words`, and its frequency.
+    ends: Vec<(u32, u32)>,
+}
+
+impl PreparedText {
+    /// The distinct terms with their frequencies.
+    fn terms(&self) -> impl Iterator<Item = (&str, u32)> + '_ {
+        let mut start = 0usize;
+        self.ends.iter().map(move |&(end, tf)| {
+            let end = end as usize;
+            let term = self.words.get(start..end).unwrap_or("");
+            start = end;
+            (term, tf)
+        })
+    }
+
+    fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+}
+
+/// The pieces of the text a node is found by (see [`indexed_text`]), in order: joined they
+/// are that text. The separators are pieces of their own, so no word spans two pieces.
+fn indexed_pieces(n: &Node) -> Vec<&str> {
+    if n.kind != NodeType::ToolCall {
+        return vec![&n.text];
+    }
+    let mut pieces = Vec::with_capacity(5);
+    if let Some(tool) = n.tool() {
+        pieces.extend([tool, "\n"]);
+    }
+    pieces.push(&n.text);
+    if let Some(result) = n.meta.get("result").and_then(|v| v.as_str()) {
+        pieces.extend(["\n", result]);
+    }
+    pieces
 }
 
 /// The index form of `n`'s text; `None` for a streaming node (indexed by its final put).
@@ -326,15 +380,30 @@ pub fn prepare(n: &Node) -> Option<PreparedText> {
     if n.status == NodeStatus::Streaming {
         return None;
     }
-    let text = indexed_text(n);
-    let hash = text_hash(&text);
-    let (counts, tokens) = count_terms(&text);
-    let mut terms: Vec<(String, u32)> = counts.into_iter().collect();
-    terms.sort_unstable();
+    let pieces = indexed_pieces(n);
+    let mut sha = Sha256::new();
+    let len: usize = pieces.iter().map(|p| p.len()).sum();
+    // About one distinct word in 16 bytes of text, and never a huge table up front.
+    let mut counts = TermCounts::with_capacity_and_hasher((len / 16).min(4096), Default::default());
+    let mut tokens = 0u32;
+    for piece in &pieces {
+        sha.update(piece.as_bytes());
+        count_terms_into(piece, &mut counts, &mut tokens);
+    }
+    let digest = sha.finalize();
+    let mut hash = [0u8; 8];
+    hash.copy_from_slice(&digest[..8]);
+    let mut words = String::with_capacity(counts.keys().map(|k| k.len()).sum());
+    let mut ends = Vec::with_capacity(counts.len());
+    for (term, tf) in counts {
+        words.push_str(&term);
+        ends.push((words.len() as u32, tf));
+    }
     Some(PreparedText {
         hash,
         tokens,
-        terms,
+        words,
+        ends,
     })
 }
 
@@ -366,7 +435,10 @@ fn stored_terms(old: Option<&[u8]>) -> Result<Vec<Vec<u8>>> {
     let node: Node = codec::decode("nodes", bytes)?;
     let terms = indexed_text(&node);
     let (counts, _) = count_terms(&terms);
-    Ok(counts.into_keys().map(String::into_bytes).collect())
+    Ok(counts
+        .into_keys()
+        .map(|t| t.into_owned().into_bytes())
+        .collect())
 }
 
 /// [`index_node`] with the text already prepared (by [`prepare`] on this node) and the
@@ -399,7 +471,7 @@ pub(super) fn index_prepared(
         }
         None => None,
     };
-    if p.terms.is_empty() {
+    if p.is_empty() {
         if let Some(doc) = doc {
             docs.remove(id)?;
             pending.remove_doc_row(doc);
@@ -410,8 +482,8 @@ pub(super) fn index_prepared(
         Some(d) => d,
         None => pending.new_doc(txn)?,
     };
-    for (term, tf) in &p.terms {
-        pending.op(term.as_bytes(), doc, *tf);
+    for (term, tf) in p.terms() {
+        pending.op(term.as_bytes(), doc, tf);
     }
     let session = session.to_bytes();
     docs.insert(id, encode_doc(session, p.tokens, p.hash, doc).as_slice())?;

@@ -36,10 +36,42 @@ fn term_counts_match_the_tokenizer() {
             total += 1;
         }
         let (got, got_total) = count_terms(text);
-        let got: HashMap<String, u32> = got.into_iter().collect();
+        let got: HashMap<String, u32> = got.into_iter().map(|(k, v)| (k.into_owned(), v)).collect();
         assert_eq!(got, want, "{text}");
         assert_eq!(got_total, total, "{text}");
     }
+}
+
+#[test]
+fn a_prepared_tool_call_counts_its_whole_indexed_text() {
+    let s = SessionId::new();
+    let mut n = Node::new(
+        s,
+        NodeType::ToolCall,
+        r#"{"pattern":"Fn→Main","path":"src"}"#,
+    );
+    n.meta.insert("tool".into(), serde_json::json!("Grep"));
+    n.meta.insert(
+        "result".into(),
+        serde_json::json!("  1→fn main() {}\n  2→Main MAIN main"),
+    );
+    let p = prepare(&n).unwrap();
+    let text = indexed_text(&n);
+    let (want, total) = count_terms(&text);
+    let mut want: Vec<(String, u32)> = want.into_iter().map(|(k, v)| (k.into_owned(), v)).collect();
+    let mut got: Vec<(String, u32)> = p.terms().map(|(k, v)| (k.to_string(), v)).collect();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+    assert!(got.contains(&("grep".to_string(), 1)) && got.contains(&("main".to_string(), 5)));
+    assert_eq!(p.tokens, total);
+    let digest = Sha256::digest(text.as_bytes());
+    assert_eq!(p.hash, digest[..8]);
+    // Only the text of a node of another kind.
+    n.kind = NodeType::Response;
+    let p = prepare(&n).unwrap();
+    assert!(p.terms().all(|(t, _)| t != "grep"));
+    assert!(!p.is_empty());
 }
 
 #[test]
