@@ -253,20 +253,18 @@ impl App {
     }
 
     /// Loads the session list and opens the most recent session.
+    ///
+    /// The list is read off the UI thread: on a store of thousands of sessions it takes a
+    /// while, and the first frame does not wait for it.
     pub fn start(&mut self) {
-        match self.store.sessions() {
-            Ok(sessions) => {
-                let first = sessions.first().map(|s| s.id);
-                self.dispatch(Msg::SessionsLoaded(session_rows(&sessions)));
-                if let Some(id) = first {
-                    self.run_effect(Effect::LoadSession(id));
-                }
-            }
-            Err(e) => self.dispatch(Msg::Notice(
-                format!("cannot read sessions: {e}"),
-                Level::Error,
-            )),
-        }
+        let store = self.store.clone();
+        let tx = self.tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let _ = tx.send(match reload_sessions(&store) {
+                Msg::SessionsLoaded(rows) => Msg::StartSessions(rows),
+                other => other,
+            });
+        });
     }
 
     /// Applies a message and carries out what it asks for.

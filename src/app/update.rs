@@ -38,6 +38,9 @@ pub enum Msg {
         outcome: Result<TurnOutcome, String>,
     },
     SessionsLoaded(Vec<SessionRow>),
+    /// The session list read when the TUI starts (newest first): shown, and the newest
+    /// session opened unless one is open already.
+    StartSessions(Vec<SessionRow>),
     /// A session opened: every node's head, and the bodies of the window on screen.
     SessionLoaded {
         loaded: LoadedSession,
@@ -91,6 +94,21 @@ pub struct Settings<'a> {
     pub provider_ready: Result<(), String>,
 }
 
+/// Shows a new session list, keeping the selection on the same session (or the open one).
+fn sessions_loaded(state: &mut State, rows: Vec<SessionRow>) {
+    let keep = state.selected_session().map(|r| r.id);
+    state.sessions = rows;
+    apply_filter(state);
+    if let Some(id) = keep.or(state.loaded.id())
+        && let Some(pos) = state
+            .filtered
+            .iter()
+            .position(|r| matches!(r, ListRow::Session(i) if state.sessions[*i].id == id))
+    {
+        state.sidebar_selected = pos;
+    }
+}
+
 /// Applies one message.
 pub fn update(
     state: &mut State,
@@ -117,17 +135,15 @@ pub fn update(
         Msg::Resize(w, h) => state.size = (w, h),
         Msg::Turn { run, event } => turn::event(state, run, event, settings.keymap),
         Msg::TurnFinished { run, outcome } => turn::finished(state, run, outcome, &mut fx),
-        Msg::SessionsLoaded(rows) => {
-            let keep = state.selected_session().map(|r| r.id);
-            state.sessions = rows;
-            apply_filter(state);
-            if let Some(id) = keep.or(state.loaded.id())
-                && let Some(pos) = state
-                    .filtered
-                    .iter()
-                    .position(|r| matches!(r, ListRow::Session(i) if state.sessions[*i].id == id))
+        Msg::SessionsLoaded(rows) => sessions_loaded(state, rows),
+        Msg::StartSessions(rows) => {
+            let newest = rows.first().map(|r| r.id);
+            sessions_loaded(state, rows);
+            if state.loaded.id().is_none()
+                && state.run.is_none()
+                && let Some(id) = newest
             {
-                state.sidebar_selected = pos;
+                fx.push(Effect::LoadSession(id));
             }
         }
         Msg::SessionLoaded {
