@@ -129,7 +129,7 @@ impl FileMapper {
                 }
             };
             if let Some(node) = self.node_mut(ctx, id).map_err(|e| e.to_string())? {
-                node.meta.insert("result".into(), json!(text));
+                node.meta.insert("result".into(), Value::String(text));
                 node.meta.insert("is_error".into(), json!(is_error));
                 node.meta.insert("result_uuid".into(), json!(uuid));
                 if let Some(v) = &small_result {
@@ -243,21 +243,21 @@ impl FileMapper {
         };
         let mut prev = pinfo.tail;
         let mut state = self.messages.remove(&msg_id).unwrap_or_default();
-        for (bi, block) in blocks.iter().enumerate() {
+        let no_blocks = blocks.is_empty();
+        // The blocks are owned: their texts and tool inputs are moved into the nodes rather
+        // than copied.
+        for (bi, mut block) in blocks.into_iter().enumerate() {
             let bi = bi as u32;
             let order = state.blocks;
             state.blocks += 1;
             let btype = block
                 .get("type")
                 .and_then(Value::as_str)
-                .unwrap_or_default();
-            let created = match btype {
+                .unwrap_or_default()
+                .to_string();
+            let created = match btype.as_str() {
                 "thinking" | "redacted_thinking" => {
-                    let text = block
-                        .get("thinking")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string();
+                    let text = take_str(&mut block, "thinking");
                     let mut n = self.make_node(
                         (session, &claude),
                         NodeType::Thinking,
@@ -285,11 +285,7 @@ impl FileMapper {
                     Some(n)
                 }
                 "text" => {
-                    let text = block
-                        .get("text")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string();
+                    let text = take_str(&mut block, "text");
                     let part = format!("{uuid}#{bi}");
                     if text.trim().is_empty() {
                         // Claude Code opens a split message with a whitespace-only text
@@ -348,7 +344,10 @@ impl FileMapper {
                         .and_then(Value::as_str)
                         .unwrap_or_default()
                         .to_string();
-                    let input = block.get("input").cloned().unwrap_or(Value::Null);
+                    let input = block
+                        .get_mut("input")
+                        .map(Value::take)
+                        .unwrap_or(Value::Null);
                     let text = serde_json::to_string(&input).unwrap_or_default();
                     let mut n = self.make_node(
                         (session, &claude),
@@ -407,7 +406,7 @@ impl FileMapper {
             state.holder.get_or_insert(n.id);
             self.touch(n);
         }
-        if blocks.is_empty() {
+        if no_blocks {
             self.skip(ctx, "assistant message without content");
         }
         // Usage is repeated on every line of a split message: keep the latest, on one node.
@@ -434,6 +433,15 @@ impl FileMapper {
             self.lines.insert(line_key(u), info);
         }
         Ok(())
+    }
+}
+
+/// The string under `key` of a block, taken out of it (empty when it is missing or not a
+/// string).
+fn take_str(block: &mut Value, key: &str) -> String {
+    match block.get_mut(key).map(Value::take) {
+        Some(Value::String(s)) => s,
+        _ => String::new(),
     }
 }
 
