@@ -99,15 +99,63 @@ fn compress_into(plain: &[u8], buf: &mut Vec<u8>) -> Option<Vec<u8>> {
     }
 }
 
+/// Largest decompressed size taken from a frame's header and reserved up front.
+const RESERVE_UP_TO: usize = 256 << 20;
+
+thread_local! {
+    /// A thread's zstd decompression context and the buffer it decompresses into. A context
+    /// is large to set up (its allocation showed as a fifth of the time to open a store of
+    /// thousands of sessions), so each thread makes one.
+    static DECODING: RefCell<(Option<zstd::bulk::Decompressor<'static>>, Vec<u8>)> =
+        const { RefCell::new((None, Vec::new())) };
+}
+
+/// Decompresses the zstd frame `body` into `out` with the thread's context.
+fn decompress_into(
+    ctx: &mut Option<zstd::bulk::Decompressor<'static>>,
+    body: &[u8],
+    out: &mut Vec<u8>,
+) -> std::io::Result<()> {
+    out.clear();
+    let Some(size) = zstd::zstd_safe::get_frame_content_size(body)
+        .ok()
+        .flatten()
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|&n| n <= RESERVE_UP_TO)
+    else {
+        // Every frame glassbox writes records its size; another one (or one claiming more
+        // than a record holds) is read as a stream, which grows only with what it finds.
+        *out = zstd::stream::decode_all(body)?;
+        return Ok(());
+    };
+    out.reserve(size);
+    if ctx.is_none() {
+        *ctx = Some(zstd::bulk::Decompressor::new()?);
+    }
+    match ctx.as_mut() {
+        Some(d) => d.decompress_to_buffer(body, out).map(|_| ()),
+        None => Err(std::io::Error::other("no zstd decompressor")),
+    }
+}
+
 pub fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T, StoreError> {
     let undecodable =
         |e: &dyn std::fmt::Display| StoreError::Corrupt(format!("{table}: undecodable value: {e}"));
     match bytes.split_first() {
         Some((&FORMAT_JSON, body)) => serde_json::from_slice(body).map_err(|e| undecodable(&e)),
-        Some((&FORMAT_ZSTD_JSON, body)) => {
-            let json = zstd::stream::decode_all(body).map_err(|e| undecodable(&e))?;
-            serde_json::from_slice(&json).map_err(|e| undecodable(&e))
-        }
+        Some((&FORMAT_ZSTD_JSON, body)) => DECODING.with(|d| {
+            let Ok(mut d) = d.try_borrow_mut() else {
+                let json = zstd::stream::decode_all(body).map_err(|e| undecodable(&e))?;
+                return serde_json::from_slice(&json).map_err(|e| undecodable(&e));
+            };
+            let (ctx, json) = &mut *d;
+            decompress_into(ctx, body, json).map_err(|e| undecodable(&e))?;
+            let value = serde_json::from_slice(json).map_err(|e| undecodable(&e));
+            if json.capacity() > KEEP_BUFFER_BYTES {
+                *json = Vec::new();
+            }
+            value
+        }),
         Some((other, _)) => Err(StoreError::Corrupt(format!(
             "{table}: unknown value format byte {other}"
         ))),
@@ -154,4 +202,32 @@ pub fn decode_edge(key: [u8; 33], value: &[u8]) -> Result<Edge, StoreError> {
         kind,
         NodeId::from_bytes(dst),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn compressed_records_decode_with_and_without_a_recorded_size() {
+        let value: Vec<String> = (0..200).map(|i| format!("word {i} again")).collect();
+        let bytes = encode(&value).unwrap();
+        assert_eq!(bytes[0], FORMAT_ZSTD_JSON);
+        // Twice on one thread: the second reuses the context and buffer.
+        for _ in 0..2 {
+            assert_eq!(decode::<Vec<String>>("t", &bytes).unwrap(), value);
+        }
+        // A frame written as a stream does not record its size.
+        let json = serde_json::to_vec(&value).unwrap();
+        let mut streamed = vec![FORMAT_ZSTD_JSON];
+        let mut enc = zstd::stream::Encoder::new(&mut streamed, 1).unwrap();
+        std::io::Write::write_all(&mut enc, &json).unwrap();
+        enc.finish().unwrap();
+        assert_eq!(decode::<Vec<String>>("t", &streamed).unwrap(), value);
+        // A cut frame is a one-line error naming the table.
+        let cut = &bytes[..bytes.len() / 2];
+        let err = decode::<Vec<String>>("nodes", cut).unwrap_err().to_string();
+        assert!(err.contains("nodes: undecodable value"), "{err}");
+    }
 }
