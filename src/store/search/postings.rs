@@ -285,6 +285,15 @@ pub(in crate::store) struct PendingIndex {
     doc_rows: Vec<(u32, Option<[u8; DOC_NODE_BYTES]>)>,
 }
 
+/// Most bytes of a transaction's change log kept for the thread's next transaction.
+const KEEP_SPARE_BYTES: usize = 64 << 20;
+
+thread_local! {
+    /// The change log buffers of this thread's last [`PendingIndex`], emptied.
+    static SPARE: std::cell::RefCell<(Vec<u8>, Vec<Op>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
 /// One change of [`PendingIndex`]: its term is `words[start..start + len]`.
 #[derive(Clone, Copy, Debug)]
 struct Op {
@@ -322,6 +331,16 @@ impl Rows {
 
 impl PendingIndex {
     pub(super) fn op(&mut self, term: &[u8], doc: u32, tf: u32) {
+        if self.ops.capacity() == 0 {
+            // The buffers of this thread's last transaction, so that each commit does not
+            // grow (and fault in) its log from nothing again.
+            SPARE.with(|spare| {
+                if let Ok(mut spare) = spare.try_borrow_mut() {
+                    self.words = std::mem::take(&mut spare.0);
+                    self.ops = std::mem::take(&mut spare.1);
+                }
+            });
+        }
         let start = self.words.len();
         self.words.extend_from_slice(term);
         self.ops.push(Op {
@@ -337,8 +356,14 @@ impl PendingIndex {
         let words = std::mem::take(&mut self.words);
         let mut ops = std::mem::take(&mut self.ops);
         let term = |o: &Op| &words[o.start..o.start + o.len as usize];
-        // Stable: the changes of one term and doc stay in the order they were made.
-        ops.sort_by(|a, b| term(a).cmp(term(b)).then(a.doc.cmp(&b.doc)));
+        // The changes of one term and doc stay in the order they were made: a later change
+        // has its term later in `words`. (An unstable sort needs no buffer of half the log.)
+        ops.sort_unstable_by(|a, b| {
+            term(a)
+                .cmp(term(b))
+                .then(a.doc.cmp(&b.doc))
+                .then(a.start.cmp(&b.start))
+        });
         let mut out = Rows {
             words: Vec::with_capacity(words.len()),
             rows: Vec::new(),
@@ -358,6 +383,16 @@ impl PendingIndex {
                 i += 1;
             }
             out.push(t, &postings);
+        }
+        let (mut words, mut ops) = (words, ops);
+        if words.capacity() + ops.capacity() * std::mem::size_of::<Op>() <= KEEP_SPARE_BYTES {
+            words.clear();
+            ops.clear();
+            SPARE.with(|spare| {
+                if let Ok(mut spare) = spare.try_borrow_mut() {
+                    *spare = (words, ops);
+                }
+            });
         }
         out
     }
