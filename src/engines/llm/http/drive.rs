@@ -82,7 +82,18 @@ impl Out {
             self.commit();
         }
         if self.committed {
-            self.ready.push(ev);
+            // The deltas of one network read go on as one: hundreds of them arrive together
+            // on a fast stream, and everything downstream works per event.
+            match (self.ready.last_mut(), ev) {
+                (
+                    Some(StreamEvent::ThinkingDelta { text }),
+                    StreamEvent::ThinkingDelta { text: more },
+                )
+                | (Some(StreamEvent::TextDelta { text }), StreamEvent::TextDelta { text: more }) => {
+                    text.push_str(&more)
+                }
+                (_, ev) => self.ready.push(ev),
+            }
         } else {
             self.held.push(ev);
         }

@@ -336,36 +336,50 @@ impl Remote {
         let fut = drive::drive(self.core.clone(), req, ctx, tx);
         Box::pin(Pump {
             fut: Some(Box::pin(fut)),
+            task: None,
             rx,
             ready: Vec::new().into_iter(),
         })
     }
 }
 
-/// Polls the driver future in place (no spawned task, so dropping the stream aborts the
-/// call) and yields what it sends: the events of one network read come as one batch, handed
-/// out one by one.
+/// Runs the driver as its own task (so decoding goes on beside whatever consumes the
+/// events) and yields what it sends: the events of one network read come as one batch,
+/// handed out one by one. Dropping the stream aborts the call.
 struct Pump {
+    /// The driver until the first poll spawns it (a runtime is there by then).
     fut: Option<BoxFuture<'static, ()>>,
+    task: Option<tokio::task::AbortHandle>,
     rx: mpsc::Receiver<Vec<StreamEvent>>,
     ready: std::vec::IntoIter<StreamEvent>,
+}
+
+impl Drop for Pump {
+    fn drop(&mut self) {
+        if let Some(task) = &self.task {
+            task.abort();
+        }
+    }
 }
 
 impl Stream for Pump {
     type Item = StreamEvent;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<StreamEvent>> {
+        if let Some(ev) = self.ready.next() {
+            return Poll::Ready(Some(ev));
+        }
+        if let Some(fut) = self.fut.take() {
+            self.task = Some(tokio::spawn(fut).abort_handle());
+        }
         loop {
-            if let Some(ev) = self.ready.next() {
-                return Poll::Ready(Some(ev));
-            }
-            if let Some(fut) = self.fut.as_mut()
-                && fut.as_mut().poll(cx).is_ready()
-            {
-                self.fut = None;
-            }
             match self.rx.poll_recv(cx) {
-                Poll::Ready(Some(batch)) => self.ready = batch.into_iter(),
+                Poll::Ready(Some(batch)) => {
+                    self.ready = batch.into_iter();
+                    if let Some(ev) = self.ready.next() {
+                        return Poll::Ready(Some(ev));
+                    }
+                }
                 Poll::Ready(None) => return Poll::Ready(None),
                 Poll::Pending => return Poll::Pending,
             }
