@@ -132,3 +132,28 @@ async fn sessions_group_by_project_fold_filter_and_show_details() {
         "{screen}"
     );
 }
+
+/// Until the session list was read the sidebar says so; an empty store then says it has no
+/// sessions (not the other way round, as it did on a large store for the first moment).
+#[tokio::test]
+async fn the_list_says_it_is_reading_until_the_sessions_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let engine = tui::anthropic_engine(&store, "http://127.0.0.1:9", "claude-test");
+    let mut app = tui::app_with(
+        store,
+        Config::builtin().unwrap(),
+        engine,
+        "claude-test",
+        "dark",
+    );
+    let screen = |app: &mut App| draw(app, 160, 45).backend().to_string();
+    let before = screen(&mut app);
+    assert!(before.contains("reading sessions…"), "{before}");
+    assert!(!before.contains("no sessions yet"), "{before}");
+    app.start();
+    pump_until(&mut app, |a| a.state.sessions_listed).await;
+    let after = screen(&mut app);
+    assert!(after.contains("no sessions yet"), "{after}");
+    assert!(!after.contains("reading sessions…"), "{after}");
+}

@@ -50,6 +50,8 @@ pub struct State {
     pub focus: Focus,
     pub overlay: Option<Overlay>,
     pub sessions: Vec<SessionRow>,
+    /// The session list was read at least once (until then the list says it is reading).
+    pub sessions_listed: bool,
     /// The rows shown: sessions that pass the filter, grouped by project, in display order.
     pub filtered: Vec<ListRow>,
     /// The projects whose sessions are folded away in the list (`""`: no project).
@@ -95,6 +97,7 @@ impl State {
             focus: Focus::Input,
             overlay: None,
             sessions: Vec::new(),
+            sessions_listed: false,
             filtered: Vec::new(),
             collapsed: HashSet::new(),
             sidebar_selected: 0,

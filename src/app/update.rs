@@ -98,6 +98,7 @@ pub struct Settings<'a> {
 fn sessions_loaded(state: &mut State, rows: Vec<SessionRow>) {
     let keep = state.selected_session().map(|r| r.id);
     state.sessions = rows;
+    state.sessions_listed = true;
     apply_filter(state);
     if let Some(id) = keep.or(state.loaded.id())
         && let Some(pos) = state

@@ -49,6 +49,9 @@ pub enum Details<'a> {
 #[derive(Clone, Copy, Debug)]
 pub struct SessionsView<'a> {
     pub sessions: &'a [SessionRow],
+    /// The list was read: an empty one means there are no sessions (until then the store
+    /// is still being read, which takes a moment on a large one).
+    pub listed: bool,
     /// The rows shown: the sessions that pass the filter, grouped, in display order.
     pub filtered: &'a [ListRow],
     /// Index into `filtered`.
@@ -103,7 +106,9 @@ pub fn render_list(
     theme: &Theme,
     focused: bool,
 ) {
-    let title = if view.filter.is_empty() {
+    let title = if !view.listed {
+        " Sessions ".to_string()
+    } else if view.filter.is_empty() {
         format!(" Sessions · {} ", view.sessions.len())
     } else {
         format!(" Sessions · {}/{} ", view.matching(), view.sessions.len())
@@ -129,8 +134,13 @@ pub fn render_list(
         }
     }
     if view.sessions.is_empty() {
+        let note = if view.listed {
+            "no sessions yet"
+        } else {
+            "reading sessions…"
+        };
         f.render_widget(
-            Paragraph::new("no sessions yet").style(theme.style(Role::Dim)),
+            Paragraph::new(note).style(theme.style(Role::Dim)),
             list_area,
         );
         return;

@@ -50,6 +50,7 @@ pub(super) fn graph_pick(state: &State) -> Option<Picked> {
 pub(super) fn sessions_view(state: &State) -> SessionsView<'_> {
     SessionsView {
         sessions: &state.sessions,
+        listed: state.sessions_listed,
         filtered: &state.filtered,
         selected: state.sidebar_selected,
         filter: state.filter.text(),
