@@ -26,12 +26,32 @@ use crate::store::{
 
 /// How often streamed text is committed to the store.
 pub(super) const FLUSH_EVERY: Duration = Duration::from_millis(150);
+/// Raw chunks are also committed whenever this much arrived since the last flush: on a fast
+/// stream they then go out beside it rather than all at its end.
+const RAW_FLUSH_BYTES: usize = 4 << 20;
 /// Nodes up to this size (bytes of text) are written with every flush.
 const SMALL_NODE: usize = 256 * 1024;
 /// A larger node is written again once its text grew by this share of what was written...
 const GROWTH_DIVISOR: usize = 4;
 /// ...or this long after its last write.
 const NODE_WRITE_EVERY: Duration = Duration::from_secs(1);
+
+/// Which nodes a flush writes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pick {
+    /// None: raw chunks and decision points only.
+    None,
+    /// Those due (see [`Live::due`]).
+    Due,
+    /// Every changed node, whatever its size.
+    All,
+}
+
+impl From<bool> for Pick {
+    fn from(nodes: bool) -> Self {
+        if nodes { Pick::Due } else { Pick::None }
+    }
+}
 
 /// The ids and text sizes a flush committed, for the log.
 type Written = [Option<(NodeId, usize)>; 2];
@@ -70,6 +90,8 @@ pub(super) struct Live {
     pub(super) chunks: Vec<RawChunk>,
     pub(super) next_chunk: u32,
     pub(super) total_bytes: u64,
+    /// Bytes of `chunks`.
+    raw_pending: usize,
     /// Text length of the thinking and the response node at their last write, and when.
     written: [usize; 2],
     written_at: Instant,
@@ -93,6 +115,7 @@ impl Live {
             chunks: Vec::new(),
             next_chunk: 0,
             total_bytes: 0,
+            raw_pending: 0,
             written: [0; 2],
             written_at: Instant::now(),
             in_flight: None,
@@ -155,23 +178,29 @@ impl Live {
         self.dirty = true;
     }
 
-    pub(super) fn push_raw(&mut self, c: RawChunk) {
+    /// Keeps a raw chunk for the next flush; true when enough arrived that the chunks
+    /// should go out now ([`Live::flush_soon`] without nodes).
+    pub(super) fn push_raw(&mut self, c: RawChunk) -> bool {
         self.total_bytes += c.bytes.len() as u64;
+        self.raw_pending += c.bytes.len();
         self.chunks.push(c);
+        self.raw_pending >= RAW_FLUSH_BYTES
     }
 
     /// Starts a flush beside the stream, unless the last one is still under way (its
-    /// error, if it failed, is returned here).
+    /// error, if it failed, is returned here). Without `nodes` only the raw chunks and
+    /// decision points go out.
     pub(super) async fn flush_soon(
         &mut self,
         store: &Store,
         header: &mut RawStream,
+        nodes: bool,
     ) -> Result<(), StoreError> {
         if self.in_flight.as_ref().is_some_and(|h| !h.is_finished()) {
             return Ok(());
         }
         self.settle().await?;
-        self.in_flight = self.start(store, header, false, None);
+        self.in_flight = self.start(store, header, Pick::from(nodes), None);
         Ok(())
     }
 
@@ -183,7 +212,7 @@ impl Live {
         header: &mut RawStream,
     ) -> Result<(), StoreError> {
         let before = self.in_flight.take();
-        self.in_flight = self.start(store, header, true, before);
+        self.in_flight = self.start(store, header, Pick::All, before);
         self.settle().await
     }
 
@@ -205,17 +234,18 @@ impl Live {
             || self.written_at.elapsed() >= NODE_WRITE_EVERY
     }
 
-    /// Hands what is to be committed to a store task; `all` writes the nodes whatever their
-    /// size. The task encodes the nodes, waits for `before` (the flush under way) and
-    /// commits. `before` when there is nothing to commit, else the task.
+    /// Hands what is to be committed to a store task, the nodes as `pick` says. The task
+    /// encodes the nodes, waits for `before` (the flush under way) and commits. `before`
+    /// when there is nothing to commit, else the task.
     fn start(
         &mut self,
         store: &Store,
         header: &mut RawStream,
-        all: bool,
+        pick: Pick,
         before: Option<Flush>,
     ) -> Option<Flush> {
-        let nodes = if self.dirty {
+        let all = pick == Pick::All;
+        let nodes = if self.dirty && pick != Pick::None {
             let pick = |slot: usize, n: &Option<Node>| {
                 n.as_ref().filter(|n| self.due(slot, n, all)).cloned()
             };
@@ -234,6 +264,7 @@ impl Live {
                 .zip(&nodes)
                 .any(|(live, picked)| live.is_some() && picked.is_none());
         self.dirty = skipped;
+        self.raw_pending = 0;
         if wrote_nodes {
             for (slot, n) in nodes.iter().enumerate() {
                 if let Some(n) = n {

@@ -24,8 +24,10 @@ use crate::store::{
     StoreError, StreamId,
 };
 
-/// Most stream events handled in one go before the flush tick and the raw chunks get a turn.
-const MAX_BATCH: usize = 4096;
+/// Most stream text (in bytes; an event without text counts as `EVENT_BYTES`) handled in
+/// one go before the flush tick and the raw chunks get a turn.
+const MAX_BATCH_BYTES: usize = 256 * 1024;
+const EVENT_BYTES: usize = 64;
 
 /// The loop detectors over a turn's thinking and answer. A loop is reported once per turn;
 /// after that only the stream it was found in is read, to count its repeats.
@@ -443,6 +445,12 @@ impl Orchestrator {
                         let mut batch = 0;
                         let ended = loop {
                             let mut looped = None;
+                            batch += match &ev {
+                                StreamEvent::ThinkingDelta { text } | StreamEvent::TextDelta { text } => {
+                                    text.len().max(EVENT_BYTES)
+                                }
+                                _ => EVENT_BYTES,
+                            };
                             match ev {
                                 StreamEvent::ThinkingDelta { text } => {
                                     let delta_len = text.len();
@@ -552,8 +560,7 @@ impl Orchestrator {
                                     break 'call;
                                 }
                             }
-                            batch += 1;
-                            if batch == MAX_BATCH {
+                            if batch >= MAX_BATCH_BYTES {
                                 break false;
                             }
                             match stream.next().now_or_never() {
@@ -565,9 +572,22 @@ impl Orchestrator {
                         if ended {
                             break;
                         }
+                        // The raw chunks of what was just read, so that they go out beside
+                        // the stream once enough arrived.
+                        let mut due = false;
+                        while let Ok(chunk) = raw_rx.try_recv() {
+                            due |= live.push_raw(chunk);
+                        }
+                        if due {
+                            live.flush_soon(store, &mut header, false).await?;
+                        }
                     }
-                    Some(chunk) = raw_rx.recv() => live.push_raw(chunk),
-                    _ = tick.tick() => live.flush_soon(store, &mut header).await?,
+                    Some(chunk) = raw_rx.recv() => {
+                        if live.push_raw(chunk) {
+                            live.flush_soon(store, &mut header, false).await?;
+                        }
+                    }
+                    _ = tick.tick() => live.flush_soon(store, &mut header, true).await?,
                 }
             }
             // A call stopped for looping is dropped unread (its token already told it to stop).
@@ -576,6 +596,7 @@ impl Orchestrator {
             while let Ok(chunk) = raw_rx.try_recv() {
                 live.push_raw(chunk);
             }
+            tracing::debug!(round, bytes = live.total_bytes, "provider call ended");
             let retry = round == 0 && refused_tools(&chat, error.as_ref(), &live, &said);
             let next = if retry {
                 // A server that takes no tools refused the request: ask again without them.
