@@ -2,8 +2,9 @@
 //! same block of lines, or the same run of words, again and again) while the deltas arrive.
 //!
 //! A [`LoopDetector`] reads one stream (the thinking or the answer) a character at a time
-//! and keeps only a window of hashes: O(1) work per character plus O(max period) per
-//! finished line or word, and bounded memory however long the stream runs. Lines are
+//! (runs of ASCII in one go) and keeps only a window of hashes: O(1) work per character
+//! plus at most O(max period) per finished line or word, and bounded memory however long
+//! the stream runs. Lines are
 //! compared after normalising them (list numbering and bullets stripped, whitespace
 //! collapsed, lower case) and lines with too few letters or digits (braces, `end`, blank
 //! lines, table rules) are skipped, so lists, tables and code do not look like loops: only
@@ -167,10 +168,28 @@ impl LoopDetector {
     }
 
     /// Reads one delta. Returns the loop the first time one is found, and `None` ever after.
+    ///
+    /// The delta is read as bytes: a run of ASCII characters that are not whitespace (most
+    /// of any text) cannot end a line or a word, so it is read in one go
+    /// ([`LoopDetector::push_ascii`]); whitespace and non-ASCII characters go one at a time
+    /// through [`LoopDetector::push_char`].
     pub fn push(&mut self, delta: &str) -> Option<LoopReport> {
         let already = self.found.is_some();
-        for c in delta.chars() {
-            self.push_char(c);
+        let bytes = delta.as_bytes();
+        let mut i = 0;
+        while let Some(&b) = bytes.get(i) {
+            if is_ascii_word_byte(b) {
+                i += self.push_ascii(&bytes[i..]);
+            } else if b.is_ascii() {
+                self.push_char(char::from(b));
+                i += 1;
+            } else if let Some(c) = delta.get(i..).and_then(|rest| rest.chars().next()) {
+                self.push_char(c);
+                i += c.len_utf8();
+            } else {
+                // Not reached: `i` always lies on a char boundary.
+                break;
+            }
         }
         if already { None } else { self.found }
     }
@@ -178,6 +197,60 @@ impl LoopDetector {
     /// The loop found so far, its repeats counted up to the text read so far.
     pub fn found(&self) -> Option<LoopReport> {
         self.found
+    }
+
+    /// Reads the run of ASCII characters other than whitespace that `bytes` starts with and
+    /// returns its length: what `push_char` would do with each of them, since none ends a
+    /// line or a word. Past the line's lead, each byte goes to the line's and the word's
+    /// hash in one loop, so that their multiplications overlap.
+    fn push_ascii(&mut self, bytes: &[u8]) -> usize {
+        let is_next = |i: usize| bytes.get(i).is_some_and(|&b| is_ascii_word_byte(b));
+        let mut i = 0;
+        while !self.line.content && is_next(i) {
+            let c = char::from(bytes[i]);
+            self.line.push(c);
+            self.word.push(c);
+            i += 1;
+        }
+        if !is_next(i) {
+            return i;
+        }
+        let (line, word) = (&mut self.line, &mut self.word);
+        if line.space {
+            line.space = false;
+            line.feed(' ');
+        }
+        let start = i;
+        let (mut line_hash, mut line_alnum) = (line.hash, 0);
+        let (mut hash, mut chars) = (word.hash, word.chars);
+        let (mut trimmed, mut trimmed_chars) = (word.trimmed, word.trimmed_chars);
+        while let Some(&b) = bytes.get(i)
+            && is_ascii_word_byte(b)
+        {
+            let l = b.to_ascii_lowercase();
+            let alnum = l.is_ascii_alphanumeric();
+            line_hash.write_byte(l);
+            line_alnum += usize::from(alnum);
+            // As `WordState::take`: the word starts at its first letter or digit.
+            if chars > 0 || alnum {
+                hash.write_byte(l);
+                chars += 1;
+                if alnum {
+                    trimmed = hash;
+                    trimmed_chars = chars;
+                }
+            }
+            i += 1;
+        }
+        line.hash = line_hash;
+        line.chars += (i - start) as u64;
+        line.alnum += line_alnum;
+        word.raw.push_bytes(&bytes[start..i]);
+        word.hash = hash;
+        word.chars = chars;
+        word.trimmed = trimmed;
+        word.trimmed_chars = trimmed_chars;
+        i
     }
 
     fn push_char(&mut self, c: char) {
@@ -234,58 +307,126 @@ impl LoopDetector {
     }
 }
 
+/// A byte that is a whole ASCII character and not whitespace (`char::is_whitespace` holds
+/// for tab, line feed, vertical tab, form feed, carriage return and space in ASCII).
+fn is_ascii_word_byte(b: u8) -> bool {
+    b.is_ascii() && !matches!(b, b'\t'..=b'\r' | b' ')
+}
+
 /// The latest items (lines or words) of a stream as hashes, and for each period `p` how
-/// long the text has been repeating with that period.
+/// long the text has been repeating with that period: its run, the items in a row that
+/// have each equalled the item `p` before them.
 ///
-/// Only the periods whose item matches the new one do any work: a run that is not extended
-/// is over, which `at` records without touching it (a run counts only while `at` names the
-/// latest item). The matching periods are found without looking at the others: a table
-/// from hash to the latest position of an item with that hash, and for each recent item the
-/// position of the one before it with the same hash, chain them. Where the table slot was
-/// taken by another item still in the window (a collision), the window is scanned instead.
+/// Only long runs (`p` items or more) can ever be seen from outside: [`Cycles::push`]
+/// reports a period only once its run is `p * (min_repeats - 1)` items or more, a shorter
+/// period `q` whose run is under `q` explains too short a stretch to hide a longer period
+/// with a long run (`run_q + q < 2q < run_p + p`), and [`Cycles::repeats`] is 1 for any run
+/// under `p`. So a run must be exact wherever it may be long, and shorter ones need not be
+/// kept at all:
+///
+/// - Periods under `gram` (8): every matching item is counted, found by comparing the new
+///   item with the `gram - 1` before it.
+/// - Longer periods: a long run means the last `gram` items equal the `gram` items `p`
+///   back, so only the periods at which that gram recurs are looked at. A table indexed by
+///   the top bits of a gram's hash holds the latest position whose gram fell in that slot,
+///   and each recent item the position before it whose gram fell in the same slot: the
+///   chain from the table through the window holds every recurrence of the gram (and the
+///   rare other gram sharing its slot, told apart by its hash). A recurring gram whose run
+///   was counted one item earlier extends it when the new item matches; otherwise the gram
+///   is compared item by item and its run starts at `gram` (the item before it differs, or
+///   the gram would have matched one item earlier).
+///
+/// A run counts only while its `at` names the latest item, so a run that is not extended
+/// is over without being touched. In ordinary text grams seldom recur within the window,
+/// so a common word like "the" costs no more than a rare one.
+///
+/// Positions are kept as 1 + position, so that 0 means none: seen from item `n` the period
+/// of `q` is `n + 1 - q`, and 0 gives `n + 1`, past any window, so a walk along a chain
+/// needs no other test than the window's.
 #[derive(Clone, Debug)]
 struct Cycles {
-    /// Hashes of the latest items in a ring of `slots` entries written twice (at `i` and
-    /// `i + slots`), so that the last `slots` items always lie in one slice: item `n - p` is
-    /// at `cur + slots - p`.
-    hashes: Vec<u64>,
-    /// Per recent item (ring of `slots`): characters up to and including it, and 1 + the
-    /// position of the item before it with the same hash (0: none in the window).
-    ends: Vec<u64>,
-    prev: Vec<u64>,
-    slots: usize,
-    /// Where the next item goes in the rings.
-    cur: usize,
-    /// Hash → 1 + position of its latest item (0: empty), indexed by the hash's top bits.
-    table: Vec<(u64, u64)>,
+    /// The latest items in a ring indexed by position modulo its length: a power of two
+    /// that holds the window and the gram before its oldest item.
+    ring: Vec<Item>,
+    mask: u64,
+    /// 1 + position of the latest item whose gram hash has these top bits (0: none).
+    table: Vec<u64>,
     table_bits: u32,
+    /// Items per gram (at least 1).
+    gram: usize,
+    /// The hash of the latest gram, rolled on item by item: the sum of its items' hashes
+    /// times `gram_base` to the power of how far back they are; and `gram_base` to the power
+    /// of `gram`, to take the oldest item out.
+    rolling: u64,
+    gram_base: u64,
+    gram_power: u64,
     /// Items read so far.
     count: u64,
-    /// `runs[p - 1]`: how many items in a row have equalled the item `p` before them, as of
-    /// item `at[p - 1] - 1`.
-    runs: Vec<usize>,
-    at: Vec<u64>,
+    /// `runs[p - 1]`: the run of period `p`.
+    runs: Vec<Run>,
     chars: u64,
+}
+
+/// Items per gram: periods under it are compared item by item, longer ones gram by gram.
+const GRAM: usize = 8;
+
+/// The multiplier of the rolling gram hash (odd, with well mixed bits).
+const GRAM_BASE: u64 = 0xff51_afd7_ed55_8ccd;
+
+/// One recent item of [`Cycles`].
+#[derive(Clone, Copy, Debug, Default)]
+struct Item {
+    hash: u64,
+    /// Characters up to and including the item.
+    end: u64,
+    /// Hash of the gram ending at the item (0 when the stream is shorter than a gram).
+    gram: u64,
+    /// 1 + position of the latest item before it whose gram hash has the same table slot
+    /// (0: none).
+    prev: u64,
+}
+
+/// How many items in a row have equalled the item `p` before them (`len`), as of item
+/// `at - 1`.
+#[derive(Clone, Copy, Debug, Default)]
+struct Run {
+    at: u64,
+    len: usize,
 }
 
 impl Cycles {
     fn new(max_period: usize) -> Self {
-        let slots = max_period.max(1);
-        // Eight table entries per item in the window keep collisions rare.
-        let table_bits = (slots * 8).next_power_of_two().trailing_zeros().max(6);
+        // Eight table entries per item in the window keep the chains short.
+        let table_bits = (max_period.max(1) * 8)
+            .next_power_of_two()
+            .trailing_zeros()
+            .max(6);
+        Self::with_gram(max_period, GRAM, table_bits, GRAM_BASE)
+    }
+
+    /// `gram_base` 0 or 1 make weak gram hashes (the last item; the sum of the items), which
+    /// tests use to see that grams are told apart item by item all the same.
+    fn with_gram(max_period: usize, gram: usize, table_bits: u32, gram_base: u64) -> Self {
+        let gram = gram.max(1);
+        let ring = (max_period + gram).next_power_of_two();
         Self {
-            hashes: vec![0; 2 * slots],
-            ends: vec![0; slots],
-            prev: vec![0; slots],
-            slots,
-            cur: 0,
-            table: vec![(0, 0); 1 << table_bits],
+            ring: vec![Item::default(); ring],
+            mask: ring as u64 - 1,
+            table: vec![0; 1 << table_bits],
             table_bits,
+            gram,
+            rolling: 0,
+            gram_base,
+            gram_power: gram_base.wrapping_pow(gram as u32),
             count: 0,
-            runs: vec![0; max_period],
-            at: vec![0; max_period],
+            runs: vec![Run::default(); max_period],
             chars: 0,
         }
+    }
+
+    /// The item at `pos` (it must be one of the latest the ring holds).
+    fn item(&self, pos: u64) -> &Item {
+        &self.ring[(pos & self.mask) as usize]
     }
 
     /// Adds one item; returns (period, repeats) of the shortest cycle that has now repeated
@@ -303,14 +444,8 @@ impl Cycles {
     ) -> Option<(usize, usize)> {
         self.chars += chars;
         let n = self.count;
-        let slots = self.slots;
-        let cur = self.cur;
-        let len = n.min(self.runs.len() as u64) as usize;
-        // The earlier items with this hash, nearest first (period p = n - position), are
-        // visited as they are found.
-        let slot = (hash.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - self.table_bits)) as usize;
-        let (table_hash, table_pos) = self.table[slot];
-        let in_window = |pos: u64| n - pos <= len as u64;
+        let window = n.min(self.runs.len() as u64);
+        let gram = self.gram as u64;
         let mut scan = Scan {
             n,
             chars: self.chars,
@@ -318,56 +453,83 @@ impl Cycles {
             min_unit_chars,
             matched_reach: 0,
             hit: None,
-            nearest: None,
         };
-        if table_pos != 0 && table_hash == hash {
-            let mut pos = table_pos - 1;
-            while in_window(pos) {
-                let p = (n - pos) as usize;
-                let at = ring(cur, slots, p);
-                scan.visit(p, self.ends[at], &mut self.runs, &mut self.at);
-                let before = self.prev[at];
-                if before == 0 || before > pos {
-                    break;
-                }
-                pos = before - 1;
-            }
-        } else if table_pos != 0 && in_window(table_pos - 1) {
-            // Another item holds the slot: look at the whole window.
-            let window = &self.hashes[cur + slots - len..cur + slots];
-            for (i, &h) in window.iter().rev().enumerate() {
-                if h == hash {
-                    let p = i + 1;
-                    let end = self.ends[ring(cur, slots, p)];
-                    scan.visit(p, end, &mut self.runs, &mut self.at);
-                }
+        // The periods are visited shortest first: those under a gram one by one…
+        for p in 1..=window.min(gram - 1) {
+            let item = *self.item(n - p);
+            if item.hash == hash {
+                scan.visit(p as usize, item.end, &mut self.runs[p as usize - 1], 1);
             }
         }
-        self.prev[cur] = scan.nearest.map_or(0, |p| n - p as u64 + 1);
-        self.table[slot] = (hash, n + 1);
-        self.hashes[cur] = hash;
-        self.hashes[cur + slots] = hash;
-        self.ends[cur] = self.chars;
-        self.cur = if cur + 1 == slots { 0 } else { cur + 1 };
+        // …then those at which the gram ending here recurs, nearest first. The item leaving
+        // the gram is still in the ring: at worst in the slot the new item is about to take.
+        let mut rolling = self.rolling.wrapping_mul(self.gram_base).wrapping_add(hash);
+        if n >= gram {
+            rolling = rolling.wrapping_sub(self.item(n - gram).hash.wrapping_mul(self.gram_power));
+        }
+        self.rolling = rolling;
+        let (mut gram_hash, mut prev) = (0, 0);
+        if n + 1 >= gram {
+            // Only the items that end a whole gram are in the table and the chains.
+            let window = window.min(n + 1 - gram);
+            gram_hash = rolling;
+            let slot =
+                (gram_hash.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - self.table_bits)) as usize;
+            prev = self.table[slot];
+            let mut pos = prev;
+            while n + 1 - pos <= window {
+                let item = *self.item(pos - 1);
+                if item.gram == gram_hash {
+                    self.visit_gram(&mut scan, n + 1 - pos, &item, hash);
+                }
+                pos = item.prev;
+            }
+            self.table[slot] = n + 1;
+        }
+        self.ring[(n & self.mask) as usize] = Item {
+            hash,
+            end: self.chars,
+            gram: gram_hash,
+            prev,
+        };
         self.count = n + 1;
         scan.hit
     }
 
-    /// Whole cycles of `period` at the end of the items.
-    fn repeats(&self, period: usize) -> usize {
-        let i = period.wrapping_sub(1);
-        match (self.runs.get(i), self.at.get(i)) {
-            (Some(run), Some(at)) if *at == self.count => 1 + run / period,
-            (Some(_), Some(_)) => 1,
-            _ => 0,
+    /// The gram ending at the new item `hash` has the same hash as the one ending at `back`,
+    /// `p` items back: visits period `p` if the grams are equal and `p` is not one of the
+    /// periods compared one by one.
+    fn visit_gram(&mut self, scan: &mut Scan, p: u64, back: &Item, hash: u64) {
+        let (n, gram) = (self.count, self.gram as u64);
+        if p < gram {
+            return;
+        }
+        let run = self.runs[p as usize - 1];
+        let equal = if run.at == n {
+            // The gram one item earlier matched: all but the new item are known equal.
+            back.hash == hash
+        } else {
+            back.hash == hash
+                && (1..gram).all(|i| self.item(n - i).hash == self.item(n - p - i).hash)
+        };
+        if equal {
+            scan.visit(
+                p as usize,
+                back.end,
+                &mut self.runs[p as usize - 1],
+                self.gram,
+            );
         }
     }
-}
 
-/// Ring index of the item `back` items before the one at `cur` (1 ..= `slots`).
-fn ring(cur: usize, slots: usize, back: usize) -> usize {
-    let i = cur + slots - back;
-    if i >= slots { i - slots } else { i }
+    /// Whole cycles of `period` at the end of the items.
+    fn repeats(&self, period: usize) -> usize {
+        match self.runs.get(period.wrapping_sub(1)) {
+            Some(run) if run.at == self.count => 1 + run.len / period,
+            Some(_) => 1,
+            None => 0,
+        }
+    }
 }
 
 /// The periods of one new item of [`Cycles::push`], visited shortest first.
@@ -380,26 +542,23 @@ struct Scan {
     /// itself (`p` items), one whose item matches `run + p`.
     matched_reach: usize,
     hit: Option<(usize, usize)>,
-    /// The shortest matching period.
-    nearest: Option<usize>,
 }
 
 impl Scan {
-    /// Period `p` matches; `before`: characters up to and including the item `p` back.
-    fn visit(&mut self, p: usize, before: u64, runs: &mut [usize], at: &mut [u64]) {
-        let i = p - 1;
+    /// Period `p` matches; `before`: characters up to and including the item `p` back;
+    /// `fresh`: the run's length if it does not extend the one counted an item earlier.
+    fn visit(&mut self, p: usize, before: u64, run: &mut Run, fresh: usize) {
         let n = self.n;
-        let run = if at[i] == n { runs[i] + 1 } else { 1 };
-        runs[i] = run;
-        at[i] = n + 1;
-        self.nearest.get_or_insert(p);
-        let reach = run + p;
-        if self.hit.is_none()
+        let len = if run.at == n { run.len + 1 } else { fresh };
+        *run = Run { at: n + 1, len };
+        let reach = len + p;
+        // The test that nearly always fails goes first.
+        if len >= p * (self.min_repeats - 1)
+            && self.hit.is_none()
             && reach > self.matched_reach.max(p - 1)
-            && run >= p * (self.min_repeats - 1)
             && self.chars - before >= self.min_unit_chars
         {
-            self.hit = Some((p, 1 + run / p));
+            self.hit = Some((p, 1 + len / p));
         }
         self.matched_reach = self.matched_reach.max(reach);
     }
@@ -417,13 +576,25 @@ impl Default for Fnv {
 
 impl Fnv {
     fn write(&mut self, c: char) {
-        self.0 ^= u64::from(u32::from(c));
+        self.write_u32(u32::from(c));
+    }
+
+    /// The same as `write` for an ASCII character.
+    fn write_byte(&mut self, b: u8) {
+        self.write_u32(u32::from(b));
+    }
+
+    fn write_u32(&mut self, c: u32) {
+        self.0 ^= u64::from(c);
         self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
     }
 }
 
 /// A token this long or longer is never a list marker.
 const MARKER_MAX: usize = 8;
+
+/// The longest list marker in bytes (`(1234)`, `######`): a longer token is never one.
+const MARKER_BYTES: usize = 6;
 
 /// Whether a whitespace-separated token is list or heading markup rather than content:
 /// `-`, `*`, `+`, `•`, `>`, `#`…, `1.`, `12)`, `3:`, `(4)`, `a)`.
@@ -451,18 +622,66 @@ fn is_marker(token: &str) -> bool {
     (numbered || lettered) && body.len() < token.len()
 }
 
+/// The start of a token as written: its first [`MARKER_BYTES`] bytes (little-endian in a
+/// `u64`) and its length in bytes, enough to tell whether it is a marker.
+#[derive(Clone, Copy, Debug, Default)]
+struct Head {
+    bytes: u64,
+    total: usize,
+}
+
+impl Head {
+    fn push(&mut self, c: char) {
+        self.push_bytes(c.encode_utf8(&mut [0; 4]).as_bytes());
+    }
+
+    /// Adds whole characters. Those past [`MARKER_BYTES`] are only counted (and a
+    /// character across the end is cut, but a token that long is never looked at).
+    fn push_bytes(&mut self, s: &[u8]) {
+        let room = MARKER_BYTES.saturating_sub(self.total);
+        for (i, &b) in s.iter().take(room).enumerate() {
+            self.bytes |= u64::from(b) << (8 * (self.total + i));
+        }
+        self.total += s.len();
+    }
+
+    /// Bytes held.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.total.min(MARKER_BYTES)
+    }
+
+    fn is_marker(&self) -> bool {
+        if self.total > MARKER_BYTES {
+            return false;
+        }
+        let bytes = self.bytes.to_le_bytes();
+        let token = &bytes[..self.total];
+        // A marker ends in one of these or in a non-ASCII character, which tells most words
+        // apart before anything else is looked at.
+        matches!(
+            token.last(),
+            Some(b'-' | b'*' | b'+' | b'>' | b'#' | b'.' | b')' | b':' | 0x80..)
+        ) && std::str::from_utf8(token).is_ok_and(is_marker)
+    }
+}
+
 /// The line being read: its leading markup is dropped, the rest normalised into a hash.
 #[derive(Clone, Debug, Default)]
 struct LineState {
     /// Past the leading markers: the content has started.
     content: bool,
-    /// The token at the start of the line while it may still be a marker.
-    lead: String,
+    /// The token at the start of the line while it may still be a marker, and its length in
+    /// characters.
+    lead: Head,
+    lead_chars: usize,
     /// The line's first non-blank character is `|`: a table row.
     table: bool,
     started: bool,
     /// Whitespace seen since the last content character.
     space: bool,
+    /// The normalised content so far. While the lead is read it is hashed as content would
+    /// be, and all of this is dropped again if it turns out to be a marker.
     hash: Fnv,
     chars: u64,
     alnum: usize,
@@ -472,14 +691,19 @@ impl LineState {
     fn push(&mut self, c: char) {
         if !self.content {
             if c.is_whitespace() {
-                if self.lead.is_empty() {
+                if self.lead_chars == 0 {
                     return;
                 }
-                if is_marker(&self.lead) {
-                    self.lead.clear();
+                if self.lead.is_marker() {
+                    // Nothing of the line's content has been read yet.
+                    *self = Self {
+                        table: self.table,
+                        started: true,
+                        ..Self::default()
+                    };
                     return;
                 }
-                self.start_content();
+                self.content = true;
                 self.space = true;
                 return;
             }
@@ -488,8 +712,10 @@ impl LineState {
                 self.table = c == '|';
             }
             self.lead.push(c);
-            if self.lead.chars().count() > MARKER_MAX {
-                self.start_content();
+            self.lead_chars += 1;
+            self.feed(c);
+            if self.lead_chars > MARKER_MAX {
+                self.content = true;
             }
             return;
         }
@@ -502,14 +728,6 @@ impl LineState {
             self.feed(' ');
         }
         self.feed(c);
-    }
-
-    fn start_content(&mut self) {
-        self.content = true;
-        let lead = std::mem::take(&mut self.lead);
-        for c in lead.chars() {
-            self.feed(c);
-        }
     }
 
     fn feed(&mut self, c: char) {
@@ -531,20 +749,18 @@ impl LineState {
 
     /// Ends the line: (hash, characters, letters and digits) of its normalised content.
     fn end(&mut self) -> Option<(u64, u64, usize)> {
-        if !self.content && !self.lead.is_empty() && !is_marker(&self.lead) {
-            self.start_content();
-        }
+        // A lead that is not a marker is content.
+        let content = self.content || (self.lead_chars > 0 && !self.lead.is_marker());
         let done = std::mem::take(self);
-        (done.chars > 0).then_some((done.hash.0, done.chars, done.alnum))
+        (content && done.chars > 0).then_some((done.hash.0, done.chars, done.alnum))
     }
 }
 
 /// The word being read, lower-cased with its leading and trailing punctuation trimmed.
 #[derive(Clone, Debug, Default)]
 struct WordState {
-    /// The token as written while it is short enough to be a marker.
-    raw: String,
-    raw_len: usize,
+    /// The token as written, as far as a marker could go.
+    raw: Head,
     /// Hash of the token from its first letter or digit on, and the same up to the last
     /// letter or digit (the trailing punctuation trimmed).
     hash: Fnv,
@@ -555,10 +771,7 @@ struct WordState {
 
 impl WordState {
     fn push(&mut self, c: char) {
-        self.raw_len += 1;
-        if self.raw_len <= MARKER_MAX {
-            self.raw.push(c);
-        }
+        self.raw.push(c);
         if c.is_ascii() {
             self.take(c.to_ascii_lowercase());
         } else {
@@ -584,10 +797,10 @@ impl WordState {
     /// Ends the word: (hash, characters with the space after it), unless it has no letters
     /// or digits, is list markup, or sits in a table row.
     fn end(&mut self, table: bool) -> Option<(u64, u64)> {
-        let done = std::mem::take(self);
-        let marker = done.raw_len <= MARKER_MAX && is_marker(&done.raw);
-        (done.trimmed_chars > 0 && !marker && !table)
-            .then_some((done.trimmed.0, done.trimmed_chars + 1))
+        let (hash, chars) = (self.trimmed.0, self.trimmed_chars);
+        let word = chars > 0 && !table && !self.raw.is_marker();
+        *self = Self::default();
+        word.then_some((hash, chars + 1))
     }
 }
 
@@ -898,6 +1111,281 @@ mod tests {
                 1 + self.runs[i] / period
             } else {
                 1
+            }
+        }
+    }
+
+    #[test]
+    fn a_long_sentence_repeating_fires_as_a_long_word_cycle() {
+        let sentence = "First we boil the water, then we warm the pot, and then we add \
+                        the leaves and wait for them. ";
+        let r = detect(&format!("Let me see. {}", sentence.repeat(4))).unwrap();
+        assert_eq!((r.unit, r.period, r.repeats), (LoopUnit::Words, 20, 4));
+        let numbered: String = (0..2000)
+            .map(|i| format!("step {i} weighs the option against the budget. "))
+            .collect();
+        assert_eq!(detect(&numbered), None);
+    }
+
+    /// Tokens for random texts: words, markers, table cells, punctuation, and letters whose
+    /// lower case is longer than they are or differs inside a word.
+    const TOKENS: &[&str] = &[
+        "the",
+        "The",
+        "tea",
+        "water",
+        "hot.",
+        "Wait,",
+        "let",
+        "me",
+        "check",
+        "1.",
+        "12)",
+        "(4)",
+        "a)",
+        "-",
+        "*",
+        "•",
+        "—",
+        "##",
+        ">",
+        "|",
+        "|---|",
+        "é",
+        "École",
+        "ß",
+        "STRASSE",
+        "İstanbul",
+        "🚀",
+        "x🚀y",
+        "(hot),",
+        "...",
+        "42",
+        "Σίσυφος",
+        "ΣΑΣ",
+        "ﬁne",
+        "abcdefghij",
+        "#######",
+        "######",
+        "(1234)",
+        "(12345)",
+        "1234.",
+        "→",
+        "\u{1}",
+    ];
+    const GAPS: &[&str] = &[
+        " ", " ", " ", "\n", "\n\n", "  ", "\t", "\r\n", " \n ", "\u{b}", "\u{c}", "\u{85}",
+        "\u{a0}", "\u{2028}", "\u{3000}",
+    ];
+
+    /// Texts made of a few units (runs of tokens and gaps), each written out some times in
+    /// a row, so that loops of lines and of words, long and short, come up often.
+    fn texts() -> impl Strategy<Value = String> {
+        let unit = proptest::collection::vec((0..TOKENS.len(), 0..GAPS.len()), 1..14);
+        let plan = proptest::collection::vec((0usize..4, 1usize..7), 0..24);
+        (proptest::collection::vec(unit, 1..4), plan).prop_map(|(units, plan)| {
+            let mut text = String::new();
+            for (u, times) in plan {
+                for _ in 0..times {
+                    for &(t, g) in &units[u % units.len()] {
+                        text.push_str(TOKENS[t]);
+                        text.push_str(GAPS[g]);
+                    }
+                }
+            }
+            text
+        })
+    }
+
+    fn params() -> impl Strategy<Value = LoopParams> {
+        (0u32..6, 0u32..14, 0u32..30, 0u32..40, 0u32..7).prop_map(
+            |(min_repeats, max_period_lines, max_period_words, min_unit_chars, min_line_chars)| {
+                LoopParams {
+                    min_repeats,
+                    max_period_lines,
+                    max_period_words,
+                    min_unit_chars,
+                    min_line_chars,
+                    ..LoopParams::default()
+                }
+            },
+        )
+    }
+
+    /// The detector as a plain reading of its rules: the text cut into lines and words as
+    /// strings (a word at every whitespace, a line at every line feed, the line first), each
+    /// item numbered by its normalised text and handed to [`Naive`]. Returns, for each item,
+    /// the byte offset of the character that ended it and the loop found as of that item.
+    fn plain(text: &str, params: &LoopParams) -> Vec<(usize, Option<LoopReport>)> {
+        let lower = |s: &str| -> String { s.chars().flat_map(char::to_lowercase).collect() };
+        let min_repeats = (params.min_repeats as usize).max(2);
+        let min_unit = u64::from(params.min_unit_chars);
+        let mut ids = std::collections::HashMap::new();
+        let mut id = |s: String| {
+            let next = ids.len() as u64;
+            *ids.entry(s).or_insert(next)
+        };
+        let mut lines = Naive::new(params.max_period_lines as usize);
+        let mut words = Naive::new(params.max_period_words as usize);
+        let mut found: Option<LoopReport> = None;
+        let note = |found: &mut Option<LoopReport>,
+                    naive: &Naive,
+                    unit: LoopUnit,
+                    hit: Option<(usize, usize)>| match found {
+            None => {
+                *found = hit.map(|(period, repeats)| LoopReport {
+                    unit,
+                    period,
+                    repeats,
+                })
+            }
+            Some(f) if f.unit == unit => f.repeats = f.repeats.max(naive.repeats(f.period)),
+            Some(_) => {}
+        };
+        let mut events = Vec::new();
+        let (mut line_start, mut token_start) = (0, 0);
+        for (at, c) in text.char_indices() {
+            if !c.is_whitespace() {
+                continue;
+            }
+            let line = &text[line_start..at];
+            let table = line.trim_start().starts_with('|');
+            let token = &text[token_start..at];
+            token_start = at + c.len_utf8();
+            let mut word = None;
+            if !token.is_empty() && !is_marker(token) && !table {
+                let l = lower(token);
+                let trimmed = l.trim_matches(|c: char| !c.is_alphanumeric());
+                if !trimmed.is_empty() {
+                    word = Some((trimmed.to_string(), trimmed.chars().count() as u64 + 1));
+                }
+            }
+            if c == '\n' {
+                line_start = at + 1;
+                let content: Vec<&str> = line
+                    .split_whitespace()
+                    .skip_while(|t| is_marker(t))
+                    .collect();
+                let content = lower(&content.join(" "));
+                let alnum = content.chars().filter(|c| c.is_alphanumeric()).count();
+                if !content.is_empty() && alnum >= params.min_line_chars as usize {
+                    let chars = content.chars().count() as u64;
+                    let hit =
+                        lines.push(id(format!("line {content}")), chars, min_repeats, min_unit);
+                    note(&mut found, &lines, LoopUnit::Lines, hit);
+                }
+            }
+            if let Some((word, chars)) = word {
+                let hit = words.push(id(format!("word {word}")), chars, min_repeats, min_unit);
+                note(&mut found, &words, LoopUnit::Words, hit);
+            }
+            events.push((at, found));
+        }
+        events
+    }
+
+    /// Six items, the first with hash 0, for sequences fed to [`Cycles`] directly.
+    const ITEMS: [u64; 6] = [
+        0,
+        0x1111,
+        0x2222_0000_0000,
+        0x3333,
+        0xdead_beef,
+        0x0123_4567_89ab,
+    ];
+
+    /// Sequences of items that repeat with periods short and long, each copy of a unit
+    /// possibly with one item changed.
+    fn periodic() -> impl Strategy<Value = Vec<(usize, u64)>> {
+        let unit = proptest::collection::vec(0usize..5, 1..24);
+        let plan = proptest::collection::vec((0usize..4, 1usize..7, 0usize..40), 0..24);
+        (proptest::collection::vec(unit, 1..4), plan).prop_map(|(units, plan)| {
+            let mut items = Vec::new();
+            for (u, times, change) in plan {
+                let unit = &units[u % units.len()];
+                for _ in 0..times {
+                    for (i, &k) in unit.iter().enumerate() {
+                        let k = if i == change { 5 } else { k };
+                        items.push((k, 1 + (k as u64 * 7 + i as u64) % 11));
+                    }
+                }
+            }
+            items
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn the_detector_finds_what_a_plain_reading_finds_however_cut(
+            text in texts(),
+            params in params(),
+            cuts in proptest::collection::vec(0usize..4000, 0..30),
+        ) {
+            let events = plain(&text, &params);
+            let mut bounds: Vec<usize> = cuts
+                .iter()
+                .map(|c| c % (text.len() + 1))
+                .filter(|&c| text.is_char_boundary(c))
+                .chain([text.len()])
+                .collect();
+            bounds.sort_unstable();
+            let mut d = LoopDetector::new(&params);
+            let mut at = 0;
+            for end in bounds {
+                let before = d.found();
+                let reported = d.push(&text[at..end]);
+                at = end;
+                let expected = events
+                    .iter()
+                    .take_while(|(offset, _)| *offset < end)
+                    .last()
+                    .and_then(|(_, found)| *found);
+                prop_assert_eq!(d.found(), expected);
+                prop_assert_eq!(reported, expected.filter(|_| before.is_none()));
+            }
+        }
+
+        #[test]
+        fn cycles_of_any_gram_and_table_find_what_a_scan_of_every_period_finds(
+            items in periodic(),
+            max_period in 0usize..30,
+            gram in 1usize..11,
+            table_bits in 1u32..5,
+            base in 0usize..3,
+            min_repeats in 2usize..5,
+            min_unit in 0u64..40,
+        ) {
+            // Tiny tables put most grams in one slot, weak gram hashes make equal hashes of
+            // different grams, gram 1 chains every period.
+            let base = [0, 1, GRAM_BASE][base];
+            let mut cycles = Cycles::with_gram(max_period, gram, table_bits, base);
+            let mut usual = Cycles::new(max_period);
+            let mut naive = Naive::new(max_period);
+            for (k, chars) in items {
+                let h = ITEMS[k];
+                let expected = naive.push(h, chars, min_repeats, min_unit);
+                prop_assert_eq!(cycles.push(h, chars, min_repeats, min_unit), expected);
+                prop_assert_eq!(usual.push(h, chars, min_repeats, min_unit), expected);
+                for period in 1..=max_period {
+                    prop_assert_eq!(cycles.repeats(period), naive.repeats(period));
+                    prop_assert_eq!(usual.repeats(period), naive.repeats(period));
+                }
+            }
+        }
+
+        #[test]
+        fn markers_are_short_and_end_in_markup(token in "[-*+>#().:ab0-9•·‣–—→é]{1,9}") {
+            // What `Head::is_marker` relies on to look at few tokens.
+            if is_marker(&token) {
+                prop_assert!(token.len() <= MARKER_BYTES, "{}", token);
+                prop_assert!(
+                    matches!(
+                        token.as_bytes().last(),
+                        Some(b'-' | b'*' | b'+' | b'>' | b'#' | b'.' | b')' | b':' | 0x80..)
+                    ),
+                    "{}",
+                    token
+                );
             }
         }
     }
