@@ -1,5 +1,6 @@
-//! ThinkGraph throughput: whole-text analysis of 10 KB and 1 MB of thinking text, and
-//! incremental building from 64-byte deltas as a model would stream them.
+//! ThinkGraph throughput: whole-text analysis of 10 KB and 1 MB of thinking text,
+//! incremental building from 64-byte deltas as a model would stream them, and a fast 4 MB
+//! stream that is one long paragraph, fed in deltas of about 19 KB.
 
 use std::hint::black_box;
 
@@ -23,6 +24,16 @@ fn thinking_text(target: usize) -> String {
         out.push_str(paragraphs[n % paragraphs.len()]);
         out.push_str(if n % 7 == 3 { " " } else { "\n\n" });
         n += 1;
+    }
+    out
+}
+
+/// One paragraph without a blank line: `count` short sentences (about 48 bytes each), so
+/// the builder settles it step by step as it streams.
+fn long_paragraph(count: usize) -> String {
+    let mut out = String::with_capacity(count * 50);
+    for i in 0..count {
+        out.push_str(&format!("step {i} weighs the option against the budget. "));
     }
     out
 }
@@ -61,6 +72,22 @@ fn bench_thinkgraph(c: &mut Criterion) {
             let mut updates = 0usize;
             for piece in &pieces {
                 updates += builder.push(black_box(piece)).len();
+            }
+            updates += builder.finish().len();
+            (updates, builder.confidence())
+        })
+    });
+
+    let long = long_paragraph(80_000);
+    let pieces = deltas(&long, 400 * 48);
+    group.throughput(Throughput::Bytes(long.len() as u64));
+    group.bench_function("incremental_long_paragraph_4mb_19kb_deltas", |b| {
+        b.iter(|| {
+            let mut builder = ThinkGraphBuilder::new();
+            let mut updates = 0usize;
+            for piece in &pieces {
+                updates += builder.push(black_box(piece)).len();
+                black_box(builder.confidence());
             }
             updates += builder.finish().len();
             (updates, builder.confidence())

@@ -4,7 +4,9 @@
 use regex::Regex;
 
 use super::StepKind;
-use super::patterns::{HIGH_RE, KIND_RES, LOW_RE, MEDIUM_RE, SIGNAL_SET, STEP_KIND_INDICATORS};
+use super::patterns::{
+    HIGH_RE, KIND_RES, LOW_RE, MEDIUM_RE, SIGNAL_SET, SIGNALS, STEP_KIND_INDICATORS, WordScan,
+};
 
 /// Lowest confidence of a node, step or decision (seed 000 ThinkGraph, "Calculate
 /// confidence scores": range 0.15–0.95).
@@ -96,38 +98,62 @@ pub fn classify_step(text: &str) -> StepKind {
     best.0
 }
 
-/// [`Indicators::of`] and [`classify_step`] of one step, reading the text once to learn
-/// which indicators occur and counting only those (the same results, for less work on the
-/// common step that holds few or none).
+/// [`Indicators::of`] and [`classify_step`] of one step.
+#[cfg(test)]
 pub(super) fn signals(text: &str) -> (Indicators, StepKind) {
+    signals_of(text, &super::patterns::scan_words(text))
+}
+
+/// [`signals`] of a step whose words `scan` has read: a regex whose matches the words tell
+/// (see [`WordScan`]) is not run; of the others, only those the signal set finds in the text
+/// are counted (the same results, for less work on the common step that holds few or none).
+pub(super) fn signals_of(text: &str, scan: &WordScan) -> (Indicators, StepKind) {
     // The set lines up with the regexes when every pattern compiled (a test checks they do).
-    let Some(set) = SIGNAL_SET.as_ref().filter(|set| {
-        set.len() == 3 + STEP_KIND_INDICATORS.len() && KIND_RES.len() == STEP_KIND_INDICATORS.len()
-    }) else {
+    let (Some(set), Some(high), Some(medium), Some(low)) = (
+        SIGNAL_SET
+            .as_ref()
+            .filter(|set| set.len() == SIGNALS && KIND_RES.len() == STEP_KIND_INDICATORS.len()),
+        HIGH_RE.as_ref(),
+        MEDIUM_RE.as_ref(),
+        LOW_RE.as_ref(),
+    ) else {
         return (Indicators::of(text), classify_step(text));
     };
-    let found = set.matches(text);
-    if !found.matched_any() {
-        return (Indicators::default(), StepKind::Analysis);
-    }
-    let count = |i: usize, re: &Option<Regex>| {
-        if found.matched(i) {
-            re.as_ref().map_or(0, |re| re.find_iter(text).count())
-        } else {
-            0
-        }
+    let regex = |i: usize| match i {
+        0 => Some(high),
+        1 => Some(medium),
+        2 => Some(low),
+        _ => KIND_RES.get(i - 3).map(|(_, re)| re),
     };
+    let mut counts = [0usize; SIGNALS];
+    if scan.told {
+        counts = scan.counts;
+        let unsure = scan.unsure;
+        let count = |i: usize| regex(i).map_or(0, |re| re.find_iter(text).count());
+        if unsure.count_ones() == 1 {
+            let i = unsure.trailing_zeros() as usize;
+            counts[i] = count(i);
+        } else if unsure != 0 {
+            let found = set.matches(text);
+            for (i, n) in counts.iter_mut().enumerate() {
+                if unsure & (1 << i) != 0 {
+                    *n = if found.matched(i) { count(i) } else { 0 };
+                }
+            }
+        }
+    } else {
+        let found = set.matches(text);
+        for i in found.iter() {
+            counts[i] = regex(i).map_or(0, |re| re.find_iter(text).count());
+        }
+    }
     let indicators = Indicators {
-        high: count(0, &HIGH_RE),
-        medium: count(1, &MEDIUM_RE),
-        low: count(2, &LOW_RE),
+        high: counts[0],
+        medium: counts[1],
+        low: counts[2],
     };
     let mut best = (StepKind::Analysis, 0);
-    for (i, (kind, re)) in KIND_RES.iter().enumerate() {
-        if !found.matched(3 + i) {
-            continue;
-        }
-        let hits = re.find_iter(text).count();
+    for ((kind, _), &hits) in KIND_RES.iter().zip(&counts[3..]) {
         if hits > best.1 {
             best = (*kind, hits);
         }

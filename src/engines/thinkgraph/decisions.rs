@@ -199,10 +199,16 @@ pub(super) fn first_decision_pattern(sentence: &str) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
-/// Decision points of one step; `base` is the step's offset in the whole text.
-pub(super) fn decisions_in_step(text: &str, base: usize, step_index: u32) -> Vec<Decision> {
+/// Decision points of one step; `base` is the step's offset in the whole text, `candidates`
+/// its [`decision_candidates`].
+pub(super) fn decisions_in_step(
+    text: &str,
+    base: usize,
+    step_index: u32,
+    candidates: u16,
+) -> Vec<Decision> {
     // A sentence holds no word the step does not, so this skips most steps.
-    if decision_candidates(text) == 0 {
+    if candidates == 0 {
         return Vec::new();
     }
     let sentences: Vec<Sentence> = sentence_spans(text)

@@ -2,8 +2,9 @@
 //! points (chosen path, rejected alternatives) and a confidence score, incrementally.
 //!
 //! This file holds the types and the incremental builder; `text` cuts text into
-//! paragraphs, sentences and steps, `patterns` holds the regexes, `confidence` scores
-//! language and classifies steps, `decisions` finds decision points.
+//! paragraphs, sentences and steps, `patterns` holds the regexes and the word scan that
+//! spares most of them, `confidence` scores language and classifies steps, `decisions`
+//! finds decision points.
 
 mod confidence;
 mod decisions;
@@ -15,10 +16,13 @@ mod text;
 use serde::{Deserialize, Serialize};
 
 use crate::store::{Alternative, Node};
-use confidence::{MAX_CONFIDENCE, MIN_CONFIDENCE, STEP_NEUTRAL, Totals, node_confidence, signals};
+use confidence::{
+    MAX_CONFIDENCE, MIN_CONFIDENCE, STEP_NEUTRAL, Totals, node_confidence, signals_of,
+};
 use decisions::decisions_in_step;
+use patterns::scan_words;
 use text::{
-    BlankLine, FNV_OFFSET, MAX_STEP_BYTES, find_blank_line, fnv1a, settled_steps, step_spans,
+    BlankLine, FNV_OFFSET, MAX_STEP_BYTES, SettleScan, find_blank_line, fnv1a_chars, step_spans,
     trimmed_span,
 };
 
@@ -180,7 +184,8 @@ fn analyze_step(
 ) {
     let index = *next_index;
     *next_index = next_index.saturating_add(1);
-    let (indicators, kind) = signals(text);
+    let words = scan_words(text);
+    let (indicators, kind) = signals_of(text, &words);
     totals.indicators.add(indicators);
     totals.steps += 1;
     out.push(GraphUpdate::Step(Step {
@@ -192,7 +197,7 @@ fn analyze_step(
             .score(STEP_NEUTRAL)
             .clamp(MIN_CONFIDENCE, MAX_CONFIDENCE),
     }));
-    let decisions = decisions_in_step(text, start, index);
+    let decisions = decisions_in_step(text, start, index, words.decision_candidates());
     totals.decisions += decisions.len();
     out.extend(decisions.into_iter().map(GraphUpdate::Decision));
 }
@@ -211,6 +216,8 @@ pub struct ThinkGraphBuilder {
     pending_start: usize,
     /// Offset in `pending` where the blank-line search resumes.
     scan_from: usize,
+    /// How far the unfinished paragraph is cut into settled steps.
+    settle: SettleScan,
     next_index: u32,
     totals: Totals,
     hash: u64,
@@ -230,6 +237,7 @@ impl ThinkGraphBuilder {
             pending: String::new(),
             pending_start: 0,
             scan_from: 0,
+            settle: SettleScan::default(),
             next_index: 0,
             totals: Totals::default(),
             hash: FNV_OFFSET,
@@ -239,8 +247,9 @@ impl ThinkGraphBuilder {
 
     /// Adds a delta of thinking text; returns the steps and decisions it made final.
     pub fn push(&mut self, delta: &str) -> Vec<GraphUpdate> {
-        self.hash = fnv1a(self.hash, delta.as_bytes());
-        self.chars += delta.chars().count();
+        let (hash, chars) = fnv1a_chars(self.hash, delta.as_bytes());
+        self.hash = hash;
+        self.chars += chars;
         self.pending.push_str(delta);
         let mut out = Vec::new();
         let mut para_start = 0;
@@ -272,6 +281,8 @@ impl ThinkGraphBuilder {
         if para_start > 0 {
             self.pending.drain(..para_start);
             self.pending_start += para_start;
+            // A new paragraph is the unfinished one.
+            self.settle = SettleScan::default();
         }
         self.scan_from = pos - para_start;
         if self.pending.len() >= LONG_PARAGRAPH {
@@ -282,10 +293,11 @@ impl ThinkGraphBuilder {
 
     /// Makes final the steps of the unfinished paragraph that can no longer change. The
     /// text before `scan_from` is surely in it; the steps are the same as those the whole
-    /// paragraph gives once it ends.
+    /// paragraph gives once it ends. The text is read on from where the last call stopped.
     fn settle_long_paragraph(&mut self, out: &mut Vec<GraphUpdate>) {
         let known = self.pending.get(..self.scan_from).unwrap_or("");
-        let (spans, rest) = settled_steps(known);
+        let mut spans = Vec::new();
+        let rest = self.settle.advance(known, &mut spans);
         for (s, e) in spans {
             let text = known.get(s..e).unwrap_or("");
             analyze_step(
@@ -300,6 +312,7 @@ impl ThinkGraphBuilder {
             self.pending.drain(..rest);
             self.pending_start += rest;
             self.scan_from -= rest;
+            self.settle.shift(rest);
         }
     }
 
@@ -316,6 +329,7 @@ impl ThinkGraphBuilder {
         self.pending_start += self.pending.len();
         self.pending.clear();
         self.scan_from = 0;
+        self.settle = SettleScan::default();
         out
     }
 

@@ -1,7 +1,9 @@
 //! The regexes of ThinkGraph: the 12 decision patterns, the choice, rejection and option
 //! patterns, confidence indicators and step-kind indicators. All are case-insensitive, use
 //! ASCII word boundaries and only bounded repetitions (`.{1,200}?`), so matching stays
-//! linear on any input.
+//! linear on any input. Also the word scan ([`scan_words`]): one pass over a step's words
+//! tells which decision patterns it may match and counts the indicators that are one word,
+//! so most regexes need not run.
 
 use std::sync::LazyLock;
 
@@ -46,11 +48,12 @@ pub(super) const DECISION_PATTERNS: [(&str, &str); 12] = [
     ),
 ];
 
-/// The decision patterns (bits, by index in [`DECISION_PATTERNS`]) a whole ASCII word may
-/// start or end a match of, given lowercase: every match of a pattern holds one of its words
-/// (its choice verb, `either`, `hand`, `instead`, `vs` …) as a maximal run of ASCII word
-/// characters, which is what the patterns' ASCII word boundaries make of it.
-fn decision_word_mask(word: &[u8]) -> u16 {
+/// The words of the decision patterns, each with the patterns (bits, by index in
+/// [`DECISION_PATTERNS`]) it may start or end a match of, given lowercase: every match of a
+/// pattern holds one of its words (its choice verb, `either`, `hand`, `instead`, `vs` …) as a
+/// maximal run of ASCII word characters, which is what the patterns' ASCII word boundaries
+/// make of it.
+const DECISION_WORDS: &[(&str, u16)] = {
     const COULD_EITHER: u16 = 1 << 0;
     const DECIDED_TO: u16 = 1 << 1;
     const SELECTED_OVER: u16 = 1 << 2;
@@ -63,26 +66,54 @@ fn decision_word_mask(word: &[u8]) -> u16 {
     const RATHER_THAN: u16 = 1 << 9;
     const CHOSE_BECAUSE: u16 = 1 << 10;
     const COMPARING_VS: u16 = 1 << 11;
-    match word {
-        b"either" => COULD_EITHER,
-        b"decided" | b"decide" | b"deciding" => DECIDED_TO,
-        b"chose" | b"choose" | b"chosen" | b"picked" | b"pick" => SELECTED_OVER | CHOSE_BECAUSE,
-        b"selected" | b"select" | b"prefer" | b"preferred" | b"favor" | b"favour" | b"favored"
-        | b"favoured" => SELECTED_OVER,
-        b"hand" => ON_ONE_HAND,
-        b"alternatively" | b"another" => ALTERNATIVELY,
-        b"instead" => INSTEAD_OF,
-        b"weighing" | b"weigh" | b"trade" | b"tradeoff" | b"tradeoffs" | b"pros" => WEIGHING,
-        b"options" | b"choices" | b"approaches" | b"alternatives" => OPTIONS_ARE,
-        b"go" | b"going" | b"went" => GO_WITH,
-        b"rather" => RATHER_THAN,
-        b"picking" | b"opted" => CHOSE_BECAUSE,
-        b"vs" | b"versus" | b"comparing" | b"compare" | b"compared" => COMPARING_VS,
-        _ => 0,
-    }
-}
+    &[
+        ("either", COULD_EITHER),
+        ("decided", DECIDED_TO),
+        ("decide", DECIDED_TO),
+        ("deciding", DECIDED_TO),
+        ("chose", SELECTED_OVER | CHOSE_BECAUSE),
+        ("choose", SELECTED_OVER | CHOSE_BECAUSE),
+        ("chosen", SELECTED_OVER | CHOSE_BECAUSE),
+        ("picked", SELECTED_OVER | CHOSE_BECAUSE),
+        ("pick", SELECTED_OVER | CHOSE_BECAUSE),
+        ("selected", SELECTED_OVER),
+        ("select", SELECTED_OVER),
+        ("prefer", SELECTED_OVER),
+        ("preferred", SELECTED_OVER),
+        ("favor", SELECTED_OVER),
+        ("favour", SELECTED_OVER),
+        ("favored", SELECTED_OVER),
+        ("favoured", SELECTED_OVER),
+        ("hand", ON_ONE_HAND),
+        ("alternatively", ALTERNATIVELY),
+        ("another", ALTERNATIVELY),
+        ("instead", INSTEAD_OF),
+        ("weighing", WEIGHING),
+        ("weigh", WEIGHING),
+        ("trade", WEIGHING),
+        ("tradeoff", WEIGHING),
+        ("tradeoffs", WEIGHING),
+        ("pros", WEIGHING),
+        ("options", OPTIONS_ARE),
+        ("choices", OPTIONS_ARE),
+        ("approaches", OPTIONS_ARE),
+        ("alternatives", OPTIONS_ARE),
+        ("go", GO_WITH),
+        ("going", GO_WITH),
+        ("went", GO_WITH),
+        ("rather", RATHER_THAN),
+        ("picking", CHOSE_BECAUSE),
+        ("opted", CHOSE_BECAUSE),
+        ("vs", COMPARING_VS),
+        ("versus", COMPARING_VS),
+        ("comparing", COMPARING_VS),
+        ("compare", COMPARING_VS),
+        ("compared", COMPARING_VS),
+    ]
+};
 
-/// The longest word [`decision_word_mask`] and the word lists below hold.
+/// The longest word [`DECISION_WORDS`], [`SIGNAL_WORDS`], [`SIGNAL_PHRASES`] and the word
+/// lists below hold.
 const MAX_PATTERN_WORD: usize = 13;
 
 /// Calls `f` with each maximal run of ASCII word characters of `text` (what the patterns'
@@ -123,15 +154,468 @@ fn ascii_words(text: &str, mut f: impl FnMut(&[u8])) -> bool {
 }
 
 /// The decision patterns `text` may match (bits, by index in [`DECISION_PATTERNS`]): those of
-/// the words it holds (see [`decision_word_mask`]), or all of them where [`ascii_words`]
-/// cannot tell. A pattern whose bit is clear does not match.
+/// the words it holds (see [`DECISION_WORDS`]), or all of them where the words cannot tell
+/// (see [`scan_words`]). A pattern whose bit is clear does not match.
 pub(super) fn decision_candidates(text: &str) -> u16 {
-    let mut mask = 0u16;
-    if ascii_words(text, |w| mask |= decision_word_mask(w)) {
-        mask
-    } else {
-        (1 << DECISION_PATTERNS.len()) - 1
+    scan_words(text).decision_candidates()
+}
+
+/// How many signal regexes there are: the confidence indicators (high, medium, low) and then
+/// the step-kind indicators in [`STEP_KIND_INDICATORS`] order, as in [`SIGNAL_SET`].
+pub(super) const SIGNALS: usize = 3 + STEP_KIND_INDICATORS.len();
+
+/// The alternatives of each signal regex (by index, as in [`SIGNAL_SET`]) that are one word:
+/// such an alternative matches where the word is a whole run of ASCII word characters.
+pub(super) const SIGNAL_WORDS: [&[&str]; SIGNALS] = [
+    &[
+        "clearly",
+        "definitely",
+        "certainly",
+        "obviously",
+        "undoubtedly",
+        "confident",
+        "certain",
+        "proven",
+        "confirm",
+        "confirms",
+        "confirmed",
+        "guaranteed",
+        "always",
+        "exactly",
+    ],
+    &[
+        "likely",
+        "probably",
+        "should",
+        "seems",
+        "appears",
+        "reasonable",
+        "suggest",
+        "suggests",
+        "generally",
+        "mostly",
+        "fairly",
+        "usually",
+    ],
+    &[
+        "maybe",
+        "perhaps",
+        "might",
+        "possibly",
+        "unsure",
+        "unclear",
+        "uncertain",
+        "guess",
+        "doubt",
+        "confused",
+    ],
+    // Conclusion
+    &["therefore", "thus", "hence", "ultimately", "overall"],
+    // Evaluation
+    &[
+        "evaluate",
+        "evaluating",
+        "however",
+        "but",
+        "compare",
+        "comparing",
+        "tradeoff",
+        "tradeoffs",
+        "pros",
+        "cons",
+        "better",
+        "worse",
+        "slower",
+        "faster",
+        "verify",
+        "verifying",
+        "check",
+        "checking",
+        "wrong",
+        "correct",
+        "test",
+        "testing",
+        "fail",
+        "fails",
+    ],
+    // Hypothesis
+    &[
+        "hypothesis",
+        "hypothesize",
+        "suppose",
+        "supposing",
+        "assume",
+        "assuming",
+        "perhaps",
+        "maybe",
+        "possibly",
+        "presumably",
+    ],
+    // Consideration
+    &[
+        "consider",
+        "considering",
+        "alternatively",
+        "option",
+        "options",
+    ],
+    // Analysis
+    &[
+        "analyze",
+        "analyse",
+        "analyzing",
+        "analysing",
+        "analysis",
+        "first",
+        "examine",
+        "understand",
+        "structure",
+    ],
+];
+
+/// The alternatives of each signal regex that are several words, each as words that every
+/// match of it holds as consecutive whole runs of ASCII word characters (two or three of
+/// them, in order; `doesn't` is `doesn`, `t`). Where none of these occurs, every match of the
+/// regex is one of its [`SIGNAL_WORDS`].
+pub(super) const SIGNAL_PHRASES: [&[&[&str]]; SIGNALS] = [
+    &[
+        &["sure", "that"],
+        &["without", "doubt"],
+        &["without", "a", "doubt"],
+        &["must", "be"],
+        &["it", "is", "clear"],
+    ],
+    &[&["i", "think"], &["i", "believe"]],
+    &[
+        &["not", "sure"],
+        &["could", "be"],
+        &["i", "wonder"],
+        &["hard", "to", "say"],
+        &["no", "idea"],
+        &["not", "certain"],
+    ],
+    // Conclusion
+    &[
+        &["in", "conclusion"],
+        &["to", "conclude"],
+        &["to", "summarize"],
+        &["in", "summary"],
+        &["so", "the", "answer"],
+        &["the", "answer", "is"],
+        &["final", "answer"],
+        &["this", "means"],
+        &["i", "conclude"],
+        &["in", "the", "end"],
+    ],
+    // Evaluation
+    &[
+        &["trade", "off"],
+        &["trade", "offs"],
+        &["this", "works"],
+        &["doesn", "t", "work"],
+    ],
+    // Hypothesis
+    &[
+        &["what", "if"],
+        &["might", "be"],
+        &["could", "be"],
+        &["i", "suspect"],
+        &["my", "guess"],
+        &["it", "s", "possible"],
+    ],
+    // Consideration
+    &[
+        &["another", "option"],
+        &["another", "approach"],
+        &["another", "way"],
+        &["we", "could"],
+        &["i", "could"],
+        &["what", "about"],
+        &["keep", "in", "mind"],
+        &["note", "that"],
+        &["also", "need"],
+        &["worth", "noting"],
+        &["the", "other", "hand"],
+    ],
+    // Analysis
+    &[
+        &["looking", "at"],
+        &["let", "me"],
+        &["the", "problem"],
+        &["break", "down"],
+        &["given", "that"],
+        &["the", "input"],
+        &["we", "have"],
+        &["there", "are"],
+    ],
+];
+
+/// What the words of a text tell of the decision patterns and signal regexes it may match.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct WordScan {
+    /// False when the text holds a character that case-insensitive matching takes for an
+    /// ASCII letter (the Kelvin sign for `k`, the long s for `s`): words cannot be told by
+    /// bytes then, and nothing below holds.
+    pub(super) told: bool,
+    /// The decision patterns of the words held (bits, by index in [`DECISION_PATTERNS`]).
+    pub(super) decisions: u16,
+    /// Signal regexes (bits, by index as in [`SIGNAL_SET`]) that an alternative of several
+    /// words may match (one of its [`SIGNAL_PHRASES`] occurs): their matches are not told.
+    pub(super) unsure: u8,
+    /// Matches of each signal regex whose bit of `unsure` is clear: its [`SIGNAL_WORDS`] held.
+    pub(super) counts: [usize; SIGNALS],
+}
+
+impl WordScan {
+    /// See [`decision_candidates`].
+    pub(super) fn decision_candidates(&self) -> u16 {
+        if self.told {
+            self.decisions
+        } else {
+            (1 << DECISION_PATTERNS.len()) - 1
+        }
     }
+}
+
+/// Where a word of [`WORD_TABLE`] ends a phrase of [`SIGNAL_PHRASES`]: the words before it
+/// (ids, the nearer first; [`ANY_WORD`] where the phrase is shorter), and the signal regexes
+/// (bits) of the phrase.
+#[derive(Debug)]
+struct PhraseEnd {
+    before: [u16; 2],
+    signals: u8,
+}
+
+/// One word of [`WORD_TABLE`].
+#[derive(Debug, Default)]
+struct WordEntry {
+    decisions: u16,
+    signals: u8,
+    ends: Vec<PhraseEnd>,
+}
+
+/// A word that is not in [`WORD_TABLE`].
+const NO_WORD: u16 = u16::MAX;
+/// In [`PhraseEnd::before`], a place the phrase does not reach.
+const ANY_WORD: u16 = u16::MAX - 1;
+
+/// A word of at most 16 bytes as two numbers (see [`word_key`]).
+type WordKey = (u64, u64);
+
+/// Every word of [`DECISION_WORDS`], [`SIGNAL_WORDS`] and [`SIGNAL_PHRASES`], found by its
+/// key (see [`word_key`]) in an open-addressing table.
+#[derive(Debug)]
+struct WordTable {
+    /// Keys; a zero key is an empty slot.
+    keys: Vec<WordKey>,
+    /// The id (index in `entries`) of each slot's word.
+    ids: Vec<u16>,
+    entries: Vec<WordEntry>,
+}
+
+/// The table has `1 << WORD_SLOTS_BITS` slots, about twice its words.
+const WORD_SLOTS_BITS: u32 = 9;
+
+/// The slot a key's search starts at.
+fn word_slot((lo, hi): WordKey) -> usize {
+    ((lo ^ hi.rotate_left(7)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - WORD_SLOTS_BITS))
+        as usize
+}
+
+/// `0x20` in every byte: `| 0x20` lowercases an ASCII letter, keeps a digit and makes `_` a
+/// byte (`0x7f`) no word of the table holds.
+const LOWER: u64 = u64::from_ne_bytes([0x20; 8]);
+
+/// The low `n` bytes (at most 8) of a little-endian word.
+fn low_bytes(n: usize) -> u64 {
+    if n >= 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * n)) - 1
+    }
+}
+
+/// The 8 bytes of `bytes` from `at` as a little-endian number, zeros past its end.
+#[inline]
+fn load8(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    match bytes.get(at..at + 8) {
+        Some(eight) => word.copy_from_slice(eight),
+        None => {
+            for (w, &b) in word.iter_mut().zip(bytes.get(at..).unwrap_or(&[])) {
+                *w = b;
+            }
+        }
+    }
+    u64::from_le_bytes(word)
+}
+
+/// The key of the word `bytes[start..end]` (at most 16 bytes): its bytes, lowercased if
+/// letters, from the low end of the first number on. Word bytes are never zero, so no two
+/// words share a key and none has key zero.
+#[inline]
+fn word_key(bytes: &[u8], start: usize, end: usize) -> WordKey {
+    let len = end - start;
+    let lo = (load8(bytes, start) | LOWER) & low_bytes(len);
+    let hi = if len > 8 {
+        (load8(bytes, start + 8) | LOWER) & low_bytes(len - 8)
+    } else {
+        0
+    };
+    (lo, hi)
+}
+
+impl WordTable {
+    fn build() -> Self {
+        let mut table = WordTable {
+            keys: vec![(0, 0); 1 << WORD_SLOTS_BITS],
+            ids: vec![NO_WORD; 1 << WORD_SLOTS_BITS],
+            entries: Vec::new(),
+        };
+        for &(word, mask) in DECISION_WORDS {
+            let id = table.insert(word);
+            table.entries[usize::from(id)].decisions |= mask;
+        }
+        for (i, words) in SIGNAL_WORDS.iter().enumerate() {
+            for word in *words {
+                let id = table.insert(word);
+                table.entries[usize::from(id)].signals |= 1 << i;
+            }
+        }
+        for (i, phrases) in SIGNAL_PHRASES.iter().enumerate() {
+            for phrase in *phrases {
+                let ids: Vec<u16> = phrase.iter().map(|w| table.insert(w)).collect();
+                let Some((&last, before)) = ids.split_last() else {
+                    continue;
+                };
+                let mut end = PhraseEnd {
+                    before: [ANY_WORD; 2],
+                    signals: 1 << i,
+                };
+                for (slot, &id) in end.before.iter_mut().zip(before.iter().rev()) {
+                    *slot = id;
+                }
+                table.entries[usize::from(last)].ends.push(end);
+            }
+        }
+        table
+    }
+
+    /// The id of `word` (lowercase, at most [`MAX_PATTERN_WORD`] bytes), added if new.
+    fn insert(&mut self, word: &str) -> u16 {
+        let key = word_key(word.as_bytes(), 0, word.len());
+        let mut slot = word_slot(key);
+        loop {
+            if self.keys[slot] == key {
+                return self.ids[slot];
+            }
+            if self.keys[slot] == (0, 0) {
+                let id = u16::try_from(self.entries.len()).unwrap_or(ANY_WORD - 1);
+                self.keys[slot] = key;
+                self.ids[slot] = id;
+                self.entries.push(WordEntry::default());
+                return id;
+            }
+            slot = (slot + 1) & ((1 << WORD_SLOTS_BITS) - 1);
+        }
+    }
+
+    /// The entry of the word with `key`, and its id; the id is [`NO_WORD`] if it has none.
+    fn find(&self, key: WordKey) -> (Option<&WordEntry>, u16) {
+        let mut slot = word_slot(key);
+        loop {
+            let k = self.keys[slot];
+            if k == key {
+                let id = self.ids[slot];
+                return (self.entries.get(usize::from(id)), id);
+            }
+            if k == (0, 0) {
+                return (None, NO_WORD);
+            }
+            slot = (slot + 1) & ((1 << WORD_SLOTS_BITS) - 1);
+        }
+    }
+}
+
+static WORD_TABLE: LazyLock<WordTable> = LazyLock::new(WordTable::build);
+
+/// Bytes of an ASCII word character (`[0-9A-Za-z_]`) are 1, the lead bytes of the long s and
+/// the Kelvin sign (C5, E2) are 2, all others 0.
+static BYTE_CLASS: [u8; 256] = {
+    let mut class = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        if c.is_ascii_alphanumeric() || c == b'_' {
+            class[b] = 1;
+        }
+        b += 1;
+    }
+    class[0xC5] = 2;
+    class[0xE2] = 2;
+    class
+};
+
+/// Reads the words of `text` (its maximal runs of ASCII word characters, what the patterns'
+/// ASCII word boundaries delimit) once: the decision patterns they allow, and how often each
+/// signal regex matches where its words tell it.
+pub(super) fn scan_words(text: &str) -> WordScan {
+    let table = &*WORD_TABLE;
+    let bytes = text.as_bytes();
+    let mut scan = WordScan {
+        told: true,
+        ..WordScan::default()
+    };
+    // The ids of the two words before, the nearer first.
+    let mut before = [NO_WORD; 2];
+    let mut i = 0;
+    while i < bytes.len() {
+        match BYTE_CLASS[usize::from(bytes[i])] {
+            0 => {
+                i += 1;
+                continue;
+            }
+            2 => {
+                // U+017F is C5 BF and U+212A is E2 84 AA in UTF-8.
+                if bytes.get(i + 1..i + 2) == Some(&[0xBF][..]) && bytes[i] == 0xC5
+                    || bytes.get(i + 1..i + 3) == Some(&[0x84, 0xAA][..]) && bytes[i] == 0xE2
+                {
+                    return WordScan {
+                        told: false,
+                        ..WordScan::default()
+                    };
+                }
+                i += 1;
+                continue;
+            }
+            _ => {}
+        }
+        let start = i;
+        while i < bytes.len() && BYTE_CLASS[usize::from(bytes[i])] == 1 {
+            i += 1;
+        }
+        let (entry, id) = if i - start <= MAX_PATTERN_WORD {
+            table.find(word_key(bytes, start, i))
+        } else {
+            (None, NO_WORD)
+        };
+        if let Some(entry) = entry {
+            scan.decisions |= entry.decisions;
+            let mut signals = entry.signals;
+            while signals != 0 {
+                scan.counts[signals.trailing_zeros() as usize] += 1;
+                signals &= signals - 1;
+            }
+            for end in &entry.ends {
+                let [near, far] = end.before;
+                if near == before[0] && (far == ANY_WORD || far == before[1]) {
+                    scan.unsure |= end.signals;
+                }
+            }
+        }
+        before = [id, before[0]];
+    }
+    scan
 }
 
 /// The regexes of a list `text` may match (bits, by index), given for each regex the words
@@ -368,8 +852,9 @@ pub(super) static KIND_RES: LazyLock<Vec<(StepKind, Regex)>> = LazyLock::new(|| 
         .collect()
 });
 /// The confidence indicators (high, medium, low) and then the step-kind indicators in
-/// `STEP_KIND_INDICATORS` order, as one set: a step's text is read once to learn which of
-/// them occur at all, and only those are counted.
+/// `STEP_KIND_INDICATORS` order, as one set: where the words of a step leave more than one
+/// of them untold (see [`WordScan`]), its text is read once to learn which occur at all, and
+/// only those are counted.
 pub(super) static SIGNAL_SET: LazyLock<Option<RegexSet>> = LazyLock::new(|| {
     let sources = [HIGH_CONFIDENCE, MEDIUM_CONFIDENCE, LOW_CONFIDENCE]
         .into_iter()

@@ -38,30 +38,82 @@ pub(super) fn sentence_spans(text: &str) -> Vec<(usize, usize)> {
     let len = bytes.len();
     let mut spans = Vec::new();
     let mut start = 0;
-    let mut i = 0;
+    let mut i = next_break(bytes, 0);
     while i < len {
-        match bytes[i] {
-            b'\n' => {
-                spans.extend(trimmed_span(text, start, i));
-                start = i + 1;
-                i += 1;
+        if bytes[i] == b'\n' {
+            spans.extend(trimmed_span(text, start, i));
+            start = i + 1;
+            i += 1;
+        } else {
+            let j = punctuation_end(bytes, i);
+            if j == len || bytes[j].is_ascii_whitespace() {
+                spans.extend(trimmed_span(text, start, j));
+                start = j;
             }
-            b'.' | b'!' | b'?' => {
-                let mut j = i + 1;
-                while j < len && matches!(bytes[j], b'.' | b'!' | b'?') {
-                    j += 1;
-                }
-                if j == len || bytes[j].is_ascii_whitespace() {
-                    spans.extend(trimmed_span(text, start, j));
-                    start = j;
-                }
-                i = j;
-            }
-            _ => i += 1,
+            i = j;
         }
+        i = next_break(bytes, i);
     }
     spans.extend(trimmed_span(text, start, len));
     spans
+}
+
+/// The end of the run of `.`, `!` and `?` that starts at `i`.
+fn punctuation_end(bytes: &[u8], i: usize) -> usize {
+    let mut j = i + 1;
+    while j < bytes.len() && matches!(bytes[j], b'.' | b'!' | b'?') {
+        j += 1;
+    }
+    j
+}
+
+const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+
+/// Whether one of the 8 bytes of `word` is `byte` (the classic zero-byte test of
+/// `word ^ byte…`: no byte sets a high bit before the first zero one).
+fn holds(word: u64, byte: u8) -> bool {
+    let x = word ^ (ONES * u64::from(byte));
+    x.wrapping_sub(ONES) & !x & HIGHS != 0
+}
+
+/// The first position at or after `from` where `bytes` holds a byte `is` accepts, looking at
+/// eight bytes at a time and skipping those of which `any` (told the eight as one word) says
+/// none is such a byte; `bytes.len()` if there is none.
+fn find_byte(
+    bytes: &[u8],
+    from: usize,
+    any: impl Fn(u64) -> bool,
+    is: impl Fn(u8) -> bool,
+) -> usize {
+    let Some(rest) = bytes.get(from..) else {
+        return bytes.len();
+    };
+    let mut at = from;
+    let mut chunks = rest.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        if any(u64::from_ne_bytes(word)) {
+            break;
+        }
+        at += 8;
+    }
+    bytes
+        .get(at..)
+        .and_then(|tail| tail.iter().position(|&b| is(b)))
+        .map_or(bytes.len(), |p| at + p)
+}
+
+/// The first line break or sentence punctuation (`\n`, `.`, `!`, `?`) at or after `from`, or
+/// `bytes.len()`.
+fn next_break(bytes: &[u8], from: usize) -> usize {
+    find_byte(
+        bytes,
+        from,
+        |w| holds(w, b'\n') || holds(w, b'.') || holds(w, b'!') || holds(w, b'?'),
+        |b| matches!(b, b'\n' | b'.' | b'!' | b'?'),
+    )
 }
 
 /// Splits one over-long sentence `a..b` into pieces of at most `MAX_STEP_BYTES`,
@@ -110,53 +162,67 @@ pub(super) fn step_spans(para: &str) -> Vec<(usize, usize)> {
     spans
 }
 
-/// The steps at the start of an unfinished long paragraph that no text after `text` can
-/// change, and where the rest of it starts. `text` is the paragraph so far; it is known to
-/// go on past its end. A step is settled once the sentence after it is complete and does
-/// not fit it (or is cut by [`hard_split`]); a sentence is complete once the character
-/// after its end has arrived. The steps are those [`step_spans`] cuts from the whole
-/// paragraph, and the rest, cut by it alone, gives the paragraph's remaining steps: nothing
-/// is settled unless the paragraph is longer than `MAX_STEP_BYTES`.
-pub(super) fn settled_steps(text: &str) -> (Vec<(usize, usize)>, usize) {
-    let bytes = text.as_bytes();
-    let len = bytes.len();
-    let mut sentences = Vec::new();
-    let mut start = 0;
-    let mut i = 0;
-    while i < len {
-        match bytes[i] {
-            b'\n' => {
-                sentences.extend(trimmed_span(text, start, i));
-                start = i + 1;
+/// The cutting of an unfinished long paragraph into the steps at its start that no text
+/// after it can change, read on as the paragraph grows, so each byte is read once.
+///
+/// A step is settled once the sentence after it is complete and does not fit it (or is cut
+/// by [`hard_split`]); a sentence is complete once the character after its end has arrived.
+/// The steps are those [`step_spans`] cuts from the whole paragraph, and the rest, cut by it
+/// alone, gives the paragraph's remaining steps: nothing is settled unless the paragraph is
+/// longer than `MAX_STEP_BYTES`.
+#[derive(Clone, Debug, Default)]
+pub(super) struct SettleScan {
+    /// Where the reading goes on.
+    at: usize,
+    /// Where the sentence being read starts (untrimmed).
+    start: usize,
+    /// The open group of sentences: the step that may still grow.
+    group: Option<(usize, usize)>,
+}
+
+impl SettleScan {
+    /// Reads `text`, the paragraph so far (the text of the last call and more; it is known to
+    /// go on past its end), from where the last call stopped; adds the steps it settles to
+    /// `spans` and returns where the rest of the paragraph starts.
+    pub(super) fn advance(&mut self, text: &str, spans: &mut Vec<(usize, usize)>) -> usize {
+        let bytes = text.as_bytes();
+        let len = bytes.len();
+        let mut i = next_break(bytes, self.at);
+        while i < len {
+            if bytes[i] == b'\n' {
+                self.sentence(text, i, spans);
+                self.start = i + 1;
                 i += 1;
-            }
-            b'.' | b'!' | b'?' => {
-                let mut j = i + 1;
-                while j < len && matches!(bytes[j], b'.' | b'!' | b'?') {
-                    j += 1;
-                }
+            } else {
+                let j = punctuation_end(bytes, i);
                 if j == len {
                     // More punctuation, or a letter, may follow.
                     break;
                 }
                 if bytes[j].is_ascii_whitespace() {
-                    sentences.extend(trimmed_span(text, start, j));
-                    start = j;
+                    self.sentence(text, j, spans);
+                    self.start = j;
                 }
                 i = j;
             }
-            _ => i += 1,
+            i = next_break(bytes, i);
         }
+        self.at = i;
+        // The open group may still grow: the rest starts with it.
+        self.group.map_or(self.start, |(gs, _)| gs)
     }
-    let mut spans = Vec::new();
-    let mut group: Option<(usize, usize)> = None;
-    for (s, e) in sentences {
+
+    /// Takes the complete sentence from `self.start` to `end` into the steps.
+    fn sentence(&mut self, text: &str, end: usize, spans: &mut Vec<(usize, usize)>) {
+        let Some((s, e)) = trimmed_span(text, self.start, end) else {
+            return;
+        };
         if e - s > MAX_STEP_BYTES {
-            spans.extend(group.take());
-            hard_split(text, s, e, &mut spans);
-            continue;
+            spans.extend(self.group.take());
+            hard_split(text, s, e, spans);
+            return;
         }
-        group = match group {
+        self.group = match self.group {
             Some((gs, _)) if e - gs <= MAX_STEP_BYTES => Some((gs, e)),
             Some(g) => {
                 spans.push(g);
@@ -165,18 +231,39 @@ pub(super) fn settled_steps(text: &str) -> (Vec<(usize, usize)>, usize) {
             None => Some((s, e)),
         };
     }
-    // The open group may still grow: the rest starts with it.
-    let rest = group.map_or(start, |(gs, _)| gs);
-    (spans, rest)
+
+    /// The text lost its first `by` bytes (at most what [`SettleScan::advance`] returned).
+    pub(super) fn shift(&mut self, by: usize) {
+        self.at -= by;
+        self.start -= by;
+        if let Some((s, e)) = &mut self.group {
+            *s -= by;
+            *e -= by;
+        }
+    }
 }
 
 /// 64-bit FNV-1a, continued from `hash`.
+#[cfg(test)]
 pub(super) fn fnv1a(mut hash: u64, bytes: &[u8]) -> u64 {
     for &b in bytes {
         hash ^= u64::from(b);
         hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
     }
     hash
+}
+
+/// [`fnv1a`] of `bytes`, continued from `hash`, and how many chars they hold (valid UTF-8):
+/// one pass, the count riding along the hash's chain of multiplications.
+pub(super) fn fnv1a_chars(mut hash: u64, bytes: &[u8]) -> (u64, usize) {
+    let mut chars = 0;
+    for &b in bytes {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        // Every byte but a continuation byte (10xxxxxx) starts a char.
+        chars += usize::from(b & 0xC0 != 0x80);
+    }
+    (hash, chars)
 }
 
 pub(super) const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -195,11 +282,11 @@ pub(super) enum BlankLine {
 pub(super) fn find_blank_line(buf: &str, from: usize) -> BlankLine {
     let bytes = buf.as_bytes();
     let mut i = from;
-    while let Some(off) = bytes
-        .get(i..)
-        .and_then(|rest| rest.iter().position(|&c| c == b'\n'))
-    {
-        let nl = i + off;
+    loop {
+        let nl = find_byte(bytes, i, |w| holds(w, b'\n'), |b| b == b'\n');
+        if nl >= bytes.len() {
+            return BlankLine::Absent;
+        }
         let mut j = nl + 1;
         while j < bytes.len() && matches!(bytes[j], b' ' | b'\t' | b'\r') {
             j += 1;
@@ -215,5 +302,4 @@ pub(super) fn find_blank_line(buf: &str, from: usize) -> BlankLine {
             Some(_) => i = j,
         }
     }
-    BlankLine::Absent
 }
