@@ -10,6 +10,8 @@ mod confidence;
 mod decisions;
 mod patterns;
 #[cfg(test)]
+mod scan_tests;
+#[cfg(test)]
 mod tests;
 mod text;
 
