@@ -7,6 +7,10 @@ use std::hint::black_box;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use glassbox::engines::llm::loops::{LoopDetector, LoopParams};
 
+#[path = "support/deltas.rs"]
+mod deltas;
+use deltas::deltas;
+
 /// The thinking stream as deltas of 400 sentences, and the second detector's words.
 fn stream_text() -> (Vec<String>, String) {
     let sentences: Vec<String> = (0..80_000)
@@ -33,21 +37,6 @@ fn mixed_text(target: usize) -> String {
              the timeout, which is clearly better than the current code.\n\n"
         ));
         n += 1;
-    }
-    out
-}
-
-/// Cuts `text` into deltas of about `size` bytes, on char boundaries.
-fn deltas(text: &str, size: usize) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    while start < text.len() {
-        let mut end = (start + size).min(text.len());
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
-        out.push(&text[start..end]);
-        start = end;
     }
     out
 }

@@ -7,6 +7,10 @@ use std::hint::black_box;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use glassbox::engines::thinkgraph::{ThinkGraphBuilder, analyze};
 
+#[path = "support/deltas.rs"]
+mod deltas;
+use deltas::deltas;
+
 /// Reasoning-like text of about `target` bytes: paragraphs with decisions, hedging,
 /// conclusions, some non-ASCII and the odd very long paragraph.
 fn thinking_text(target: usize) -> String {
@@ -34,21 +38,6 @@ fn long_paragraph(count: usize) -> String {
     let mut out = String::with_capacity(count * 50);
     for i in 0..count {
         out.push_str(&format!("step {i} weighs the option against the budget. "));
-    }
-    out
-}
-
-/// Cuts `text` into deltas of about `size` bytes, on char boundaries.
-fn deltas(text: &str, size: usize) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut start = 0;
-    while start < text.len() {
-        let mut end = (start + size).min(text.len());
-        while !text.is_char_boundary(end) {
-            end += 1;
-        }
-        out.push(&text[start..end]);
-        start = end;
     }
     out
 }

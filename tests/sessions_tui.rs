@@ -11,7 +11,6 @@ use crossterm::event::KeyCode;
 use glassbox::app::runtime::App;
 use glassbox::app::state::ListRow;
 use glassbox::app::workspaces::sessions::Sessions;
-use glassbox::config::Config;
 use glassbox::engines::transcript::{Importer, discover};
 use glassbox::store::Store;
 use support::tui::{self, draw, press, pump_until, type_text};
@@ -29,14 +28,7 @@ async fn sessions_workspace(dir: &Path) -> App {
         .unwrap()
         .import_files(&files, None)
         .unwrap();
-    let engine = tui::anthropic_engine(&store, "http://127.0.0.1:9", "claude-test");
-    let mut app = tui::app_with(
-        store,
-        Config::builtin().unwrap(),
-        engine,
-        "claude-test",
-        "dark",
-    );
+    let mut app = tui::offline_app(store);
     app.start();
     pump_until(&mut app, |a| {
         a.state.sessions.len() == 3 && a.state.loaded.session.is_some()
@@ -139,14 +131,7 @@ async fn sessions_group_by_project_fold_filter_and_show_details() {
 async fn the_list_says_it_is_reading_until_the_sessions_are_read() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
-    let engine = tui::anthropic_engine(&store, "http://127.0.0.1:9", "claude-test");
-    let mut app = tui::app_with(
-        store,
-        Config::builtin().unwrap(),
-        engine,
-        "claude-test",
-        "dark",
-    );
+    let mut app = tui::offline_app(store);
     let screen = |app: &mut App| draw(app, 160, 45).backend().to_string();
     let before = screen(&mut app);
     assert!(before.contains("reading sessions…"), "{before}");

@@ -7,7 +7,6 @@ mod support;
 
 use glassbox::app::loaded::{READ_WHOLE_UP_TO, WINDOW_BODIES};
 use glassbox::app::update::Msg;
-use glassbox::config::Config;
 use glassbox::store::{Node, NodeId, NodeType, Session, SessionSource, Store};
 use support::tui::{self, draw, pump_until};
 
@@ -50,14 +49,7 @@ async fn a_large_session_reads_only_the_turns_on_screen() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
     let turns = big_session(&store);
-    let engine = tui::anthropic_engine(&store, "http://127.0.0.1:9", "claude-test");
-    let mut app = tui::app_with(
-        store,
-        Config::builtin().unwrap(),
-        engine,
-        "claude-test",
-        "dark",
-    );
+    let mut app = tui::offline_app(store);
     app.start();
     // It opens on the last turn, with that turn's bodies read.
     pump_until(&mut app, |a| {

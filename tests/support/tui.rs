@@ -35,6 +35,19 @@ pub fn app_with_keymap(
     App::new(store, cfg, keymap, theme, engine, model.into())
 }
 
+/// An app over `store` whose model is never reached (Anthropic at a closed port), with the
+/// built-in config and the dark theme: for what the TUI shows of the store.
+pub fn offline_app(store: Store) -> App {
+    let engine = anthropic_engine(&store, "http://127.0.0.1:9", "claude-test");
+    app_with(
+        store,
+        Config::builtin().unwrap(),
+        engine,
+        "claude-test",
+        "dark",
+    )
+}
+
 /// An engine answering as Anthropic's Messages API at `url` (the scripted server), no retries.
 pub fn anthropic_engine(store: &Store, url: &str, model: &str) -> Engine {
     let provider = AnthropicProvider::new(HttpSettings {
