@@ -13,6 +13,7 @@
 mod codec;
 mod heads;
 mod journal;
+pub mod kv;
 mod knowledge;
 pub mod learning;
 mod leases;

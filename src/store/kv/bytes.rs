@@ -1,0 +1,58 @@
+//! The byte-level contract a store backend other than redb implements: named tables of
+//! byte keys and byte values, ordered by the keys' bytes, read in snapshot transactions and
+//! written in transactions that commit all or nothing, one writer at a time across every
+//! process sharing the backend.
+//!
+//! The typed tables of `tables.rs` map onto it one to one: a table's name is its redb name,
+//! a key is encoded so that byte order is the key's order (`u64` big-endian, fixed arrays,
+//! `&str` and `&[u8]` as they are) and a value is its bytes (`()` empty, integers
+//! little-endian as redb stores them).
+
+use std::ops::Bound;
+
+use super::super::Result;
+
+/// One key and its value.
+pub type Row = (Vec<u8>, Vec<u8>);
+
+/// A transaction that reads: every call sees the same snapshot, taken when it began.
+pub trait ByteRead: Send {
+    /// The value under `key`, or `None` (also when the table does not exist).
+    fn get(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Up to `limit` rows with keys within `(lo, hi)`, in key order, or reverse key order
+    /// when `rev`. A table that does not exist has no rows. Callers page through a long
+    /// range by calling again from just past the last key they were given.
+    fn range(
+        &self,
+        table: &str,
+        lo: Bound<&[u8]>,
+        hi: Bound<&[u8]>,
+        rev: bool,
+        limit: usize,
+    ) -> Result<Vec<Row>>;
+    /// How many rows `table` holds (0 when it does not exist).
+    fn len(&self, table: &str) -> Result<u64>;
+    /// The names of the tables that exist, in name order.
+    fn list_tables(&self) -> Result<Vec<String>>;
+}
+
+/// A transaction that writes. It sees its own changes. Dropping it without
+/// [`ByteWrite::commit`] discards every change.
+pub trait ByteWrite: ByteRead {
+    /// Puts `value` under `key`, creating the table if needed; returns the value it replaced.
+    fn insert(&mut self, table: &str, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Removes `key`; returns the value it held.
+    fn remove(&mut self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Drops `table` and its rows; `false` when it did not exist.
+    fn delete_table(&mut self, table: &str) -> Result<bool>;
+    /// Makes every change of this transaction durable and visible to later transactions,
+    /// all or none.
+    fn commit(self: Box<Self>) -> Result<()>;
+}
+
+/// A backend: where transactions begin.
+pub trait ByteBackend: Send + Sync {
+    fn begin_read(&self) -> Result<Box<dyn ByteRead>>;
+    /// Waits until no other writer (in this or any other process) holds the backend.
+    fn begin_write(&self) -> Result<Box<dyn ByteWrite>>;
+}

@@ -1,0 +1,3 @@
+//! What the store's code reads and writes through, whatever holds the tables.
+
+pub mod bytes;
