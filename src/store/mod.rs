@@ -14,6 +14,7 @@ mod codec;
 mod heads;
 mod journal;
 pub mod kv;
+pub mod pg;
 mod knowledge;
 pub mod learning;
 mod leases;

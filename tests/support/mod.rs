@@ -18,6 +18,7 @@ use futures::StreamExt;
 use futures::stream::{self, BoxStream};
 
 pub mod bin;
+pub mod pg;
 pub mod tui;
 pub mod wire;
 
