@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepares a machine for glassbox: the build tools the vendored llama.cpp needs (cmake,
-# clang, libclang) and the local model files in the models dir: a GGUF chat model (SmolLM2,
-# and Gemma 3 270M on request) and the all-MiniLM-L6-v2 embedder.
+# clang, libclang), the PostgreSQL server binaries the PostgreSQL store backend's tests run a
+# throwaway server with, and the local model files in the models dir: a GGUF chat model
+# (SmolLM2, and Gemma 3 270M on request) and the all-MiniLM-L6-v2 embedder.
 set -euo pipefail
 
 # The chat model fetched when --model is not given (smollm2 or gemma3). scripts/test.sh runs
@@ -13,7 +14,7 @@ usage() {
 usage: scripts/setup.sh [--models-only] [--no-apt] [--model smollm2|gemma3|all]
 
   --models-only  only fetch and check the model files
-  --no-apt       do not install build tools; only warn when they are missing
+  --no-apt       do not install build tools or PostgreSQL; only warn when they are missing
   --model NAME   the local chat model to fetch: smollm2 (SmolLM2-135M-Instruct),
                  gemma3 (Gemma 3 270M, Gemma Terms of Use) or all;
                  default: $DEFAULT_MODEL. all-MiniLM-L6-v2 is always fetched.
@@ -109,24 +110,67 @@ setup_build_tools() {
             "build with --no-default-features instead"
         return
     fi
+    apt_install "build tools" "${missing[@]}"
+    mapfile -t missing < <(missing_build_tools)
+    ((${#missing[@]} == 0)) || die "still missing after apt-get install: ${missing[*]}"
+    say "build tools: installed"
+}
+
+# apt_install WHAT PACKAGE...: installs the packages with apt-get, as root or with
+# passwordless sudo.
+apt_install() {
+    local what=$1
+    shift
     command -v apt-get >/dev/null 2>&1 ||
-        die "missing ${missing[*]} and there is no apt-get here; install them with your package manager"
+        die "missing $* and there is no apt-get here; install them with your package manager"
     local sudo=()
     if [[ $(id -u) -ne 0 ]]; then
         if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
             sudo=(sudo -n)
         else
-            die "missing ${missing[*]}; installing them needs root or passwordless sudo" \
-                "(or run: sudo apt-get install ${missing[*]}, then rerun with --no-apt)"
+            die "missing $*; installing them needs root or passwordless sudo" \
+                "(or run: sudo apt-get install $*, then rerun with --no-apt)"
         fi
     fi
-    say "build tools: installing ${missing[*]} with apt-get"
+    say "$what: installing $* with apt-get"
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq </dev/null
     "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive \
-        apt-get install -y -qq --no-install-recommends "${missing[@]}" </dev/null >/dev/null
-    mapfile -t missing < <(missing_build_tools)
+        apt-get install -y -qq --no-install-recommends "$@" </dev/null >/dev/null
+}
+
+# --- PostgreSQL ------------------------------------------------------------------------
+
+# The tests of the PostgreSQL store backend start a throwaway server (initdb, pg_ctl) and
+# give it a TLS certificate made with openssl. Debian installs the server binaries in
+# /usr/lib/postgresql/VERSION/bin, off PATH; the tests look there too.
+have_initdb() {
+    command -v initdb >/dev/null 2>&1 || compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null
+}
+
+missing_postgres() {
+    local missing=()
+    have_initdb || missing+=(postgresql-15)
+    command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+    if ((${#missing[@]} > 0)); then
+        printf '%s\n' "${missing[@]}"
+    fi
+}
+
+setup_postgres() {
+    local missing
+    mapfile -t missing < <(missing_postgres)
+    if ((${#missing[@]} == 0)); then
+        say "postgres: initdb and openssl are present"
+        return
+    fi
+    if ((NO_APT)); then
+        say "warning: missing ${missing[*]} (--no-apt given); the PostgreSQL store tests need them"
+        return
+    fi
+    apt_install postgres "${missing[@]}"
+    mapfile -t missing < <(missing_postgres)
     ((${#missing[@]} == 0)) || die "still missing after apt-get install: ${missing[*]}"
-    say "build tools: installed"
+    say "postgres: installed"
 }
 
 # --- models ----------------------------------------------------------------------------
@@ -353,6 +397,7 @@ if ((MODELS_ONLY)); then
     setup_models
 else
     setup_build_tools
+    setup_postgres
     setup_models
 fi
 say "done"
