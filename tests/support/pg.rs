@@ -59,6 +59,8 @@ impl TempPostgres {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
+        // A directory a killed run of a process with the same id left behind.
+        let _ = fs::remove_dir_all(&root);
         fs::create_dir_all(&root)?;
         let mut server = TempPostgres {
             root,

@@ -196,12 +196,7 @@ impl PgBackend {
             }),
         };
         let mut conn = backend.open_conn().map_err(|e| open_err(describe(&e)))?;
-        backend
-            .prepare_layout(&mut conn.client)
-            .map_err(|e| match e {
-                StoreError::Io(reason) => open_err(reason),
-                other => other,
-            })?;
+        backend.prepare_layout(&mut conn.client)?;
         backend.give_back(conn);
         Ok(backend)
     }
@@ -348,9 +343,14 @@ impl PgBackend {
         }
     }
 
-    /// Creates the layout when the database has none; refuses one that is too new.
+    /// Creates the layout when the database has none; refuses one that is too new. Its
+    /// failures are failures to open.
     fn prepare_layout(&self, client: &mut Client) -> Result<()> {
-        let version = match layout_version(client).map_err(|e| self.error(&e))? {
+        let open_err = |reason: String| StoreError::Open {
+            path: PathBuf::from(&self.inner.url),
+            reason,
+        };
+        let version = match layout_version(client).map_err(|e| open_err(describe(&e)))? {
             Some(version) => version,
             None => {
                 let create = format!(
@@ -363,21 +363,21 @@ impl PgBackend {
                 );
                 if let Err(e) = client.batch_execute(&create) {
                     let _ = client.batch_execute("ROLLBACK");
-                    return Err(self.error(&e));
+                    return Err(open_err(format!(
+                        "cannot create the layout: {}",
+                        describe(&e)
+                    )));
                 }
                 layout_version(client)
-                    .map_err(|e| self.error(&e))?
+                    .map_err(|e| open_err(describe(&e)))?
                     .unwrap_or(LAYOUT_VERSION)
             }
         };
         if version > LAYOUT_VERSION {
-            return Err(StoreError::Open {
-                path: PathBuf::from(&self.inner.url),
-                reason: format!(
-                    "its layout version is {version}, newer than this glassbox understands \
-                     ({LAYOUT_VERSION}); upgrade glassbox"
-                ),
-            });
+            return Err(open_err(format!(
+                "its layout version is {version}, newer than this glassbox understands \
+                 ({LAYOUT_VERSION}); upgrade glassbox"
+            )));
         }
         Ok(())
     }

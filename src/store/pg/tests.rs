@@ -846,3 +846,22 @@ fn works_from_spawn_blocking() {
     });
     assert_eq!(got, (0..4u8).map(|i| Some(vec![i])).collect::<Vec<_>>());
 }
+
+#[test]
+fn a_temp_server_stops_and_is_removed_on_drop() {
+    let temp = TempPostgres::start().unwrap();
+    let dir = temp.socket_dir().to_path_buf();
+    // The public schema is its owner's: a role that may not create there cannot open.
+    let message = open_error(open(&temp.socket_url("postgres")));
+    assert!(
+        message.contains("cannot create the layout: permission denied"),
+        "{message}"
+    );
+    let url = temp.socket_url(&temp.create_database());
+    let backend = open(&url).unwrap();
+    assert!(backend.server_info().unwrap().version_num >= 150_000);
+    drop(backend);
+    drop(temp);
+    assert!(!dir.exists(), "{} is still there", dir.display());
+    open_error(open(&url));
+}
