@@ -17,6 +17,8 @@
 //! holds the lock, each of its statements sees the previous writers' commits and its own
 //! changes. A commit that changed anything sends `NOTIFY glassbox_changes` in the same
 //! transaction; [`PgBackend::wait_for_change`] waits for one on a connection of its own.
+//! Deleting a table deletes its rows and registry row, so readers never wait for the
+//! writer and keep their snapshot; the emptied `kv_` table is dropped after the commit.
 //!
 //! Every call blocks its thread (the `postgres` client runs each connection on a runtime of
 //! its own), so async code calls it on tokio's blocking pool, as it does for redb: a

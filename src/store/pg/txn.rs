@@ -328,7 +328,9 @@ impl ByteWrite for PgTxn {
 /// Drops the `kv_` tables no registry row names (those [`ByteWrite::delete_table`] emptied),
 /// holding the writer lock so no writer is creating one of them meanwhile. A table a reader
 /// is still reading is left for the next time: the lock on it is waited for only briefly, as
-/// readers arriving meanwhile would queue behind the wait.
+/// readers arriving meanwhile would queue behind the wait. A reader whose snapshot predates
+/// the delete and that first touches the table after it was dropped gets an error, not the
+/// old rows.
 fn drop_deleted_tables(conn: &mut Conn) {
     let sql = format!(
         "BEGIN; SELECT pg_advisory_xact_lock({WRITER_LOCK}); SET LOCAL lock_timeout = '100ms'; \
