@@ -328,21 +328,21 @@ impl PgBackend {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// A connection with `begin` run on it. A pooled connection the server has dropped
-    /// since (a restart, an idle timeout) is replaced by a new one once.
+    /// A connection with `begin` run on it. When that fails on a pooled connection (the
+    /// server dropped it since: a restart, an idle timeout, an administrator), the
+    /// connection is closed and `begin` runs once more on a new one.
     fn begin(&self, begin: &str) -> Result<Conn> {
-        let mut conn = self.take_conn()?;
-        match conn.client.batch_execute(begin) {
-            Ok(()) => Ok(conn),
-            Err(_) if conn.client.is_closed() => {
-                let mut conn = self.open_conn().map_err(|e| self.error(&e))?;
-                conn.client
-                    .batch_execute(begin)
-                    .map_err(|e| self.error(&e))?;
-                Ok(conn)
-            }
-            Err(e) => Err(self.error(&e)),
+        let pooled = self.idle().pop().filter(|conn| !conn.client.is_closed());
+        if let Some(mut conn) = pooled
+            && conn.client.batch_execute(begin).is_ok()
+        {
+            return Ok(conn);
         }
+        let mut conn = self.open_conn().map_err(|e| self.error(&e))?;
+        conn.client
+            .batch_execute(begin)
+            .map_err(|e| self.error(&e))?;
+        Ok(conn)
     }
 
     /// Creates the layout when the database has none; refuses one that is too new. Its
