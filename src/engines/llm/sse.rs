@@ -154,7 +154,7 @@ impl SseDecoder {
                 rest = tail;
             }
         }
-        while let Some(pos) = rest.iter().position(|&b| b == b'\n' || b == b'\r') {
+        while let Some(pos) = memchr::memchr2(b'\n', b'\r', rest) {
             if self.line.is_empty() {
                 self.process_line(&rest[..pos], out);
             } else {
@@ -223,7 +223,12 @@ impl SseDecoder {
             self.dispatch(out);
             return;
         }
-        let line = String::from_utf8_lossy(raw);
+        // The checked conversion reads ASCII a word at a time; the lossy one only runs on a
+        // line that needs it.
+        let line = match std::str::from_utf8(raw) {
+            Ok(s) => std::borrow::Cow::Borrowed(s),
+            Err(_) => String::from_utf8_lossy(raw),
+        };
         if line.starts_with(':') {
             self.stats.comments += 1;
             return;

@@ -45,6 +45,8 @@ enum Pick {
     Due,
     /// Every changed node, whatever its size.
     All,
+    /// Every changed node, handed over rather than copied: the turn's last flush.
+    Last,
 }
 
 impl From<bool> for Pick {
@@ -216,6 +218,18 @@ impl Live {
         self.settle().await
     }
 
+    /// The turn's last flush: [`Live::flush`], with the nodes handed to it rather than
+    /// copied (a long trace is megabytes). The thinking and response nodes are gone after.
+    pub(super) async fn finish(
+        &mut self,
+        store: &Store,
+        header: &mut RawStream,
+    ) -> Result<(), StoreError> {
+        let before = self.in_flight.take();
+        self.in_flight = self.start(store, header, Pick::Last, before);
+        self.settle().await
+    }
+
     /// Waits for the flush under way, if any.
     pub(super) async fn settle(&mut self) -> Result<(), StoreError> {
         match self.in_flight.take() {
@@ -244,8 +258,18 @@ impl Live {
         pick: Pick,
         before: Option<Flush>,
     ) -> Option<Flush> {
-        let all = pick == Pick::All;
-        let nodes = if self.dirty && pick != Pick::None {
+        let all = matches!(pick, Pick::All | Pick::Last);
+        // The stream's nodes, listed before the last flush takes them.
+        let stream_nodes: Vec<NodeId> = self
+            .compaction
+            .iter()
+            .chain(self.thinking.iter())
+            .chain(self.response.iter())
+            .map(|n| n.id)
+            .collect();
+        let nodes = if self.dirty && pick == Pick::Last {
+            [self.thinking.take(), self.response.take()]
+        } else if self.dirty && pick != Pick::None {
             let pick = |slot: usize, n: &Option<Node>| {
                 n.as_ref().filter(|n| self.due(slot, n, all)).cloned()
             };
@@ -279,13 +303,7 @@ impl Live {
         self.next_chunk += chunks.len() as u32;
         header.chunk_count = self.next_chunk;
         header.total_bytes = self.total_bytes;
-        header.nodes = self
-            .compaction
-            .iter()
-            .chain(self.thinking.iter())
-            .chain(self.response.iter())
-            .map(|n| n.id)
-            .collect();
+        header.nodes = stream_nodes;
         let header = header.clone();
         let store = store.clone();
         Some(tokio::spawn(async move {

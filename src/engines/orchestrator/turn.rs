@@ -700,11 +700,16 @@ impl Orchestrator {
             r.meta.insert("stop_reason".into(), json!(stop));
         }
         live.dirty = true;
-        live.flush(store, &mut header).await?;
         let (t, r) = (
             live.thinking.as_ref().map(|n| n.id),
             live.response.as_ref().map(|n| n.id),
         );
+        let answer = live
+            .response
+            .as_ref()
+            .filter(|_| self.knowledge.is_some() && final_status == NodeStatus::Complete)
+            .map(|n| (n.id, n.text.clone()));
+        live.finish(store, &mut header).await?;
         let (query_id, mut s) = (query.id, session.clone());
         store
             .write_async(move |w| {
@@ -723,14 +728,12 @@ impl Orchestrator {
                 w.put_session(&s)
             })
             .await?;
-        if let (Some(k), Some(resp)) = (self.knowledge.clone(), live.response.as_ref())
-            && final_status == NodeStatus::Complete
-        {
+        if let (Some(k), Some(answer)) = (self.knowledge.clone(), answer) {
             let turn = FinishedTurn {
                 session: session.id,
                 query: query.id,
                 question: req.question.clone(),
-                response: Some((resp.id, resp.text.clone())),
+                response: Some(answer),
             };
             let _ = tokio::task::spawn_blocking(move || k.remember(&turn)).await;
         }

@@ -12,6 +12,8 @@ mod patterns;
 #[cfg(test)]
 mod scan_tests;
 #[cfg(test)]
+mod stored_tests;
+#[cfg(test)]
 mod tests;
 mod text;
 
@@ -85,7 +87,8 @@ impl Step {
             .and_then(serde_json::Value::as_array)
             .map(|list| {
                 list.iter()
-                    .filter_map(|v| Step::deserialize(v).ok())
+                    .filter_map(|v| StoredStep::deserialize(v).ok())
+                    .map(|s| s.into_step(&node.text))
                     .collect()
             })
             .unwrap_or_default()
@@ -101,10 +104,9 @@ impl Step {
 
     /// Stores `steps` on the node, replacing what was there.
     pub fn store_all(node: &mut Node, steps: &[Step]) {
-        node.meta.insert(
-            STEPS_KEY.into(),
-            serde_json::Value::Array(steps.iter().map(Step::to_value).collect()),
-        );
+        let list = steps.iter().map(|s| s.to_value(&node.text)).collect();
+        node.meta
+            .insert(STEPS_KEY.into(), serde_json::Value::Array(list));
     }
 
     /// Appends one step to those stored on the node.
@@ -114,12 +116,62 @@ impl Step {
             .entry(STEPS_KEY)
             .or_insert_with(|| serde_json::Value::Array(Vec::new()));
         if let Some(list) = list.as_array_mut() {
-            list.push(self.to_value());
+            list.push(self.to_value(&node.text));
         }
     }
 
-    fn to_value(&self) -> serde_json::Value {
-        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    /// The step as kept on a node whose text is `text`: where the step's text lies in it,
+    /// and the text itself only when it is not there.
+    fn to_value(&self, text: &str) -> serde_json::Value {
+        let at = self.start..self.start + self.text.len();
+        let stored = StoredStep {
+            index: self.index,
+            kind: self.kind,
+            start: self.start,
+            len: Some(self.text.len()),
+            text: (text.get(at) != Some(self.text.as_str())).then(|| self.text.clone()),
+            confidence: self.confidence,
+        };
+        serde_json::to_value(stored).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// A [`Step`] as kept in its node's meta. A step's text is a stretch of the node's own
+/// text, so only its length is stored beside its offset (a long trace would otherwise hold
+/// its text twice). Steps written before that, or whose text is not found at its offset,
+/// carry `text`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+struct StoredStep {
+    index: u32,
+    kind: StepKind,
+    start: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    len: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    text: Option<String>,
+    confidence: f64,
+}
+
+impl StoredStep {
+    /// The step, its text read from `node_text` when it was not stored (empty when the
+    /// offsets do not fall in it).
+    fn into_step(self, node_text: &str) -> Step {
+        let text = match (self.text, self.len) {
+            (Some(text), _) => text,
+            (None, Some(len)) => node_text
+                .get(self.start..self.start.saturating_add(len))
+                .unwrap_or_default()
+                .to_string(),
+            (None, None) => String::new(),
+        };
+        Step {
+            index: self.index,
+            kind: self.kind,
+            text,
+            start: self.start,
+            confidence: self.confidence,
+        }
     }
 }
 

@@ -366,13 +366,26 @@ impl AnthropicDecoder {
         if self.body.done {
             return true;
         }
-        let text = text.map(std::borrow::Cow::into_owned).unwrap_or_default();
-        if !text.is_empty() {
-            out.push(if f.delta.kind == "thinking_delta" {
-                StreamEvent::ThinkingDelta { text }
-            } else {
-                StreamEvent::TextDelta { text }
-            });
+        let thinking = f.delta.kind == "thinking_delta";
+        match (text, out.last_mut()) {
+            (None, _) => {}
+            (Some(text), _) if text.is_empty() => {}
+            // Deltas of one read that follow each other are joined here, without a string
+            // each: the driver would join them anyway.
+            (Some(more), Some(StreamEvent::ThinkingDelta { text })) if thinking => {
+                text.push_str(&more)
+            }
+            (Some(more), Some(StreamEvent::TextDelta { text })) if !thinking => {
+                text.push_str(&more)
+            }
+            (Some(text), _) => {
+                let text = text.into_owned();
+                out.push(if thinking {
+                    StreamEvent::ThinkingDelta { text }
+                } else {
+                    StreamEvent::TextDelta { text }
+                });
+            }
         }
         self.body.recognized += 1;
         true
