@@ -14,7 +14,7 @@ use super::{CACHE_BYTES, Result, Store};
 pub(crate) struct Fixture {
     dir: tempfile::TempDir,
     /// `None`: a redb file in `dir`.
-    backend: Option<MemoryBackend>,
+    backend: Option<Arc<dyn kv::ByteBackend>>,
 }
 
 impl Fixture {
@@ -25,10 +25,16 @@ impl Fixture {
         }
     }
 
+    /// The in-memory byte backend.
     pub(crate) fn bytes() -> Self {
+        Self::on(Arc::new(MemoryBackend::new()))
+    }
+
+    /// Any byte backend, empty.
+    pub(crate) fn on(backend: Arc<dyn kv::ByteBackend>) -> Self {
         Self {
             dir: tempfile::tempdir().expect("a temporary directory"),
-            backend: Some(MemoryBackend::new()),
+            backend: Some(backend),
         }
     }
 
@@ -49,10 +55,7 @@ impl Fixture {
     pub(crate) fn try_open(&self) -> Result<Store> {
         match &self.backend {
             None => Store::open(&self.path()),
-            Some(b) => {
-                let backend: Arc<dyn kv::ByteBackend> = Arc::new(b.clone());
-                Store::open_backend(backend, "memory".into())
-            }
+            Some(b) => Store::open_backend(b.clone(), "byte backend".into()),
         }
     }
 
@@ -60,7 +63,7 @@ impl Fixture {
     pub(crate) fn raw(&self) -> Db {
         match &self.backend {
             None => Db::open_redb(&self.path(), CACHE_BYTES).expect("a redb file"),
-            Some(b) => Db::Bytes(Arc::new(b.clone())),
+            Some(b) => Db::Bytes(b.clone()),
         }
     }
 }
