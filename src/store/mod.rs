@@ -221,6 +221,9 @@ impl Store {
 
     /// Runs redb's integrity check (checksums of every page). Needs the only handle.
     pub fn check_integrity(&mut self) -> Result<bool> {
+        if !self.db.is_redb() {
+            return Err(StoreError::Unsupported("an integrity check"));
+        }
         let db = Arc::get_mut(&mut self.db)
             .ok_or_else(|| StoreError::Io("integrity check needs exclusive access".into()))?;
         db.check_integrity()
@@ -231,6 +234,9 @@ impl Store {
     /// the file (another process may have the store open, but not be reading or writing
     /// at that moment). Returns the file's size before and after.
     pub fn compact(&mut self) -> Result<Compacted> {
+        if !self.db.is_redb() {
+            return Err(StoreError::Unsupported("compacting"));
+        }
         let before = self.file_bytes();
         let db = Arc::get_mut(&mut self.db).ok_or_else(|| {
             StoreError::Io("compacting needs the only handle on the store".into())

@@ -180,6 +180,8 @@ fn table_reads_and_writes_match_redb(fx: &Fixture) {
 fn a_byte_backend_says_what_it_does_not_support() {
     let fx = Fixture::bytes();
     let mut store = fx.open();
+    // Another handle does not change the answer.
+    let other = store.clone();
     let s = Session::new("t", SessionSource::Glassbox);
     let nodes: Vec<Node> = (0..2)
         .map(|i| Node::new(s.id, NodeType::Thinking, format!("n{i}")))
@@ -199,6 +201,7 @@ fn a_byte_backend_says_what_it_does_not_support() {
         assert!(matches!(err, StoreError::Unsupported(_)), "{err}");
         assert!(err.to_string().contains("does not support"), "{err}");
     }
+    drop(other);
     assert_eq!(store.file_bytes(), 0);
     assert_eq!(store.counts().unwrap().nodes, 2);
     assert!(store.node_compression().unwrap().stored > 0);
