@@ -3,6 +3,7 @@
 
 use chrono::Utc;
 
+use super::kv::ReadableTable;
 use super::testing::{Fixture, on_both_arms};
 use super::*;
 
@@ -21,6 +22,7 @@ on_both_arms!(
     a_record_encoded_differently_but_equal_counts_as_unchanged,
     v9_records_are_compressed_and_old_words_come_from_the_text,
     v10_session_index_becomes_heads,
+    migrates_the_v1_fixture,
 );
 
 fn session_with_nodes(store: &Store, n: usize) -> (Session, Vec<Node>) {
@@ -432,12 +434,37 @@ fn garbage_file_refuses_to_open_with_a_message() {
 /// The v1 fixture: one session with two nodes and an edge, written in the v1 layout.
 const V1_FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/store_v1.redb");
 
-#[test]
-fn migrates_the_v1_fixture() {
+/// The v1 fixture as `fx`'s store: the file itself, or its tables copied row by row.
+fn load_v1_fixture(fx: &Fixture) {
+    if fx.is_redb() {
+        std::fs::copy(V1_FIXTURE, fx.path()).unwrap();
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.redb");
+    let path = dir.path().join("v1.redb");
     std::fs::copy(V1_FIXTURE, &path).unwrap();
-    let store = Store::open(&path).unwrap();
+    let from = kv::Db::open_redb(&path, CACHE_BYTES).unwrap();
+    let r = from.begin_read().unwrap();
+    let names = ["edges_in", "edges_out", "meta", "nodes", "sessions"];
+    assert_eq!(r.list_tables().unwrap(), names);
+    let to = fx.raw();
+    let w = to.begin_write().unwrap();
+    macro_rules! copy {
+        ($($def:expr),*) => {$({
+            let mut t = w.open_table($def).unwrap();
+            for row in r.open_table($def).unwrap().iter().unwrap() {
+                let (k, v) = row.unwrap();
+                t.insert(k.value(), v.value()).unwrap();
+            }
+        })*};
+    }
+    copy!(META, SESSIONS, NODES, EDGES_OUT, EDGES_IN);
+    w.commit().unwrap();
+}
+
+fn migrates_the_v1_fixture(fx: &Fixture) {
+    load_v1_fixture(fx);
+    let store = fx.open();
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     let sessions = store.sessions().unwrap();
     assert_eq!(sessions.len(), 1);
@@ -452,14 +479,7 @@ fn migrates_the_v1_fixture() {
     assert_eq!(edges[0].kind, EdgeType::Answers);
     // Reopening does not migrate again.
     drop(store);
-    assert_eq!(
-        Store::open(&path)
-            .unwrap()
-            .session_nodes(sessions[0].id)
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(fx.open().session_nodes(sessions[0].id).unwrap().len(), 2);
 }
 
 /// Writes the v1 fixture. Run once with `--ignored` when the fixture must be regenerated.
