@@ -2,8 +2,8 @@
 //! and followers in other processes read the entries after the last one they saw.
 
 use chrono::Utc;
-use redb::ReadableTable;
 
+use super::kv::ReadableTable;
 use super::tables::*;
 use super::*;
 

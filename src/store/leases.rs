@@ -5,9 +5,9 @@
 //! interrupted (its text is what was committed) and makes it searchable. Leases of a live
 //! process, or of one this machine cannot check, are left alone.
 
-use redb::{ReadableTable, WriteTransaction};
 use serde_json::json;
 
+use super::kv::{ReadableTable, WriteTxn};
 use super::tables::LIVE_NODES;
 use super::{NodeId, NodeStatus, Result, Store, StoreError};
 use crate::store::Node;
@@ -37,7 +37,7 @@ fn writer_gone(pid: u32, start: u64) -> bool {
 }
 
 /// Takes or ends `n`'s lease as its status says, in the put's transaction.
-pub(super) fn note(txn: &WriteTransaction, n: &Node) -> Result<()> {
+pub(super) fn note(txn: &WriteTxn, n: &Node) -> Result<()> {
     let mut t = txn.open_table(LIVE_NODES)?;
     if n.status == NodeStatus::Streaming {
         let (pid, start) = this_process();
@@ -62,10 +62,8 @@ impl Store {
     pub fn settle_orphans(&self) -> Result<Vec<NodeId>> {
         let orphans: Vec<NodeId> = {
             let r = self.read()?;
-            let t = match r.open_table(LIVE_NODES) {
-                Ok(t) => t,
-                Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),
-                Err(e) => return Err(e.into()),
+            let Some(t) = r.open_table_if_exists(LIVE_NODES)? else {
+                return Ok(Vec::new());
             };
             let mut out = Vec::new();
             for row in t.iter()? {
@@ -110,7 +108,10 @@ impl Store {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::store::testing::{Fixture, on_both_arms};
     use crate::store::{NodeType, Session, SessionSource};
+
+    on_both_arms!(a_node_left_streaming_by_an_ended_writer_is_interrupted_on_open,);
 
     #[test]
     fn a_killed_child_is_gone_before_it_is_reaped() {
@@ -147,11 +148,8 @@ mod tests {
         assert!(!writer_gone(pid, 0), "an unknown start cannot be judged");
     }
 
-    #[test]
-    fn a_node_left_streaming_by_an_ended_writer_is_interrupted_on_open() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.redb");
-        let store = Store::open(&path).unwrap();
+    fn a_node_left_streaming_by_an_ended_writer_is_interrupted_on_open(fx: &Fixture) {
+        let store = fx.open();
         let s = Session::new("q", SessionSource::Glassbox);
         let mut orphan = Node::new(s.id, NodeType::Thinking, "half a thought about zebras");
         orphan.status = NodeStatus::Streaming;
@@ -185,7 +183,7 @@ mod tests {
         assert!(store.search("zebras", None, 5).unwrap().is_empty());
         drop(store);
 
-        let store = Store::open(&path).unwrap();
+        let store = fx.open();
         let settled = store.node(orphan.id).unwrap().unwrap();
         assert_eq!(settled.status, NodeStatus::Interrupted);
         assert!(

@@ -6,9 +6,9 @@ use std::fmt;
 use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
-use redb::{ReadableTable, ReadableTableMetadata};
 use serde::{Deserialize, Serialize};
 
+use super::kv::ReadableTable;
 use super::tables::*;
 use super::*;
 
@@ -498,6 +498,6 @@ impl Store {
 
     /// Number of memory entries (all tiers and scopes).
     pub fn memory_count(&self) -> Result<u64> {
-        Ok(self.read()?.open_table(MEMORIES)?.len()?)
+        self.read()?.open_table(MEMORIES)?.len()
     }
 }

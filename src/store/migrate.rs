@@ -32,8 +32,7 @@
 //!   The runs and edges are re-encoded. (From v12 on, the v3 → v4 step leaves the index to
 //!   this one, which builds it over the nodes when it finds none.)
 
-use redb::{ReadTransaction, ReadableDatabase, ReadableTable, TableHandle, WriteTransaction};
-
+use super::kv::{ReadTxn, ReadableTable, WriteTxn};
 use super::tables::*;
 use super::{Store, StoreError, codec, search};
 
@@ -42,11 +41,9 @@ pub const SCHEMA_VERSION: u32 = 12;
 
 const VERSION_KEY: &str = "schema_version";
 
-pub(super) fn read_version(r: &ReadTransaction) -> Result<u32, StoreError> {
-    let t = match r.open_table(META) {
-        Ok(t) => t,
-        Err(redb::TableError::TableDoesNotExist(_)) => return Ok(0),
-        Err(e) => return Err(e.into()),
+pub(super) fn read_version(r: &ReadTxn) -> Result<u32, StoreError> {
+    let Some(t) = r.open_table_if_exists(META)? else {
+        return Ok(0);
     };
     let Some(v) = t.get(VERSION_KEY)? else {
         return Ok(0);
@@ -120,14 +117,14 @@ pub(super) fn ensure_schema(store: &Store) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn has_legacy_data(txn: &WriteTransaction) -> Result<bool, StoreError> {
+fn has_legacy_data(txn: &WriteTxn) -> Result<bool, StoreError> {
     Ok(
-        txn.list_tables()?.any(|t| t.name() == "nodes")
+        txn.list_tables()?.iter().any(|t| t == "nodes")
             && txn.open_table(NODES)?.first()?.is_some(),
     )
 }
 
-fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
+fn create_tables(txn: &WriteTxn) -> Result<(), StoreError> {
     txn.open_table(META)?;
     txn.open_table(SESSIONS)?;
     txn.open_table(NODES)?;
@@ -169,7 +166,7 @@ fn create_tables(txn: &WriteTransaction) -> Result<(), StoreError> {
 }
 
 /// v1 → v2: rename `node_type` to `kind` in every node and build `session_nodes`.
-fn migrate_v1_to_v2(txn: &WriteTransaction) -> Result<(), StoreError> {
+fn migrate_v1_to_v2(txn: &WriteTxn) -> Result<(), StoreError> {
     let mut nodes = txn.open_table(NODES)?;
     let mut index = txn.open_table(SESSION_NODES)?;
     let mut rewritten = Vec::new();
@@ -198,14 +195,14 @@ fn migrate_v1_to_v2(txn: &WriteTransaction) -> Result<(), StoreError> {
 
 /// v2 → v3: the v3 full-text index. Its layout is superseded by v4's, whose migration (run
 /// next) builds the index from scratch, so nothing is built here.
-fn migrate_v2_to_v3(_txn: &WriteTransaction) -> Result<(), StoreError> {
+fn migrate_v2_to_v3(_txn: &WriteTxn) -> Result<(), StoreError> {
     Ok(())
 }
 
 /// v3 → v4: drop the one-row-per-posting `search_terms` table and the index's records and
 /// totals. The index is built over every node, in the layout this build writes, by the
 /// v11 → v12 step (which builds it when it finds none).
-fn migrate_v3_to_v4(txn: &WriteTransaction) -> Result<(), StoreError> {
+fn migrate_v3_to_v4(txn: &WriteTxn) -> Result<(), StoreError> {
     txn.delete_table(SEARCH_TERMS_V3)?;
     txn.delete_table(SEARCH_DOCS)?;
     txn.open_table(SEARCH_DOCS)?;
@@ -214,7 +211,7 @@ fn migrate_v3_to_v4(txn: &WriteTransaction) -> Result<(), StoreError> {
 }
 
 /// v4 → v5: the per-tier memory tables give way to `memories` (created with the others).
-fn migrate_v4_to_v5(txn: &WriteTransaction) -> Result<(), StoreError> {
+fn migrate_v4_to_v5(txn: &WriteTxn) -> Result<(), StoreError> {
     const GONE: [&str; 4] = [
         "memory_core",
         "memory_working",
@@ -223,20 +220,22 @@ fn migrate_v4_to_v5(txn: &WriteTransaction) -> Result<(), StoreError> {
     ];
     let old: Vec<_> = txn
         .list_tables()?
-        .filter(|t| GONE.contains(&t.name()))
+        .into_iter()
+        .filter(|t| GONE.contains(&t.as_str()))
         .collect();
     for t in old {
-        txn.delete_table(t)?;
+        txn.delete_table_named(&t)?;
     }
     Ok(())
 }
 
 /// v5 → v6: drops the untyped learning events and `projections`, and makes every memory entry
 /// but core facts a learning (a `legacy-v1` extraction event each).
-fn migrate_v5_to_v6(txn: &WriteTransaction) -> Result<(), StoreError> {
+fn migrate_v5_to_v6(txn: &WriteTxn) -> Result<(), StoreError> {
     txn.open_table(LEARNING_EVENTS)?.retain(|_, _| false)?;
     txn.open_table(LEARNING_EVENT_KEYS)?.retain(|_, _| false)?;
-    let projections: redb::TableDefinition<&str, &[u8]> = redb::TableDefinition::new("projections");
+    let projections: crate::store::kv::TableDefinition<&str, &[u8]> =
+        crate::store::kv::TableDefinition::new("projections");
     txn.delete_table(projections)?;
     let entries: Vec<super::MemoryEntry> = {
         let t = txn.open_table(MEMORIES)?;
@@ -264,23 +263,24 @@ fn migrate_v5_to_v6(txn: &WriteTransaction) -> Result<(), StoreError> {
 
 /// v6 → v7: the knowledge base's two tables are new and start empty; `create_tables` (run
 /// before every migration) has opened them, so there is nothing to convert.
-fn migrate_v6_to_v7(_txn: &WriteTransaction) -> Result<(), StoreError> {
+fn migrate_v6_to_v7(_txn: &WriteTxn) -> Result<(), StoreError> {
     Ok(())
 }
 
 /// v7 → v8: the diff's cache of pair judgements is new and starts empty (`create_tables`
 /// opened it).
-fn migrate_v7_to_v8(_txn: &WriteTransaction) -> Result<(), StoreError> {
+fn migrate_v7_to_v8(_txn: &WriteTxn) -> Result<(), StoreError> {
     Ok(())
 }
 
 /// v8 → v9: the segments of `search_postings` (`term ‖ 0x00 ‖ first node id → postings`, a
 /// term's rows contiguous and in node order) become the index's oldest run, and the table
 /// is dropped.
-fn migrate_v8_to_v9(txn: &WriteTransaction) -> Result<(), StoreError> {
+fn migrate_v8_to_v9(txn: &WriteTxn) -> Result<(), StoreError> {
     if !txn
         .list_tables()?
-        .any(|t| t.name() == SEARCH_POSTINGS.name())
+        .iter()
+        .any(|t| t == SEARCH_POSTINGS.name())
     {
         return Ok(());
     }
@@ -301,7 +301,7 @@ fn migrate_v8_to_v9(txn: &WriteTransaction) -> Result<(), StoreError> {
                 }
                 let (k, v) = match rows.next()? {
                     Ok(row) => row,
-                    Err(e) => return Some(Err(e.into())),
+                    Err(e) => return Some(Err(e)),
                 };
                 let Some(t) = segment_term(k.value()) else {
                     return Some(Err(StoreError::Corrupt(
@@ -329,7 +329,7 @@ fn segment_term(key: &[u8]) -> Option<&[u8]> {
 
 /// v9 → v10: every node record compressed where that pays, every `search_docs` record cut to
 /// its header.
-fn migrate_v9_to_v10(txn: &WriteTransaction) -> Result<(), StoreError> {
+fn migrate_v9_to_v10(txn: &WriteTxn) -> Result<(), StoreError> {
     let nodes = rewrite_values(txn, NODES, codec::compressed)?;
     let docs = rewrite_values(txn, SEARCH_DOCS, |v| {
         (v.len() > search::DOC_HEADER).then(|| v[..search::DOC_HEADER].to_vec())
@@ -339,8 +339,8 @@ fn migrate_v9_to_v10(txn: &WriteTransaction) -> Result<(), StoreError> {
 }
 
 /// v10 → v11: a head for every node of `session_nodes`, which is then dropped.
-fn migrate_v10_to_v11(txn: &WriteTransaction) -> Result<(), StoreError> {
-    if txn.list_tables()?.any(|t| t.name() == SESSION_NODES.name()) {
+fn migrate_v10_to_v11(txn: &WriteTxn) -> Result<(), StoreError> {
+    if txn.list_tables()?.iter().any(|t| t == SESSION_NODES.name()) {
         let index = txn.open_table(SESSION_NODES)?;
         let nodes = txn.open_table(NODES)?;
         let mut heads = txn.open_table(SESSION_HEADS)?;
@@ -363,7 +363,7 @@ fn migrate_v10_to_v11(txn: &WriteTransaction) -> Result<(), StoreError> {
 
 /// v11 → v12: doc numbers for the index (see `search/upgrade.rs`) and empty values for plain
 /// edges.
-fn migrate_v11_to_v12(txn: &WriteTransaction) -> Result<(), StoreError> {
+fn migrate_v11_to_v12(txn: &WriteTxn) -> Result<(), StoreError> {
     let index = search::to_doc_numbers(txn)?;
     let mut plain = Vec::new();
     {
@@ -394,8 +394,8 @@ fn migrate_v11_to_v12(txn: &WriteTransaction) -> Result<(), StoreError> {
 /// Replaces each value of `table` for which `new` gives one, a slice of keys at a time (a
 /// table cannot be written while it is read). Returns how many were replaced.
 fn rewrite_values(
-    txn: &WriteTransaction,
-    table: redb::TableDefinition<[u8; 16], &[u8]>,
+    txn: &WriteTxn,
+    table: crate::store::kv::TableDefinition<[u8; 16], &[u8]>,
     new: impl Fn(&[u8]) -> Option<Vec<u8>>,
 ) -> Result<u64, StoreError> {
     const SLICE: usize = 2048;

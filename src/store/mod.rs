@@ -1,5 +1,7 @@
 //! The store: one redb file shared by every glassbox process (TUI, `mcp`, importers) in
-//! redb's multi-writer mode. Writes go through [`Writer`], which journals every change so
+//! redb's multi-writer mode, or the same tables in another backend shared by several
+//! instances ([`Store::open_backend`] over a [`kv::ByteBackend`]); the store's code reads and
+//! writes both through `kv`. Writes go through [`Writer`], which journals every change so
 //! followers in other processes can see it with [`Store::follow`].
 //!
 //! Every call here blocks its thread: a commit waits for the file's writer lock and an
@@ -13,14 +15,14 @@
 mod codec;
 mod heads;
 mod journal;
-pub mod kv;
-pub mod pg;
 mod knowledge;
+pub mod kv;
 pub mod learning;
 mod leases;
 mod memory;
 mod migrate;
 mod pairs;
+pub mod pg;
 mod read;
 pub mod search;
 mod stats;
@@ -31,7 +33,7 @@ mod write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use redb::{ConcurrencyMode, Database, ReadTransaction, ReadableDatabase, ReadableTable};
+use kv::{Db, ReadTxn, ReadableTable};
 
 pub use heads::{NodeHead, excerpt};
 pub use knowledge::{DocKind, KnowledgeChunk, KnowledgeDoc};
@@ -72,25 +74,11 @@ pub enum StoreError {
     /// A record the caller gave is not acceptable (an event with a missing payload key…).
     #[error("{0}")]
     Invalid(String),
+    /// What only a redb file has (compacting, page checksums, table sizes), asked of a store
+    /// on another backend.
+    #[error("this store's backend does not support {0}")]
+    Unsupported(&'static str),
 }
-
-macro_rules! from_redb {
-    ($($t:ty),*) => {$(
-        impl From<$t> for StoreError {
-            fn from(e: $t) -> Self {
-                StoreError::Io(e.to_string())
-            }
-        }
-    )*};
-}
-from_redb!(
-    redb::Error,
-    redb::DatabaseError,
-    redb::TransactionError,
-    redb::TableError,
-    redb::StorageError,
-    redb::CommitError
-);
 
 pub type Result<T, E = StoreError> = std::result::Result<T, E>;
 
@@ -157,10 +145,11 @@ pub enum Compacted {
     Busy,
 }
 
-/// A handle on the store file. Cheap to clone.
+/// A handle on the store: a redb file, or a [`kv::ByteBackend`]. Cheap to clone.
 #[derive(Clone)]
 pub struct Store {
-    db: Arc<Database>,
+    db: Arc<Db>,
+    /// The file, or for a byte backend the label it was opened with.
     path: PathBuf,
 }
 
@@ -174,13 +163,6 @@ impl std::fmt::Debug for Store {
 /// buys little and shows as resident memory in every process (redb's default is 1 GiB).
 /// Processes that read a screenful at a time open with less ([`Store::open_with_cache`]).
 pub const CACHE_BYTES: usize = 256 << 20;
-
-fn builder(cache_bytes: usize) -> redb::Builder {
-    let mut b = Database::builder();
-    b.set_concurrency_mode(ConcurrencyMode::MultiWriter);
-    b.set_cache_size(cache_bytes);
-    b
-}
 
 impl Store {
     /// Opens (creating if missing) the store at `path`, migrating an older schema.
@@ -212,28 +194,40 @@ impl Store {
                 })
                 .map_err(|e| open_err(e.to_string()))?;
         }
-        let db = builder(cache_bytes)
-            .create(path)
-            .map_err(|e| open_err(describe_open_error(e)))?;
+        let db = Db::open_redb(path, cache_bytes).map_err(open_err)?;
+        Self::start(db, path.to_path_buf())
+    }
+
+    /// Opens the store held by `backend` (creating its tables if it holds none, migrating an
+    /// older schema), as [`Store::open`] does a file. `label` names it in messages and is
+    /// what [`Store::path`] returns.
+    pub fn open_backend(backend: Arc<dyn kv::ByteBackend>, label: String) -> Result<Self> {
+        Self::start(Db::Bytes(backend), PathBuf::from(label))
+    }
+
+    fn start(db: Db, path: PathBuf) -> Result<Self> {
         let store = Self {
             db: Arc::new(db),
-            path: path.to_path_buf(),
+            path,
         };
         migrate::ensure_schema(&store)?;
         store.settle_orphans()?;
         Ok(store)
     }
 
+    /// The store file, or the label a byte backend was opened with.
     pub fn path(&self) -> &Path {
         &self.path
     }
 
     /// Runs redb's integrity check (checksums of every page). Needs the only handle.
     pub fn check_integrity(&mut self) -> Result<bool> {
+        if !self.db.is_redb() {
+            return Err(StoreError::Unsupported("an integrity check"));
+        }
         let db = Arc::get_mut(&mut self.db)
             .ok_or_else(|| StoreError::Io("integrity check needs exclusive access".into()))?;
         db.check_integrity()
-            .map_err(|e| StoreError::Corrupt(e.to_string()))
     }
 
     /// Gives the file's free pages back: redb moves pages down and trims the file's end.
@@ -241,27 +235,27 @@ impl Store {
     /// the file (another process may have the store open, but not be reading or writing
     /// at that moment). Returns the file's size before and after.
     pub fn compact(&mut self) -> Result<Compacted> {
+        if !self.db.is_redb() {
+            return Err(StoreError::Unsupported("compacting"));
+        }
         let before = self.file_bytes();
         let db = Arc::get_mut(&mut self.db).ok_or_else(|| {
             StoreError::Io("compacting needs the only handle on the store".into())
         })?;
-        match db.compact() {
-            Ok(_) => Ok(Compacted::Done {
+        match db.compact()? {
+            kv::Compaction::Done => Ok(Compacted::Done {
                 before,
                 after: self.file_bytes(),
             }),
-            Err(
-                redb::CompactionError::TransactionInProgress
-                | redb::CompactionError::EphemeralSavepointExists
-                | redb::CompactionError::PersistentSavepointExists,
-            ) => Ok(Compacted::Busy),
-            Err(redb::CompactionError::Storage(e)) => Err(e.into()),
-            Err(e) => Err(StoreError::Io(e.to_string())),
+            kv::Compaction::Busy => Ok(Compacted::Busy),
         }
     }
 
-    /// The store file's size in bytes (0 if it cannot be read).
+    /// The store file's size in bytes (0 if it cannot be read, and for a byte backend).
     pub fn file_bytes(&self) -> u64 {
+        if !self.db.is_redb() {
+            return 0;
+        }
         std::fs::metadata(&self.path).map(|m| m.len()).unwrap_or(0)
     }
 
@@ -301,8 +295,8 @@ impl Store {
         Ok(out)
     }
 
-    fn read(&self) -> Result<ReadTransaction> {
-        Ok(self.db.begin_read()?)
+    fn read(&self) -> Result<ReadTxn> {
+        self.db.begin_read()
     }
 
     pub fn schema_version(&self) -> Result<u32> {
@@ -311,14 +305,7 @@ impl Store {
     }
 }
 
-fn describe_open_error(e: redb::DatabaseError) -> String {
-    match e {
-        redb::DatabaseError::Storage(redb::StorageError::Corrupted(msg)) => {
-            format!("the file is corrupt or not a glassbox store ({msg})")
-        }
-        other => other.to_string(),
-    }
-}
-
+#[cfg(test)]
+mod testing;
 #[cfg(test)]
 mod tests;

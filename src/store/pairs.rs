@@ -42,7 +42,6 @@ impl Store {
 
     /// How many pair judgements are cached.
     pub fn pair_judgement_count(&self) -> Result<u64> {
-        use redb::ReadableTableMetadata;
-        Ok(self.read()?.open_table(PAIR_JUDGEMENTS)?.len()?)
+        self.read()?.open_table(PAIR_JUDGEMENTS)?.len()
     }
 }

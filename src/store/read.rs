@@ -1,8 +1,7 @@
 //! Reading the store: sessions, nodes, edges and everything else by id or by owner, id
 //! prefixes resolved, table counts. Each call is one read transaction.
 
-use redb::{ReadTransaction, ReadableTable, ReadableTableMetadata};
-
+use super::kv::{ReadTxn, ReadableTable};
 use super::tables::*;
 use super::*;
 
@@ -28,7 +27,7 @@ impl Store {
     /// of its hex form.
     fn resolve_key(
         &self,
-        table: redb::TableDefinition<[u8; 16], &[u8]>,
+        table: crate::store::kv::TableDefinition<[u8; 16], &[u8]>,
         text: &str,
         what: &'static str,
     ) -> Result<[u8; 16]> {
@@ -343,8 +342,8 @@ fn edge_range(node: NodeId, kind: Option<EdgeType>) -> std::ops::RangeInclusive<
 
 /// Values of a `prefix ‖ id` keyed table under one prefix, in key order.
 fn prefixed<T: serde::de::DeserializeOwned>(
-    r: &ReadTransaction,
-    def: redb::TableDefinition<[u8; 32], &[u8]>,
+    r: &ReadTxn,
+    def: crate::store::kv::TableDefinition<[u8; 32], &[u8]>,
     name: &str,
     prefix: [u8; 16],
 ) -> Result<Vec<T>> {
@@ -359,9 +358,9 @@ fn prefixed<T: serde::de::DeserializeOwned>(
 
 /// Records listed by an `owner ‖ id` index, read from the table keyed by id.
 fn joined<T: serde::de::DeserializeOwned>(
-    r: &ReadTransaction,
-    index: redb::TableDefinition<[u8; 32], ()>,
-    table: redb::TableDefinition<[u8; 16], &[u8]>,
+    r: &ReadTxn,
+    index: crate::store::kv::TableDefinition<[u8; 32], ()>,
+    table: crate::store::kv::TableDefinition<[u8; 16], &[u8]>,
     name: &str,
     owner: [u8; 16],
 ) -> Result<Vec<T>> {
@@ -392,8 +391,8 @@ fn decode_chunk(v: &[u8]) -> Result<StoredChunk> {
 }
 
 fn get16<T: serde::de::DeserializeOwned>(
-    r: &ReadTransaction,
-    def: redb::TableDefinition<[u8; 16], &[u8]>,
+    r: &ReadTxn,
+    def: crate::store::kv::TableDefinition<[u8; 16], &[u8]>,
     name: &str,
     key: [u8; 16],
 ) -> Result<Option<T>> {
@@ -411,7 +410,7 @@ pub(super) fn normalise_prefix(text: &str) -> String {
 }
 
 pub(super) fn resolve_prefix(
-    keys: impl Iterator<Item = std::result::Result<[u8; 16], redb::StorageError>>,
+    keys: impl Iterator<Item = std::result::Result<[u8; 16], StoreError>>,
     want: &str,
     text: &str,
     what: &'static str,

@@ -1,8 +1,7 @@
 //! What the store file is made of: each table's share of the file, for `doctor` and the
 //! scale benchmarks.
 
-use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata};
-
+use super::kv::ReadableTable;
 use super::tables::NODES;
 use super::{Result, Store, codec};
 
@@ -69,20 +68,18 @@ impl Store {
 
     /// Every table's footprint, largest first.
     pub fn table_sizes(&self) -> Result<Vec<TableSize>> {
-        let r = self.db.begin_read()?;
-        let mut out = Vec::new();
-        for handle in r.list_tables()? {
-            let name = redb::TableHandle::name(&handle).to_string();
-            let t = r.open_untyped_table(handle)?;
-            let s = t.stats()?;
-            out.push(TableSize {
-                name,
-                rows: t.len()?,
-                stored: s.stored_bytes(),
-                metadata: s.metadata_bytes(),
-                fragmented: s.fragmented_bytes(),
-            });
-        }
+        let mut out: Vec<TableSize> = self
+            .db
+            .table_stats()?
+            .into_iter()
+            .map(|s| TableSize {
+                name: s.name,
+                rows: s.rows,
+                stored: s.stored,
+                metadata: s.metadata,
+                fragmented: s.fragmented,
+            })
+            .collect();
         out.sort_by(|a, b| b.total().cmp(&a.total()).then(a.name.cmp(&b.name)));
         Ok(out)
     }

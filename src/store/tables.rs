@@ -1,7 +1,7 @@
 //! Table definitions and their key layouts. Every id is a 16-byte UUIDv7, so keys that start
 //! with an id sort by creation time. Values are `codec`-encoded (format byte + body).
 
-use redb::TableDefinition;
+use super::kv::TableDefinition;
 
 /// `&str` name → bytes. Holds `schema_version` (u32, little-endian) and the full-text index
 /// totals `search_totals` (doc count ‖ token count, u64 little-endian each).

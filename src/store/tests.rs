@@ -2,15 +2,28 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use chrono::Utc;
-use redb::{ReadableTableMetadata, TableHandle};
 
+use super::kv::ReadableTable;
+use super::testing::{Fixture, on_both_arms};
 use super::*;
 
-fn temp_store() -> (tempfile::TempDir, Store) {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
-    (dir, store)
-}
+on_both_arms!(
+    new_store_has_current_schema_and_mode_0600,
+    sessions_and_nodes_round_trip_in_order,
+    edges_are_indexed_both_ways,
+    decision_points_insights_runs_round_trip,
+    raw_streams_keep_bytes_and_offsets,
+    memory_learning_events_projections_cursors,
+    journal_is_monotonic_and_followable,
+    deleting_a_session_leaves_nothing_dangling,
+    resolves_ids_by_prefix,
+    a_newer_schema_refuses_to_open,
+    prepared_puts_skip_unchanged_nodes_and_journal_once_per_session,
+    a_record_encoded_differently_but_equal_counts_as_unchanged,
+    v9_records_are_compressed_and_old_words_come_from_the_text,
+    v10_session_index_becomes_heads,
+    migrates_the_v1_fixture,
+);
 
 fn session_with_nodes(store: &Store, n: usize) -> (Session, Vec<Node>) {
     let s = Session::new("t", SessionSource::Glassbox);
@@ -29,22 +42,19 @@ fn session_with_nodes(store: &Store, n: usize) -> (Session, Vec<Node>) {
     (s, nodes)
 }
 
-#[test]
-fn new_store_has_current_schema_and_mode_0600() {
+fn new_store_has_current_schema_and_mode_0600(fx: &Fixture) {
     use std::os::unix::fs::PermissionsExt;
-    let (dir, store) = temp_store();
+    let store = fx.open();
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
-    let mode = std::fs::metadata(dir.path().join("s.redb"))
-        .unwrap()
-        .permissions()
-        .mode();
-    assert_eq!(mode & 0o777, 0o600);
+    if fx.is_redb() {
+        let mode = std::fs::metadata(fx.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
     assert_eq!(store.counts().unwrap().sessions, 0);
 }
 
-#[test]
-fn sessions_and_nodes_round_trip_in_order() {
-    let (_d, store) = temp_store();
+fn sessions_and_nodes_round_trip_in_order(fx: &Fixture) {
+    let store = fx.open();
     let (s, nodes) = session_with_nodes(&store, 5);
     assert_eq!(store.session(s.id).unwrap().unwrap(), s);
     let got = store.session_nodes(s.id).unwrap();
@@ -54,9 +64,8 @@ fn sessions_and_nodes_round_trip_in_order() {
     assert_eq!(store.sessions().unwrap().len(), 1);
 }
 
-#[test]
-fn edges_are_indexed_both_ways() {
-    let (_d, store) = temp_store();
+fn edges_are_indexed_both_ways(fx: &Fixture) {
+    let store = fx.open();
     let (_s, n) = session_with_nodes(&store, 3);
     store
         .write(|w| {
@@ -80,9 +89,8 @@ fn edges_are_indexed_both_ways() {
     );
 }
 
-#[test]
-fn decision_points_insights_runs_round_trip() {
-    let (_d, store) = temp_store();
+fn decision_points_insights_runs_round_trip(fx: &Fixture) {
+    let store = fx.open();
     let (s, n) = session_with_nodes(&store, 1);
     let dp = DecisionPoint {
         id: DecisionId::new(),
@@ -130,9 +138,8 @@ fn decision_points_insights_runs_round_trip() {
     assert_eq!(store.session_runs(s.id).unwrap(), vec![run]);
 }
 
-#[test]
-fn raw_streams_keep_bytes_and_offsets() {
-    let (_d, store) = temp_store();
+fn raw_streams_keep_bytes_and_offsets(fx: &Fixture) {
+    let store = fx.open();
     let (s, n) = session_with_nodes(&store, 1);
     let rs = RawStream {
         id: StreamId::new(),
@@ -173,9 +180,8 @@ fn raw_streams_keep_bytes_and_offsets() {
     assert_eq!(store.session_streams(s.id).unwrap().len(), 1);
 }
 
-#[test]
-fn memory_learning_events_projections_cursors() {
-    let (_d, store) = temp_store();
+fn memory_learning_events_projections_cursors(fx: &Fixture) {
+    let store = fx.open();
     let sess = Session::new("s", SessionSource::Glassbox);
     let core = MemoryEntry {
         id: MemoryId::new(),
@@ -274,9 +280,8 @@ fn memory_learning_events_projections_cursors() {
     );
 }
 
-#[test]
-fn journal_is_monotonic_and_followable() {
-    let (_d, store) = temp_store();
+fn journal_is_monotonic_and_followable(fx: &Fixture) {
+    let store = fx.open();
     let (s, _) = session_with_nodes(&store, 3);
     let all = store.follow(0, 100).unwrap();
     assert_eq!(all.len(), 4);
@@ -288,9 +293,8 @@ fn journal_is_monotonic_and_followable() {
     assert_eq!(store.last_seq().unwrap(), all[3].0);
 }
 
-#[test]
-fn deleting_a_session_leaves_nothing_dangling() {
-    let (_d, store) = temp_store();
+fn deleting_a_session_leaves_nothing_dangling(fx: &Fixture) {
+    let store = fx.open();
     let (keep, kn) = session_with_nodes(&store, 2);
     let (gone, gn) = session_with_nodes(&store, 3);
     let stream = StreamId::new();
@@ -383,9 +387,8 @@ fn deleting_a_session_leaves_nothing_dangling() {
     assert_eq!(inn.len().unwrap(), 1);
 }
 
-#[test]
-fn resolves_ids_by_prefix() {
-    let (_d, store) = temp_store();
+fn resolves_ids_by_prefix(fx: &Fixture) {
+    let store = fx.open();
     let (s, n) = session_with_nodes(&store, 1);
     let hex = s.id.0.simple().to_string();
     assert_eq!(store.resolve_session(&hex[..12]).unwrap(), s.id);
@@ -403,13 +406,10 @@ fn resolves_ids_by_prefix() {
     assert_eq!(store.resolve_node(&n[0].id.short()).unwrap(), n[0].id);
 }
 
-#[test]
-fn a_newer_schema_refuses_to_open() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.redb");
-    drop(Store::open(&path).unwrap());
+fn a_newer_schema_refuses_to_open(fx: &Fixture) {
+    drop(fx.open());
     {
-        let db = builder(CACHE_BYTES).create(&path).unwrap();
+        let db = fx.raw();
         let w = db.begin_write().unwrap();
         w.open_table(META)
             .unwrap()
@@ -417,7 +417,7 @@ fn a_newer_schema_refuses_to_open() {
             .unwrap();
         w.commit().unwrap();
     }
-    let err = Store::open(&path).unwrap_err().to_string();
+    let err = fx.try_open().unwrap_err().to_string();
     assert!(err.contains("schema version 99"), "{err}");
     assert!(err.contains("upgrade glassbox"), "{err}");
 }
@@ -434,12 +434,37 @@ fn garbage_file_refuses_to_open_with_a_message() {
 /// The v1 fixture: one session with two nodes and an edge, written in the v1 layout.
 const V1_FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/store_v1.redb");
 
-#[test]
-fn migrates_the_v1_fixture() {
+/// The v1 fixture as `fx`'s store: the file itself, or its tables copied row by row.
+fn load_v1_fixture(fx: &Fixture) {
+    if fx.is_redb() {
+        std::fs::copy(V1_FIXTURE, fx.path()).unwrap();
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.redb");
+    let path = dir.path().join("v1.redb");
     std::fs::copy(V1_FIXTURE, &path).unwrap();
-    let store = Store::open(&path).unwrap();
+    let from = kv::Db::open_redb(&path, CACHE_BYTES).unwrap();
+    let r = from.begin_read().unwrap();
+    let names = ["edges_in", "edges_out", "meta", "nodes", "sessions"];
+    assert_eq!(r.list_tables().unwrap(), names);
+    let to = fx.raw();
+    let w = to.begin_write().unwrap();
+    macro_rules! copy {
+        ($($def:expr),*) => {$({
+            let mut t = w.open_table($def).unwrap();
+            for row in r.open_table($def).unwrap().iter().unwrap() {
+                let (k, v) = row.unwrap();
+                t.insert(k.value(), v.value()).unwrap();
+            }
+        })*};
+    }
+    copy!(META, SESSIONS, NODES, EDGES_OUT, EDGES_IN);
+    w.commit().unwrap();
+}
+
+fn migrates_the_v1_fixture(fx: &Fixture) {
+    load_v1_fixture(fx);
+    let store = fx.open();
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     let sessions = store.sessions().unwrap();
     assert_eq!(sessions.len(), 1);
@@ -454,14 +479,7 @@ fn migrates_the_v1_fixture() {
     assert_eq!(edges[0].kind, EdgeType::Answers);
     // Reopening does not migrate again.
     drop(store);
-    assert_eq!(
-        Store::open(&path)
-            .unwrap()
-            .session_nodes(sessions[0].id)
-            .unwrap()
-            .len(),
-        2
-    );
+    assert_eq!(fx.open().session_nodes(sessions[0].id).unwrap().len(), 2);
 }
 
 /// Writes the v1 fixture. Run once with `--ignored` when the fixture must be regenerated.
@@ -469,7 +487,7 @@ fn migrates_the_v1_fixture() {
 #[ignore]
 fn write_v1_fixture() {
     let _ = std::fs::remove_file(V1_FIXTURE);
-    let mut db = builder(CACHE_BYTES).create(V1_FIXTURE).unwrap();
+    let mut db = kv::Db::open_redb(Path::new(V1_FIXTURE), CACHE_BYTES).unwrap();
     let w = db.begin_write().unwrap();
     let sid = SessionId::new();
     let q = NodeId::new();
@@ -505,12 +523,11 @@ fn write_v1_fixture() {
         .insert(key33(a.to_bytes(), e.kind.code(), q.to_bytes()), ())
         .unwrap();
     w.commit().unwrap();
-    db.compact().unwrap();
+    assert!(matches!(db.compact().unwrap(), kv::Compaction::Done));
 }
 
-#[test]
-fn prepared_puts_skip_unchanged_nodes_and_journal_once_per_session() {
-    let (_d, store) = temp_store();
+fn prepared_puts_skip_unchanged_nodes_and_journal_once_per_session(fx: &Fixture) {
+    let store = fx.open();
     let (s, nodes) = session_with_nodes(&store, 3);
     let before = store.last_seq().unwrap();
     let mut changed = nodes[1].clone();
@@ -543,9 +560,8 @@ fn prepared_puts_skip_unchanged_nodes_and_journal_once_per_session() {
     assert_eq!(store.follow(before, 100).unwrap().len(), 1);
 }
 
-#[test]
-fn a_record_encoded_differently_but_equal_counts_as_unchanged() {
-    let (_d, store) = temp_store();
+fn a_record_encoded_differently_but_equal_counts_as_unchanged(fx: &Fixture) {
+    let store = fx.open();
     let (_s, nodes) = session_with_nodes(&store, 1);
     // The same node as an older writer might have laid it out (here: pretty-printed).
     let mut pretty = vec![codec::FORMAT_JSON];
@@ -586,11 +602,8 @@ fn long_records_are_compressed_and_short_ones_are_not() {
 
 /// A v9 store (plain records, index records listing their terms) is compressed when opened,
 /// and re-indexing a node then takes its old words from its stored text.
-#[test]
-fn v9_records_are_compressed_and_old_words_come_from_the_text() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.redb");
-    let store = Store::open(&path).unwrap();
+fn v9_records_are_compressed_and_old_words_come_from_the_text(fx: &Fixture) {
+    let store = fx.open();
     let s = Session::new("t", SessionSource::Glassbox);
     let mut n = Node::new(s.id, NodeType::Thinking, "zebra ".repeat(100) + "giraffe");
     store
@@ -622,7 +635,7 @@ fn v9_records_are_compressed_and_old_words_come_from_the_text() {
         txn.commit().unwrap();
     }
     drop(store);
-    let store = Store::open(&path).unwrap();
+    let store = fx.open();
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     {
         let r = store.read().unwrap();
@@ -648,11 +661,8 @@ fn v9_records_are_compressed_and_old_words_come_from_the_text() {
 
 /// A v10 store (a bare `session_nodes` index) gets a head for every node when opened, and
 /// the old index is dropped.
-#[test]
-fn v10_session_index_becomes_heads() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.redb");
-    let store = Store::open(&path).unwrap();
+fn v10_session_index_becomes_heads(fx: &Fixture) {
+    let store = fx.open();
     let s = Session::new("t", SessionSource::Glassbox);
     let mut q = Node::new(s.id, NodeType::Query, "why?\nsecond line");
     q.meta
@@ -682,7 +692,7 @@ fn v10_session_index_becomes_heads() {
         txn.commit().unwrap();
     }
     drop(store);
-    let store = Store::open(&path).unwrap();
+    let store = fx.open();
     assert_eq!(store.schema_version().unwrap(), SCHEMA_VERSION);
     let migrated = store.session_heads(s.id).unwrap();
     assert_eq!(migrated, vec![NodeHead::of(&q), NodeHead::of(&r)]);
@@ -693,13 +703,15 @@ fn v10_session_index_becomes_heads() {
     assert!(
         !r.list_tables()
             .unwrap()
-            .any(|t| t.name() == "session_nodes")
+            .iter()
+            .any(|t| t == "session_nodes")
     );
 }
 
 #[test]
 fn compacting_gives_free_pages_back_and_keeps_every_record() {
-    let (_d, mut store) = temp_store();
+    let fx = Fixture::redb();
+    let mut store = fx.open();
     // Two sessions of large, poorly compressible nodes, written over many commits; deleting
     // one leaves its pages free in the middle of the file.
     let mut sessions = Vec::new();

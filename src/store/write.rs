@@ -3,8 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use redb::{ReadableTable, WriteTransaction};
-
+use super::kv::{ReadableTable, WriteTxn};
 use super::tables::*;
 use super::*;
 
@@ -100,7 +99,7 @@ pub enum PutOutcome {
 
 /// One write transaction. Every put appends a journal entry.
 pub struct Writer<'t> {
-    pub(super) txn: &'t WriteTransaction,
+    pub(super) txn: &'t WriteTxn,
     /// The journal sequence number the next change gets.
     pub(super) next_seq: u64,
     /// Full-text index changes of this transaction, merged just before it commits.
@@ -441,14 +440,15 @@ impl Writer<'_> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
+    use crate::store::testing::{Fixture, on_both_arms};
+
+    on_both_arms!(a_large_node_is_encoded_ahead_and_indexed_once_finished,);
 
     /// A node large enough to find its words on a second thread, put while streaming and then
     /// finished (one encoded ahead of its transaction): stored whole, found by its words once
     /// finished only, and the same as a small node's put would leave it.
-    #[test]
-    fn a_large_node_is_encoded_ahead_and_indexed_once_finished() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    fn a_large_node_is_encoded_ahead_and_indexed_once_finished(fx: &Fixture) {
+        let store = fx.open();
         let s = Session::new("t", SessionSource::Glassbox);
         let text: String = (0..150_000).map(|i| format!("word{i} ")).collect();
         assert!(text.len() >= SPLIT_PUT_BYTES);

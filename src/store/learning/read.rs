@@ -3,7 +3,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use redb::{ReadableTable, ReadableTableMetadata};
 use serde::Serialize;
 
 use super::super::tables::*;
@@ -13,6 +12,7 @@ use super::write::{
     session_key,
 };
 use super::{EdgeRel, LEARNINGS_PROJECTION, Learning, LearningEvent};
+use crate::store::kv::ReadableTable;
 
 /// `concept ‖ 0x00 ‖ id`, the concept index key.
 pub fn concept_key(concept: &str, id: MemoryId) -> Vec<u8> {
@@ -93,7 +93,7 @@ impl Store {
     }
 
     pub fn learning_event_count(&self) -> Result<u64> {
-        Ok(self.read()?.open_table(LEARNING_EVENTS)?.len()?)
+        self.read()?.open_table(LEARNING_EVENTS)?.len()
     }
 
     /// One learning's events, oldest first.

@@ -2,7 +2,6 @@
 //! transaction), the access log, NLI results, the ingest queue and the injection cache.
 
 use chrono::{DateTime, Utc};
-use redb::ReadableTable;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, json};
 
@@ -12,6 +11,7 @@ use super::{
     EventSource, ExtractedPayload, LEARNINGS_PROJECTION, Learning, LearningEvent,
     LearningEventType, idempotency_key, read::concept_key,
 };
+use crate::store::kv::ReadableTable;
 
 /// What appending an event did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

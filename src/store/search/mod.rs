@@ -27,11 +27,11 @@ mod upgrade;
 
 use std::collections::HashMap;
 
-use redb::{ReadableTable, TableDefinition, WriteTransaction};
 use sha2::{Digest, Sha256};
 
 use super::tables::{META, NODES, SEARCH_DOCS};
 use super::{Node, NodeId, NodeStatus, NodeType, Result, SessionId, StoreError, codec};
+use crate::store::kv::{ReadableTable, TableDefinition, WriteTxn};
 pub(super) use postings::{
     PendingIndex, compact, decode_legacy_postings, import_oldest_legacy_run,
 };
@@ -204,7 +204,7 @@ fn decode_totals(v: Option<&[u8]>) -> (u64, u64) {
     (u64::from_le_bytes(d), u64::from_le_bytes(t))
 }
 
-fn add_to_totals(txn: &WriteTransaction, docs: i64, tokens: i64) -> Result<()> {
+fn add_to_totals(txn: &WriteTxn, docs: i64, tokens: i64) -> Result<()> {
     if docs == 0 && tokens == 0 {
         return Ok(());
     }
@@ -413,7 +413,7 @@ pub fn prepare(n: &Node) -> Option<PreparedText> {
 /// `old` is the node's record as stored before this put, if any: its words are the ones to
 /// take out of the index.
 pub(super) fn index_node(
-    txn: &WriteTransaction,
+    txn: &WriteTxn,
     pending: &mut PendingIndex,
     n: &Node,
     old: Option<&[u8]>,
@@ -444,8 +444,8 @@ fn stored_terms(old: Option<&[u8]>) -> Result<Vec<Vec<u8>>> {
 /// [`index_node`] with the text already prepared (by [`prepare`] on this node) and the
 /// `search_docs` table already open.
 pub(super) fn index_prepared(
-    txn: &WriteTransaction,
-    docs: &mut redb::Table<[u8; 16], &[u8]>,
+    txn: &WriteTxn,
+    docs: &mut crate::store::kv::Table<'_, [u8; 16], &[u8]>,
     pending: &mut PendingIndex,
     node: NodeId,
     session: SessionId,
@@ -496,7 +496,7 @@ pub(super) fn index_prepared(
 /// Removes every index entry of `node` (its postings through `pending`); `old` is its
 /// stored record.
 pub(super) fn unindex_node(
-    txn: &WriteTransaction,
+    txn: &WriteTxn,
     pending: &mut PendingIndex,
     node: [u8; 16],
     old_node: Option<&[u8]>,
@@ -519,7 +519,7 @@ pub(super) fn unindex_node(
 }
 
 /// Indexes every node in the file (used by migrations). Returns how many were read.
-pub(super) fn index_all_nodes(txn: &WriteTransaction) -> Result<u64> {
+pub(super) fn index_all_nodes(txn: &WriteTxn) -> Result<u64> {
     let mut nodes = Vec::new();
     {
         let t = txn.open_table(NODES)?;

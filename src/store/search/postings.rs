@@ -23,10 +23,9 @@
 //! written in the same transaction as the nodes they index, so the index never disagrees
 //! with the nodes (a crash keeps both or neither).
 
-use redb::{ReadTransaction, ReadableTable, TableDefinition, WriteTransaction};
-
 use super::super::tables::META;
 use super::{DOC_NODE_BYTES, SEARCH_DOC_NODES, add_to_totals};
+use crate::store::kv::{ReadTable, ReadTxn, ReadableTable, TableDefinition, WriteTxn};
 use crate::store::{Result, StoreError};
 
 /// `meta` key of the live runs, oldest first: `run id ‖ postings` (u64 LE each) repeated.
@@ -87,13 +86,13 @@ fn encode_runs(runs: &[Run]) -> Vec<u8> {
     v
 }
 
-fn read_runs(txn: &WriteTransaction) -> Result<Vec<Run>> {
+fn read_runs(txn: &WriteTxn) -> Result<Vec<Run>> {
     let meta = txn.open_table(META)?;
     let v = meta.get(RUNS_KEY)?;
     decode_runs(v.as_ref().map(|v| v.value()))
 }
 
-fn write_runs(txn: &WriteTransaction, runs: &[Run]) -> Result<()> {
+fn write_runs(txn: &WriteTxn, runs: &[Run]) -> Result<()> {
     let mut meta = txn.open_table(META)?;
     if runs.is_empty() {
         meta.remove(RUNS_KEY)?;
@@ -234,12 +233,12 @@ fn overlay(older: &[Posting], newer: &[Posting], drop_tombstones: bool, out: &mu
 }
 
 /// The index's runs opened for reading, oldest first.
-pub(super) struct RunReader {
-    tables: Vec<redb::ReadOnlyTable<&'static [u8], &'static [u8]>>,
+pub(super) struct RunReader<'t> {
+    tables: Vec<ReadTable<'t, &'static [u8], &'static [u8]>>,
 }
 
-impl RunReader {
-    pub(super) fn open(r: &ReadTransaction) -> Result<Self> {
+impl<'t> RunReader<'t> {
+    pub(super) fn open(r: &'t ReadTxn) -> Result<Self> {
         let meta = r.open_table(META)?;
         let v = meta.get(RUNS_KEY)?;
         let runs = decode_runs(v.as_ref().map(|v| v.value()))?;
@@ -398,7 +397,7 @@ impl PendingIndex {
     }
 
     /// A doc number no node has had in this store.
-    pub(super) fn new_doc(&mut self, txn: &WriteTransaction) -> Result<u32> {
+    pub(super) fn new_doc(&mut self, txn: &WriteTxn) -> Result<u32> {
         let next = match self.next_doc {
             Some(n) => n,
             None => {
@@ -425,7 +424,7 @@ impl PendingIndex {
     }
 
     /// Writes the doc number rows and the next doc number.
-    fn apply_docs(&mut self, txn: &WriteTransaction) -> Result<()> {
+    fn apply_docs(&mut self, txn: &WriteTxn) -> Result<()> {
         if let Some(next) = self.next_doc {
             txn.open_table(META)?
                 .insert(NEXT_DOC_KEY, next.to_le_bytes().as_slice())?;
@@ -445,7 +444,7 @@ impl PendingIndex {
 
     /// Writes every pending change as a new run, merges runs as they come to match in size,
     /// and updates the totals.
-    pub(in crate::store) fn apply(&mut self, txn: &WriteTransaction) -> Result<()> {
+    pub(in crate::store) fn apply(&mut self, txn: &WriteTxn) -> Result<()> {
         let (docs, tokens) = (self.docs, self.tokens);
         self.docs = 0;
         self.tokens = 0;
@@ -483,7 +482,7 @@ impl PendingIndex {
 
 /// Run `older` overlaid with `newer`, as rows; the run's table is dropped. Tombstones are
 /// kept.
-fn fold_into(txn: &WriteTransaction, older: u64, newer: &Rows) -> Result<Rows> {
+fn fold_into(txn: &WriteTxn, older: u64, newer: &Rows) -> Result<Rows> {
     let name = run_name(older);
     let mut out = Rows::default();
     {
@@ -519,7 +518,7 @@ fn next_id(runs: &[Run]) -> u64 {
 }
 
 /// Merges the two newest runs of `runs` into one.
-fn merge_newest(txn: &WriteTransaction, runs: &mut Vec<Run>) -> Result<()> {
+fn merge_newest(txn: &WriteTxn, runs: &mut Vec<Run>) -> Result<()> {
     let (Some(newer), Some(older)) = (runs.pop(), runs.pop()) else {
         return Ok(());
     };
@@ -541,7 +540,7 @@ fn merge_newest(txn: &WriteTransaction, runs: &mut Vec<Run>) -> Result<()> {
 /// Returns the postings written.
 /// With no `newer`, run `older` is copied (dropping its tombstones, if asked).
 fn merge_runs(
-    txn: &WriteTransaction,
+    txn: &WriteTxn,
     older: u64,
     newer: Option<u64>,
     into: u64,
@@ -559,7 +558,7 @@ fn merge_runs(
     };
     let mut c = txn.open_table(run_table(&nc))?;
     // `into` is a new table written in term order: appended through a cursor.
-    let mut c = c.upper_bound_mut(std::ops::Bound::<&[u8]>::Unbounded)?;
+    let mut c = c.appender()?;
     let mut ia = a.iter()?;
     let mut ib = match &b {
         Some(b) => Some(b.iter()?),
@@ -614,12 +613,10 @@ fn merge_runs(
         }
         if one_side && out.len() == pa.len() + pb.len() {
             // Nothing was shadowed or dropped: the stored bytes are the merged value.
-            c.insert_before(term.value(), raw.value())
-                .map_err(redb::Error::from)?;
+            c.push(term.value(), raw.value())?;
         } else {
             encode_postings(&out, &mut value);
-            c.insert_before(term.value(), value.as_slice())
-                .map_err(redb::Error::from)?;
+            c.push(term.value(), value.as_slice())?;
         }
         written += out.len() as u64;
     }
@@ -629,7 +626,7 @@ fn merge_runs(
 
 /// Merges every run into one, dropping tombstones: the smallest, fastest form of the index.
 /// Returns the postings left.
-pub(in crate::store) fn compact(txn: &WriteTransaction) -> Result<u64> {
+pub(in crate::store) fn compact(txn: &WriteTxn) -> Result<u64> {
     let mut runs = read_runs(txn)?;
     while runs.len() >= 2 {
         merge_newest(txn, &mut runs)?;
@@ -653,7 +650,7 @@ pub(in crate::store) fn compact(txn: &WriteTransaction) -> Result<u64> {
 /// oldest run, still in that layout: how the v8 → v9 migration brings segments over (the
 /// v11 → v12 one then gives the nodes doc numbers).
 pub(in crate::store) fn import_oldest_legacy_run(
-    txn: &WriteTransaction,
+    txn: &WriteTxn,
     rows: impl Iterator<Item = Result<(Vec<u8>, Vec<LegacyPosting>)>>,
 ) -> Result<()> {
     let mut runs = read_runs(txn)?;
@@ -691,7 +688,7 @@ pub(in crate::store) fn import_oldest_legacy_run(
 /// tombstones, with `drop_tombstones`); a run that would be empty is not kept. Returns the
 /// postings written.
 fn write_run<'r>(
-    txn: &WriteTransaction,
+    txn: &WriteTxn,
     id: u64,
     rows: impl Iterator<Item = (&'r [u8], &'r [Posting])>,
     drop_tombstones: bool,
@@ -703,7 +700,7 @@ fn write_run<'r>(
     {
         // The table is new and the rows come in term order: appended through a cursor,
         // which redb gathers into whole leaves (several times faster than an insert each).
-        let mut end = table.upper_bound_mut(std::ops::Bound::<&[u8]>::Unbounded)?;
+        let mut end = table.appender()?;
         for (term, postings) in rows {
             let postings = if drop_tombstones && postings.iter().any(|p| p.1 == 0) {
                 kept.clear();
@@ -716,8 +713,7 @@ fn write_run<'r>(
                 continue;
             }
             encode_postings(postings, &mut value);
-            end.insert_before(term, value.as_slice())
-                .map_err(redb::Error::from)?;
+            end.push(term, value.as_slice())?;
             written += postings.len() as u64;
         }
         end.close()?;
@@ -732,15 +728,16 @@ fn write_run<'r>(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use crate::store::{Node, NodeType, Session, SessionSource, Store};
+    use crate::store::testing::{Fixture, on_both_arms};
+    use crate::store::{Node, NodeType, Session, SessionSource};
+
+    on_both_arms!(small_runs_are_folded_into_a_larger_new_run,);
 
     /// A node of many words indexed after small ones: the small runs are folded into its
     /// run as it is written (one run, nothing merged after), a change in the same
     /// transaction shadows what they held, and a later small run stays on its own.
-    #[test]
-    fn small_runs_are_folded_into_a_larger_new_run() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    fn small_runs_are_folded_into_a_larger_new_run(fx: &Fixture) {
+        let store = fx.open();
         let s = Session::new("t", SessionSource::Glassbox);
         store.write(|w| w.put_session(&s)).unwrap();
         let small: Vec<Node> = (0..3)

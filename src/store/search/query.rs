@@ -9,6 +9,7 @@ use super::{
     SEARCH_DOC_NODES, SearchHit, TOTALS_KEY, decode_doc_node, decode_totals, indexed_text,
     tokenize, tokens_with_spans,
 };
+use crate::store::kv::ReadableTable;
 use crate::store::{Node, Result, SessionId, Store, codec};
 
 /// BM25 parameters.

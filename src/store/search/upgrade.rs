@@ -5,8 +5,6 @@
 
 use std::collections::HashMap;
 
-use redb::{ReadableTable, ReadableTableMetadata, WriteTransaction};
-
 use super::super::tables::{META, NODES, SEARCH_DOCS};
 use super::postings::{
     LegacyPosting, NEXT_DOC_KEY, RUNS_KEY, Run, decode_legacy_postings, decode_runs,
@@ -15,6 +13,7 @@ use super::postings::{
 use super::{
     DOC_HEADER, SEARCH_DOC_NODES, TOTALS_KEY, encode_doc, encode_doc_node, index_all_nodes,
 };
+use crate::store::kv::{ReadableTable, WriteTxn};
 use crate::store::{Result, StoreError};
 
 /// What [`to_doc_numbers`] did.
@@ -31,7 +30,7 @@ pub(in crate::store) struct Upgraded {
 /// Gives every node of `search_docs` a doc number and re-encodes every run with them. A store
 /// whose index is empty while it has nodes (one migrated from before v4, whose index was
 /// left to this step) has its index built from the nodes instead.
-pub(in crate::store) fn to_doc_numbers(txn: &WriteTransaction) -> Result<Upgraded> {
+pub(in crate::store) fn to_doc_numbers(txn: &WriteTxn) -> Result<Upgraded> {
     // Rows a migration of an earlier version may have left.
     txn.delete_table(SEARCH_DOC_NODES)?;
     txn.open_table(SEARCH_DOC_NODES)?;
@@ -93,7 +92,7 @@ pub(in crate::store) fn to_doc_numbers(txn: &WriteTransaction) -> Result<Upgrade
 
 /// Numbers the nodes of `search_docs` in key order: writes each record with its doc number,
 /// fills `search_doc_nodes`, and returns node → doc number.
-fn number_docs(txn: &WriteTransaction) -> Result<HashMap<[u8; 16], u32>> {
+fn number_docs(txn: &WriteTxn) -> Result<HashMap<[u8; 16], u32>> {
     let mut records = Vec::new();
     {
         let docs = txn.open_table(SEARCH_DOCS)?;
@@ -130,7 +129,7 @@ fn number_docs(txn: &WriteTransaction) -> Result<HashMap<[u8; 16], u32>> {
 /// Writes run `from` (v11 postings) as run `into` with doc numbers; postings of nodes without
 /// one (deleted since) are dropped. Returns the postings written.
 fn reencode_run(
-    txn: &WriteTransaction,
+    txn: &WriteTxn,
     from: u64,
     into: u64,
     numbers: &HashMap<[u8; 16], u32>,
@@ -163,7 +162,7 @@ fn reencode_run(
 }
 
 /// Deletes every run and the list of them.
-fn drop_runs(txn: &WriteTransaction) -> Result<()> {
+fn drop_runs(txn: &WriteTxn) -> Result<()> {
     let runs = {
         let meta = txn.open_table(META)?;
         let v = meta.get(RUNS_KEY)?;
@@ -180,7 +179,7 @@ fn drop_runs(txn: &WriteTransaction) -> Result<()> {
 /// records without a doc number, no `search_doc_nodes`), for tests that build an older store
 /// from one this build wrote. Postings of doc numbers no longer in use are dropped.
 #[cfg(test)]
-pub(in crate::store) fn write_v11_layout(txn: &WriteTransaction) -> Result<()> {
+pub(in crate::store) fn write_v11_layout(txn: &WriteTxn) -> Result<()> {
     use super::decode_doc_node;
     use super::postings::{decode_postings, encode_legacy_postings};
 

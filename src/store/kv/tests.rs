@@ -1,0 +1,208 @@
+//! The facade's tables against redb's: every operation the store uses, on both arms.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::ops::Bound;
+
+use super::{ReadableTable, Table, TableDefinition, WriteTxn};
+use crate::store::testing::{Fixture, on_both_arms};
+use crate::store::{Node, NodeType, Session, SessionSource, StoreError};
+
+on_both_arms!(table_reads_and_writes_match_redb);
+
+const NUMS: TableDefinition<u64, &[u8]> = TableDefinition::new("test_nums");
+const WORDS: TableDefinition<&str, u64> = TableDefinition::new("test_words");
+const FILLED: TableDefinition<[u8; 4], ()> = TableDefinition::new("test_filled");
+
+fn keys_of(t: &impl ReadableTable<u64, &'static [u8]>) -> Vec<u64> {
+    t.iter().unwrap().map(|r| r.unwrap().0.value()).collect()
+}
+
+fn fill_nums(t: &mut Table<'_, u64, &'static [u8]>, keys: &[u64]) {
+    for k in keys.iter().rev() {
+        assert!(t.insert(*k, k.to_le_bytes().as_slice()).unwrap().is_none());
+    }
+}
+
+/// Every table operation the store uses, through the facade, with what redb does: key
+/// order (`u64` keys whose little-endian bytes sort otherwise), ranges read from both ends
+/// across many pages, first and last, rows removed as an extraction is read and only those,
+/// retain, appending in order, dropped and listed tables, snapshots and discarded writes.
+fn table_reads_and_writes_match_redb(fx: &Fixture) {
+    let db = fx.raw();
+    let keys: Vec<u64> = (0..1300u64).map(|i| i * 300).collect();
+    let w: WriteTxn = db.begin_write().unwrap();
+    {
+        let mut t = w.open_table(NUMS).unwrap();
+        fill_nums(&mut t, &keys);
+        assert_eq!(t.len().unwrap(), 1300);
+        assert_eq!(keys_of(&t), keys);
+        let old = t.insert(300, [7u8].as_slice()).unwrap().unwrap();
+        assert_eq!(old.value(), 300u64.to_le_bytes().as_slice());
+        drop(old);
+        assert_eq!(t.get(300).unwrap().unwrap().value(), [7u8].as_slice());
+        assert!(t.get(301).unwrap().is_none());
+        assert_eq!(t.first().unwrap().unwrap().0.value(), 0);
+        assert_eq!(t.last().unwrap().unwrap().0.value(), 1299 * 300);
+        let rev: Vec<u64> = t
+            .iter()
+            .unwrap()
+            .rev()
+            .map(|r| r.unwrap().0.value())
+            .collect();
+        assert_eq!(rev, keys.iter().rev().copied().collect::<Vec<_>>());
+        // Both ends of one range at once meet without a row twice or a row missed.
+        let mut r = t.range(600u64..=300_000).unwrap();
+        let (mut lo, mut hi) = (Vec::new(), Vec::new());
+        loop {
+            match r.next() {
+                Some(row) => lo.push(row.unwrap().0.value()),
+                None => break,
+            }
+            if lo.len() % 3 == 0 {
+                match r.next_back() {
+                    Some(row) => hi.push(row.unwrap().0.value()),
+                    None => break,
+                }
+            }
+        }
+        assert!(r.next().is_none() && r.next_back().is_none());
+        hi.reverse();
+        lo.extend(hi);
+        let want: Vec<u64> = keys
+            .iter()
+            .copied()
+            .filter(|k| (600..=300_000).contains(k))
+            .collect();
+        assert_eq!(lo, want);
+        drop(r);
+        let above: Vec<u64> = t
+            .range((Bound::Excluded(389_400u64), Bound::Unbounded))
+            .unwrap()
+            .map(|r| r.unwrap().0.value())
+            .collect();
+        assert_eq!(above, vec![389_700]);
+        // An extraction removes the rows it hands out, and only those.
+        let taken: Vec<u64> = t
+            .extract_from_if(0u64..6_000, |k, _| k % 600 == 0)
+            .unwrap()
+            .take(3)
+            .map(|r| r.unwrap().0.value())
+            .collect();
+        assert_eq!(taken, vec![0, 600, 1200]);
+        assert_eq!(t.len().unwrap(), 1297);
+        assert!(t.get(1800).unwrap().is_some());
+        let all: Vec<u64> = t
+            .extract_from_if(..=3_000u64, |_, _| true)
+            .unwrap()
+            .map(|r| r.unwrap().0.value())
+            .collect();
+        assert_eq!(all, vec![300, 900, 1500, 1800, 2100, 2400, 2700, 3000]);
+        t.retain_in(3_000u64..=300_000, |k, _| k % 900 == 0)
+            .unwrap();
+        t.retain(|k, _| k < 360_000).unwrap();
+        let left = keys_of(&t);
+        assert_eq!(left.first(), Some(&3_600));
+        assert_eq!(left.last(), Some(&359_700));
+        assert!(left.iter().all(|k| *k > 300_000 || k % 900 == 0));
+        assert!(t.remove(3_600).unwrap().is_some());
+        assert!(t.remove(3_600).unwrap().is_none());
+    }
+    {
+        let mut t = w.open_table(WORDS).unwrap();
+        for (i, word) in ["b", "ab", "a", "", "ba"].iter().enumerate() {
+            t.insert(*word, i as u64).unwrap();
+        }
+        let words: Vec<(String, u64)> = t
+            .iter()
+            .unwrap()
+            .map(|r| {
+                let (k, v) = r.unwrap();
+                (k.value().to_string(), v.value())
+            })
+            .collect();
+        let want = [("", 3), ("a", 2), ("ab", 1), ("b", 0), ("ba", 4)];
+        assert_eq!(words, want.map(|(k, v)| (k.to_string(), v)));
+        assert_eq!(t.range("a".."b").unwrap().count(), 2);
+    }
+    {
+        let mut t = w.open_table(FILLED).unwrap();
+        let mut a = t.appender().unwrap();
+        for i in 0..1000u32 {
+            a.push(i.to_be_bytes(), ()).unwrap();
+        }
+        assert!(a.push(5u32.to_be_bytes(), ()).is_err());
+        a.close().unwrap();
+        assert_eq!(t.len().unwrap(), 1000);
+        assert!(
+            t.appender()
+                .unwrap()
+                .push(999u32.to_be_bytes(), ())
+                .is_err()
+        );
+    }
+    w.commit().unwrap();
+
+    // A read transaction keeps its snapshot; a write dropped uncommitted leaves nothing.
+    let r = db.begin_read().unwrap();
+    let w = db.begin_write().unwrap();
+    w.open_table(NUMS)
+        .unwrap()
+        .insert(1, [1u8].as_slice())
+        .unwrap();
+    assert!(w.delete_table(FILLED).unwrap());
+    assert!(!w.delete_table(FILLED).unwrap());
+    assert!(!w.list_tables().unwrap().iter().any(|t| t == "test_filled"));
+    w.commit().unwrap();
+    assert!(r.open_table(NUMS).unwrap().get(1).unwrap().is_none());
+    assert_eq!(r.open_table(FILLED).unwrap().len().unwrap(), 1000);
+    drop(r);
+    let w = db.begin_write().unwrap();
+    w.open_table(NUMS)
+        .unwrap()
+        .insert(2, [2u8].as_slice())
+        .unwrap();
+    drop(w);
+    let r = db.begin_read().unwrap();
+    let t = r.open_table(NUMS).unwrap();
+    assert!(t.get(1).unwrap().is_some() && t.get(2).unwrap().is_none());
+    let names = r.list_tables().unwrap();
+    assert!(names.contains(&"test_nums".to_string()) && names.contains(&"test_words".to_string()));
+    assert!(
+        r.open_table_if_exists(FILLED)
+            .unwrap()
+            .is_none_or(|t| t.is_empty().unwrap())
+    );
+}
+
+/// What only a redb file can do is refused by name on a byte backend; the rest of `doctor`
+/// and the importers' size checks still answer.
+#[test]
+fn a_byte_backend_says_what_it_does_not_support() {
+    let fx = Fixture::bytes();
+    let mut store = fx.open();
+    // Another handle does not change the answer.
+    let other = store.clone();
+    let s = Session::new("t", SessionSource::Glassbox);
+    let nodes: Vec<Node> = (0..2)
+        .map(|i| Node::new(s.id, NodeType::Thinking, format!("n{i}")))
+        .collect();
+    store
+        .write(|w| {
+            w.put_session(&s)?;
+            nodes.iter().try_for_each(|n| w.put_node(n))
+        })
+        .unwrap();
+    for err in [
+        store.table_sizes().unwrap_err(),
+        store.free_bytes().unwrap_err(),
+        store.check_integrity().unwrap_err(),
+        store.compact().unwrap_err(),
+    ] {
+        assert!(matches!(err, StoreError::Unsupported(_)), "{err}");
+        assert!(err.to_string().contains("does not support"), "{err}");
+    }
+    drop(other);
+    assert_eq!(store.file_bytes(), 0);
+    assert_eq!(store.counts().unwrap().nodes, 2);
+    assert!(store.node_compression().unwrap().stored > 0);
+}
