@@ -17,14 +17,17 @@ enum Held<'a, V: redb::Value + 'static> {
 }
 
 impl<'a, V: redb::Value + 'static> Guard<'a, V> {
+    #[inline]
     pub(super) fn redb(g: redb::AccessGuard<'a, V>) -> Self {
         Self(Held::Redb(g))
     }
 
+    #[inline]
     pub(super) fn owned(bytes: Vec<u8>) -> Self {
         Self(Held::Owned(bytes, PhantomData))
     }
 
+    #[inline]
     pub fn value(&self) -> V::SelfType<'_> {
         match &self.0 {
             Held::Redb(g) => g.value(),
@@ -36,12 +39,14 @@ impl<'a, V: redb::Value + 'static> Guard<'a, V> {
 /// One row: its key and its value.
 pub type Entry<'a, K, V> = (Guard<'a, K>, Guard<'a, V>);
 
+#[inline]
 pub(super) fn redb_row<'a, K: Key, V: redb::Value + 'static>(
     row: (redb::AccessGuard<'a, K>, redb::AccessGuard<'a, V>),
 ) -> Entry<'a, K, V> {
     (Guard::redb(row.0), Guard::redb(row.1))
 }
 
+#[inline]
 pub(super) fn byte_row<'a, K: Key, V: redb::Value + 'static>(row: Row) -> Entry<'a, K, V> {
     (Guard::owned(K::from_ordered(row.0)), Guard::owned(row.1))
 }
@@ -55,10 +60,12 @@ enum Ranged<'a, K: Key, V: redb::Value + 'static> {
 }
 
 impl<'a, K: Key, V: redb::Value + 'static> Range<'a, K, V> {
+    #[inline]
     pub(super) fn redb(r: redb::Range<'a, K, V>) -> Self {
         Self(Ranged::Redb(r))
     }
 
+    #[inline]
     pub(super) fn bytes(p: Pager<'a>) -> Self {
         Self(Ranged::Bytes(p, PhantomData))
     }
@@ -67,6 +74,7 @@ impl<'a, K: Key, V: redb::Value + 'static> Range<'a, K, V> {
 impl<'a, K: Key, V: redb::Value + 'static> Iterator for Range<'a, K, V> {
     type Item = Result<Entry<'a, K, V>>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.0 {
             Ranged::Redb(r) => r.next().map(|row| Ok(redb_row(row?))),
@@ -76,6 +84,7 @@ impl<'a, K: Key, V: redb::Value + 'static> Iterator for Range<'a, K, V> {
 }
 
 impl<K: Key, V: redb::Value + 'static> DoubleEndedIterator for Range<'_, K, V> {
+    #[inline]
     fn next_back(&mut self) -> Option<Self::Item> {
         match &mut self.0 {
             Ranged::Redb(r) => r.next_back().map(|row| Ok(redb_row(row?))),
@@ -110,10 +119,12 @@ where
     V: redb::Value + 'static,
     F: for<'f> FnMut(K::SelfType<'f>, V::SelfType<'f>) -> bool,
 {
+    #[inline]
     pub(super) fn redb(x: redb::ExtractIf<'a, K, V, F>) -> Self {
         Self(Extracted::Redb(x))
     }
 
+    #[inline]
     pub(super) fn bytes(p: Pager<'a>, f: F) -> Self {
         Self(Extracted::Bytes(p, f, PhantomData))
     }
@@ -127,6 +138,7 @@ where
 {
     type Item = Result<Entry<'a, K, V>>;
 
+    #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         match &mut self.0 {
             Extracted::Redb(x) => x.next().map(|row| Ok(redb_row(row?))),

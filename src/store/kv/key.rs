@@ -53,6 +53,7 @@ pub struct TableDefinition<'n, K: Key, V: redb::Value + 'static> {
 }
 
 impl<'n, K: Key, V: redb::Value + 'static> TableDefinition<'n, K, V> {
+    #[inline]
     pub const fn new(name: &'n str) -> Self {
         Self {
             name,
@@ -60,10 +61,12 @@ impl<'n, K: Key, V: redb::Value + 'static> TableDefinition<'n, K, V> {
         }
     }
 
+    #[inline]
     pub fn name(&self) -> &'n str {
         self.name
     }
 
+    #[inline]
     pub(super) fn redb(&self) -> redb::TableDefinition<'n, K, V> {
         redb::TableDefinition::new(self.name)
     }

@@ -87,6 +87,7 @@ impl Db {
         })
     }
 
+    #[inline]
     pub fn begin_read(&self) -> Result<ReadTxn> {
         Ok(match self {
             Db::Redb(db) => ReadTxn(ReadArm::Redb(db.begin_read()?)),
@@ -95,6 +96,7 @@ impl Db {
     }
 
     /// Begins the one write transaction: waits while another (of any process) is open.
+    #[inline]
     pub fn begin_write(&self) -> Result<WriteTxn> {
         Ok(match self {
             Db::Redb(db) => WriteTxn(WriteArm::Redb(db.begin_write()?)),
@@ -167,6 +169,7 @@ enum ReadArm {
 
 impl ReadTxn {
     /// Opens `def`; in redb a table never created is an error.
+    #[inline]
     pub fn open_table<K: Key, V: redb::Value + 'static>(
         &self,
         def: TableDefinition<'_, K, V>,
@@ -221,6 +224,7 @@ enum WriteArm {
 
 impl WriteTxn {
     /// Opens `def` for reading and writing (in redb, creating it).
+    #[inline]
     pub fn open_table<K: Key, V: redb::Value + 'static>(
         &self,
         def: TableDefinition<'_, K, V>,

@@ -131,16 +131,19 @@ enum ReadArm<'t, K: Key, V: redb::Value + 'static> {
 }
 
 impl<'t, K: Key, V: redb::Value + 'static> ReadTable<'t, K, V> {
+    #[inline]
     pub(super) fn redb(t: redb::ReadOnlyTable<K, V>) -> Self {
         Self(ReadArm::Redb(t, PhantomData))
     }
 
+    #[inline]
     pub(super) fn bytes(t: ByteTable<'t>) -> Self {
         Self(ReadArm::Bytes(t, PhantomData))
     }
 }
 
 impl<K: Key, V: redb::Value + 'static> ReadableTable<K, V> for ReadTable<'_, K, V> {
+    #[inline]
     fn get<'a>(&self, key: impl Borrow<K::SelfType<'a>>) -> Result<Option<Guard<'_, V>>> {
         match &self.0 {
             ReadArm::Redb(t, _) => Ok(t.get(key)?.map(Guard::redb)),
@@ -148,6 +151,7 @@ impl<K: Key, V: redb::Value + 'static> ReadableTable<K, V> for ReadTable<'_, K, 
         }
     }
 
+    #[inline]
     fn range<'a, KR>(&self, range: impl RangeBounds<KR> + 'a) -> Result<Range<'_, K, V>>
     where
         KR: Borrow<K::SelfType<'a>> + 'a,
@@ -161,6 +165,7 @@ impl<K: Key, V: redb::Value + 'static> ReadableTable<K, V> for ReadTable<'_, K, 
         }
     }
 
+    #[inline]
     fn iter(&self) -> Result<Range<'_, K, V>> {
         match &self.0 {
             ReadArm::Redb(t, _) => Ok(Range::redb(redb::ReadableTable::iter(t)?)),
@@ -168,6 +173,7 @@ impl<K: Key, V: redb::Value + 'static> ReadableTable<K, V> for ReadTable<'_, K, 
         }
     }
 
+    #[inline]
     fn first(&self) -> Result<Option<Entry<'_, K, V>>> {
         match &self.0 {
             ReadArm::Redb(t, _) => Ok(t.first()?.map(redb_row)),
@@ -175,6 +181,7 @@ impl<K: Key, V: redb::Value + 'static> ReadableTable<K, V> for ReadTable<'_, K, 
         }
     }
 
+    #[inline]
     fn last(&self) -> Result<Option<Entry<'_, K, V>>> {
         match &self.0 {
             ReadArm::Redb(t, _) => Ok(t.last()?.map(redb_row)),
@@ -182,6 +189,7 @@ impl<K: Key, V: redb::Value + 'static> ReadableTable<K, V> for ReadTable<'_, K, 
         }
     }
 
+    #[inline]
     fn len(&self) -> Result<u64> {
         match &self.0 {
             ReadArm::Redb(t, _) => Ok(t.len()?),
@@ -199,15 +207,18 @@ enum WriteArm<'t, K: Key, V: redb::Value + 'static> {
 }
 
 impl<'t, K: Key, V: redb::Value + 'static> Table<'t, K, V> {
+    #[inline]
     pub(super) fn redb(t: redb::Table<'t, K, V>) -> Self {
         Self(WriteArm::Redb(t))
     }
 
+    #[inline]
     pub(super) fn bytes(t: ByteTable<'t>) -> Self {
         Self(WriteArm::Bytes(t, PhantomData))
     }
 
     /// Puts `value` under `key`; returns the value it replaced.
+    #[inline]
     pub fn insert<'k, 'v>(
         &mut self,
         key: impl Borrow<K::SelfType<'k>>,
@@ -227,6 +238,7 @@ impl<'t, K: Key, V: redb::Value + 'static> Table<'t, K, V> {
     }
 
     /// Removes `key`; returns the value it held.
+    #[inline]
     pub fn remove<'a>(
         &mut self,
         key: impl Borrow<K::SelfType<'a>>,
@@ -310,6 +322,7 @@ impl<'t, K: Key, V: redb::Value + 'static> Table<'t, K, V> {
 }
 
 impl<K: Key, V: redb::Value + 'static> ReadableTable<K, V> for Table<'_, K, V> {
+    #[inline]
     fn get<'a>(&self, key: impl Borrow<K::SelfType<'a>>) -> Result<Option<Guard<'_, V>>> {
         match &self.0 {
             WriteArm::Redb(t) => Ok(t.get(key)?.map(Guard::redb)),
@@ -317,6 +330,7 @@ impl<K: Key, V: redb::Value + 'static> ReadableTable<K, V> for Table<'_, K, V> {
         }
     }
 
+    #[inline]
     fn range<'a, KR>(&self, range: impl RangeBounds<KR> + 'a) -> Result<Range<'_, K, V>>
     where
         KR: Borrow<K::SelfType<'a>> + 'a,
@@ -330,6 +344,7 @@ impl<K: Key, V: redb::Value + 'static> ReadableTable<K, V> for Table<'_, K, V> {
         }
     }
 
+    #[inline]
     fn iter(&self) -> Result<Range<'_, K, V>> {
         match &self.0 {
             WriteArm::Redb(t) => Ok(Range::redb(redb::ReadableTable::iter(t)?)),
@@ -337,6 +352,7 @@ impl<K: Key, V: redb::Value + 'static> ReadableTable<K, V> for Table<'_, K, V> {
         }
     }
 
+    #[inline]
     fn first(&self) -> Result<Option<Entry<'_, K, V>>> {
         match &self.0 {
             WriteArm::Redb(t) => Ok(t.first()?.map(redb_row)),
@@ -344,6 +360,7 @@ impl<K: Key, V: redb::Value + 'static> ReadableTable<K, V> for Table<'_, K, V> {
         }
     }
 
+    #[inline]
     fn last(&self) -> Result<Option<Entry<'_, K, V>>> {
         match &self.0 {
             WriteArm::Redb(t) => Ok(t.last()?.map(redb_row)),
@@ -351,6 +368,7 @@ impl<K: Key, V: redb::Value + 'static> ReadableTable<K, V> for Table<'_, K, V> {
         }
     }
 
+    #[inline]
     fn len(&self) -> Result<u64> {
         match &self.0 {
             WriteArm::Redb(t) => Ok(t.len()?),
@@ -377,6 +395,7 @@ enum Appending<'a, K: Key, V: redb::Value + 'static> {
 
 impl<K: Key, V: redb::Value + 'static> Appender<'_, K, V> {
     /// Appends a row; its key must be larger than every key the table holds.
+    #[inline]
     pub fn push<'k, 'v>(
         &mut self,
         key: impl Borrow<K::SelfType<'k>>,
