@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 
 use super::{Ctx, print_json};
 use crate::config::ProviderKind;
+use crate::config::StoreTarget;
 use crate::config::providers;
 
 fn human_size(bytes: u64) -> String {
@@ -45,9 +46,15 @@ fn colour_support() -> &'static str {
 }
 
 /// `--compact`: the file's size before and after, or `busy` when another process was in a
-/// transaction on it.
+/// transaction on it. Only a redb file is compacted.
 fn compact_store(ctx: &Ctx) -> Result<Value> {
-    let path = ctx.paths.store_file();
+    let path = match ctx.store_target()? {
+        StoreTarget::File(path) => path,
+        postgres @ StoreTarget::Postgres(_) => anyhow::bail!(
+            "--compact applies to a redb file; the store is the PostgreSQL database {}",
+            postgres.label()
+        ),
+    };
     if !path.exists() {
         anyhow::bail!("there is no store to compact at {}", path.display());
     }
@@ -60,29 +67,68 @@ fn compact_store(ctx: &Ctx) -> Result<Value> {
     })
 }
 
+/// The redb file: size, schema, counts, table sizes, compression.
+fn redb_store(store_path: &std::path::Path) -> Value {
+    if !store_path.exists() {
+        return json!({"backend": "redb", "path": store_path, "exists": false});
+    }
+    match crate::store::Store::open(store_path) {
+        Ok(s) => json!({
+            "backend": "redb",
+            "path": store_path,
+            "size_bytes": std::fs::metadata(store_path).map(|m| m.len()).unwrap_or(0),
+            "schema_version": s.schema_version().ok(),
+            "counts": s.counts().ok(),
+            "tables": s.table_sizes().ok(),
+            "compression": s.node_compression().ok().map(|c| json!({
+                "node_bytes_stored": c.stored,
+                "node_bytes_plain": c.plain,
+                "ratio": c.ratio(),
+            })),
+            "search_runs": s.search_runs().ok(),
+        }),
+        Err(e) => json!({"backend": "redb", "path": store_path, "error": e.to_string()}),
+    }
+}
+
+/// The PostgreSQL database: the URL without its password, the server's version, TLS, the
+/// round-trip latency, and the store's schema and counts.
+fn postgres_store(url: &str) -> Value {
+    let label = crate::config::store_target::redact(url);
+    let fail = |e: String| json!({"backend": "postgres", "url": label, "error": e});
+    let backend = match StoreTarget::connect_postgres(url) {
+        Ok(b) => b,
+        Err(e) => return fail(format!("{e:#}")),
+    };
+    let info = match backend.server_info() {
+        Ok(i) => i,
+        Err(e) => return fail(e.to_string()),
+    };
+    let mut v = json!({
+        "backend": "postgres",
+        "url": info.url,
+        "server_version": info.version,
+        "server_version_num": info.version_num,
+        "tls": info.tls,
+        "latency_ms": info.latency.as_secs_f64() * 1e3,
+    });
+    match crate::store::Store::open_backend(std::sync::Arc::new(backend), info.url.clone()) {
+        Ok(s) => {
+            v["schema_version"] = json!(s.schema_version().ok());
+            v["counts"] = json!(s.counts().ok());
+        }
+        Err(e) => v["error"] = json!(e.to_string()),
+    }
+    v
+}
+
 fn gather(ctx: &Ctx) -> Value {
     let cfg = &ctx.loaded.config;
     let data_dir = &ctx.paths.data_dir;
-    let store_path = ctx.paths.store_file();
-    let store = if store_path.exists() {
-        match crate::store::Store::open(&store_path) {
-            Ok(s) => json!({
-                "path": store_path,
-                "size_bytes": std::fs::metadata(&store_path).map(|m| m.len()).unwrap_or(0),
-                "schema_version": s.schema_version().ok(),
-                "counts": s.counts().ok(),
-                "tables": s.table_sizes().ok(),
-                "compression": s.node_compression().ok().map(|c| json!({
-                    "node_bytes_stored": c.stored,
-                    "node_bytes_plain": c.plain,
-                    "ratio": c.ratio(),
-                })),
-                "search_runs": s.search_runs().ok(),
-            }),
-            Err(e) => json!({"path": store_path, "error": e.to_string()}),
-        }
-    } else {
-        json!({"path": store_path, "exists": false})
+    let store = match ctx.store_target() {
+        Ok(StoreTarget::File(path)) => redb_store(&path),
+        Ok(StoreTarget::Postgres(url)) => postgres_store(&url),
+        Err(e) => json!({"error": e.to_string()}),
     };
     let selected = providers::resolve_kind(ctx);
     let providers: Vec<Value> = [
@@ -203,8 +249,28 @@ pub fn run(ctx: &Ctx, json_out: bool, compact: bool) -> Result<ExitCode> {
         }
     );
     let st = &v["store"];
+    let at = if st["backend"] == "postgres" {
+        s(&st["url"])
+    } else {
+        s(&st["path"])
+    };
     if let Some(err) = st.get("error") {
-        println!("store        {}  ERROR: {}", s(&st["path"]), s(err));
+        println!("store        {at}  ERROR: {}", s(err));
+    } else if st["backend"] == "postgres" {
+        println!(
+            "store        PostgreSQL {at}  schema v{}",
+            s(&st["schema_version"])
+        );
+        println!(
+            "  server     {}  TLS {}  round trip {:.2} ms",
+            s(&st["server_version"]),
+            if st["tls"] == true { "yes" } else { "no" },
+            st["latency_ms"].as_f64().unwrap_or(0.0)
+        );
+        if let Some(c) = st["counts"].as_object() {
+            let parts: Vec<String> = c.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            println!("             {}", parts.join("  "));
+        }
     } else if st.get("exists") == Some(&Value::Bool(false)) {
         println!("store        {} (created on first use)", s(&st["path"]));
     } else {

@@ -78,7 +78,9 @@ fn import_json(ctx: &Ctx, file: &std::path::Path, replace: bool, json: bool) -> 
     let store = ctx.open_store()?;
     let done = export::import_checked(&store, &checked, replace)?;
     drop(store);
-    give_back_free_pages(&ctx.paths.store_file());
+    if let Some(file) = ctx.store_file() {
+        give_back_free_pages(&file);
+    }
     if json {
         print_json(&json!({
             "session": done.session.id,
@@ -244,7 +246,7 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
-    let store_file = ctx.paths.store_file();
+    let store_file = ctx.store_file();
     let summary = tokio::task::spawn_blocking(move || -> Result<ImportSummary> {
         let mut errors = Vec::new();
         let files = transcript::discover(&paths, &mut errors)?;
@@ -272,8 +274,10 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
         let mut summary = importer.take_summary();
         summary.errors.splice(0..0, errors);
         drop(importer);
-        if summary.bytes > 0 {
-            give_back_free_pages(&store_file);
+        if summary.bytes > 0
+            && let Some(file) = &store_file
+        {
+            give_back_free_pages(file);
         }
         Ok(summary)
     })
@@ -308,7 +312,7 @@ const COMPACT_MIN_BYTES: u64 = 32 << 20;
 /// replaced); giving them back takes a fraction of a second.
 const COMPACT_FREE_SHARE: f64 = 0.1;
 
-/// After an import: gives the store file's free pages back when they are a good share of a
+/// After an import into a redb file: gives the store file's free pages back when they are a good share of a
 /// large file. Skipped while another process is reading or writing the store; a failure is
 /// reported and leaves the store as it was (what was imported is committed already).
 fn give_back_free_pages(path: &std::path::Path) {

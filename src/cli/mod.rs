@@ -72,6 +72,11 @@ pub struct GlobalArgs {
     /// Base URL of the provider's API.
     #[arg(long, global = true, value_name = "URL")]
     pub base_url: Option<String>,
+    /// The store: a PostgreSQL URL (postgres://USER@HOST/DATABASE, shared by every instance
+    /// given it; password from PGPASSWORD or ~/.pgpass) instead of the redb file in the data
+    /// dir. Overrides GLASSBOX_STORE_URL and [store] url.
+    #[arg(long = "store", global = true, value_name = "URL")]
+    pub store_url: Option<String>,
     /// Colour theme: dark, light, high-contrast, or a theme file's name in <config dir>/themes.
     #[arg(long, global = true, value_name = "NAME")]
     pub theme: Option<String>,
@@ -166,6 +171,13 @@ fn flag_overrides(g: &GlobalArgs) -> Vec<FlagOverride> {
     }
     if let Some(t) = &g.theme {
         flags.push(FlagOverride::new("general.theme", t.as_str(), "--theme"));
+    }
+    if let Some(u) = &g.store_url {
+        flags.push(FlagOverride::new(
+            config::STORE_URL_KEY,
+            u.as_str(),
+            "--store",
+        ));
     }
     if let Some(u) = &g.base_url {
         flags.push(FlagOverride::new(

@@ -4,7 +4,7 @@ use std::sync::{Arc, OnceLock};
 
 use anyhow::Result;
 
-use super::LoadedConfig;
+use super::{LoadedConfig, StoreTarget};
 use crate::engines::knowledge::Knowledge;
 use crate::engines::memory::{self, Embedder, Memory, ScopeKind};
 use crate::engines::prompts::Prompts;
@@ -22,18 +22,33 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// Opens (creating if needed) the store in the data dir.
+    /// The configured store: `[store] url` (`--store`, `GLASSBOX_STORE_URL`) when set, else
+    /// the redb file in the data dir.
+    pub fn store_target(&self) -> Result<StoreTarget> {
+        StoreTarget::from_url(&self.loaded.config.store.url, &self.paths.store_file())
+    }
+
+    /// The redb file in the data dir when that is the configured store; `None` for a
+    /// PostgreSQL store (nothing is kept in the data dir's file then).
+    pub fn store_file(&self) -> Option<std::path::PathBuf> {
+        match self.store_target() {
+            Ok(StoreTarget::File(path)) => Some(path),
+            _ => None,
+        }
+    }
+
+    /// Opens (creating if needed) the configured store.
     pub fn open_store(&self) -> Result<Store> {
         self.open_store_with_cache(crate::store::CACHE_BYTES)
     }
 
-    /// [`Ctx::open_store`] with a page cache of `cache_bytes`.
+    /// [`Ctx::open_store`] with a page cache of `cache_bytes` (for a redb file).
     pub fn open_store_with_cache(&self, cache_bytes: usize) -> Result<Store> {
-        self.paths.ensure_data_dir()?;
-        Ok(Store::open_with_cache(
-            &self.paths.store_file(),
-            cache_bytes,
-        )?)
+        let target = self.store_target()?;
+        if matches!(target, StoreTarget::File(_)) {
+            self.paths.ensure_data_dir()?;
+        }
+        target.open(cache_bytes)
     }
 
     /// The `[embeddings]` embedder, loaded once. `Err` says why there is none (missing or

@@ -110,7 +110,8 @@ pub struct LoadedConfig {
 }
 
 impl LoadedConfig {
-    /// Every leaf as (dotted key, value, origin), sorted by key.
+    /// Every leaf as (dotted key, value, origin), sorted by key; `store.url` without its
+    /// password.
     pub fn entries(&self) -> Vec<(String, toml::Value, Origin)> {
         let mut leaves = BTreeMap::new();
         if let Ok(value) = toml::Value::try_from(&self.config) {
@@ -120,6 +121,13 @@ impl LoadedConfig {
             .into_iter()
             .map(|(key, value)| {
                 let origin = self.origins.get(&key).cloned().unwrap_or(Origin::Default);
+                // The store's URL is shown without its password.
+                let value = match value {
+                    toml::Value::String(url) if key == super::STORE_URL_KEY => {
+                        toml::Value::String(super::store_target::redact(&url))
+                    }
+                    other => other,
+                };
                 (key, value, origin)
             })
             .collect()

@@ -13,6 +13,7 @@ mod load;
 mod loaded;
 pub mod providers;
 mod read;
+pub mod store_target;
 #[cfg(test)]
 mod tests;
 
@@ -41,6 +42,7 @@ use crate::engines::verify::VerifyParams;
 pub use ctx::Ctx;
 pub use load::{ConfigSources, FlagOverride, load};
 pub use loaded::{ConfigError, LoadedConfig, Origin};
+pub use store_target::StoreTarget;
 
 /// The built-in defaults, embedded from `configs/default.toml`.
 pub const DEFAULT_TOML: &str = include_str!("../../configs/default.toml");
@@ -67,7 +69,11 @@ pub const SHORT_ENV_VARS: &[(&str, &str)] = &[
     ("GLASSBOX_EFFORT", "effort.default"),
     ("GLASSBOX_THEME", "general.theme"),
     ("GLASSBOX_PROFILE", "general.profile"),
+    ("GLASSBOX_STORE_URL", STORE_URL_KEY),
 ];
+
+/// The key of the store's URL (`--store`, `GLASSBOX_STORE_URL`, `GLASSBOX_STORE__URL`).
+pub const STORE_URL_KEY: &str = "store.url";
 
 /// Well-known environment variables of other tools that set a base URL.
 pub const BASE_URL_ENV_VARS: &[(&str, &str)] = &[
@@ -180,8 +186,20 @@ pub struct Config {
     /// `[loop]`: spotting a model that repeats itself, and what to do then.
     #[serde(rename = "loop")]
     pub r#loop: LoopParams,
+    /// `[store]`: where sessions are kept (the data dir's redb file, or PostgreSQL).
+    pub store: StoreConfig,
     #[serde(default)]
     pub profiles: BTreeMap<String, Profile>,
+}
+
+/// `[store]`: where the store lives.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreConfig {
+    /// Empty: the redb file in the data dir. `postgres://…` or `postgresql://…`: that
+    /// PostgreSQL database, which several instances may share. Shown only without its
+    /// password ([`store_target::redact`]).
+    pub url: String,
 }
 
 /// `[general]`: provider choice, profile, theme, logging.

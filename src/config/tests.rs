@@ -566,3 +566,51 @@ fn the_diff_section_loads_and_is_checked() {
         assert!(err.contains(message), "{toml}: {err}");
     }
 }
+
+#[test]
+fn the_store_url_goes_flag_over_env_over_file_and_is_shown_without_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(CONFIG_FILE_NAME);
+    assert_eq!(load(&sources(dir.path())).unwrap().config.store.url, "");
+    std::fs::write(
+        &path,
+        "[store]\nurl = \"postgres://gb:file-pw@file-host/db\"\n",
+    )
+    .unwrap();
+    let mut src = sources(dir.path());
+    assert!(load(&src).unwrap().config.store.url.contains("file-host"));
+    src.env = env(&[(
+        "GLASSBOX_STORE__URL",
+        "postgres://gb:generic-pw@generic-host/db",
+    )]);
+    assert!(
+        load(&src)
+            .unwrap()
+            .config
+            .store
+            .url
+            .contains("generic-host")
+    );
+    src.env = env(&[("GLASSBOX_STORE_URL", "postgres://gb:env-pw@env-host/db")]);
+    assert!(load(&src).unwrap().config.store.url.contains("env-host"));
+    src.flags = vec![FlagOverride::new(
+        STORE_URL_KEY,
+        "postgresql://gb:flag-pw@flag-host:5433/db?sslmode=disable",
+        "--store",
+    )];
+    let loaded = load(&src).unwrap();
+    assert_eq!(
+        loaded.config.store.url,
+        "postgresql://gb:flag-pw@flag-host:5433/db?sslmode=disable"
+    );
+    let text = loaded.render_text();
+    let json = loaded.to_json().to_string();
+    for shown in [&text, &json] {
+        assert!(!shown.contains("-pw"), "{shown}");
+        assert!(
+            shown.contains("postgresql://gb@flag-host:5433/db"),
+            "{shown}"
+        );
+    }
+    assert!(text.contains("flag:--store"), "{text}");
+}

@@ -617,7 +617,7 @@ fn read_hook_input() -> Result<HookInput> {
 pub fn hook_session_start(ctx: &Ctx, fresh: bool) -> ExitCode {
     let params = ctx.loaded.config.memory.clone();
     let timeout = Duration::from_millis(params.learn.hook_timeout_ms);
-    let paths_store = ctx.paths.store_file();
+    let target = ctx.store_target();
     let data_dir_ok = ctx.paths.ensure_data_dir().is_ok();
     let work = move || -> Result<String> {
         let input = read_hook_input()?;
@@ -628,7 +628,7 @@ pub fn hook_session_start(ctx: &Ctx, fresh: bool) -> ExitCode {
             Some(c) => PathBuf::from(c),
             None => std::env::current_dir()?,
         };
-        let store = Store::open(&paths_store)?;
+        let store = target?.open(crate::store::CACHE_BYTES)?;
         let scope = crate::engines::memory::scope_for(ScopeKind::Project, &cwd, None)?;
         // No embedder: nothing inside a hook loads a model.
         let m = Memory::new(store, params.clone(), None, scope, Vec::new());
