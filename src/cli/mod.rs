@@ -19,6 +19,7 @@ mod research;
 mod search;
 mod sessions;
 mod steer;
+mod store;
 mod values;
 mod verify;
 
@@ -130,7 +131,11 @@ pub enum Command {
     /// Show the merged configuration and where each value came from.
     #[command(subcommand)]
     Config(ConfigCmd),
-    /// Check the data dir, store, config, providers, model files and terminal.
+    /// The store itself: copy it into an empty store (a PostgreSQL database or a redb file).
+    #[command(subcommand)]
+    Store(store::StoreCmd),
+    /// Check the data dir, store (redb file or PostgreSQL), config, providers, model files
+    /// and terminal.
     Doctor {
         /// Print JSON instead of text.
         #[arg(long)]
@@ -312,6 +317,7 @@ pub fn run(ctx: &Ctx, runtime: &tokio::runtime::Runtime, command: Command) -> Re
             }
             Ok(ExitCode::SUCCESS)
         }
+        Command::Store(cmd) => store::run(ctx, cmd),
         Command::Doctor { json, compact } => doctor::run(ctx, json, compact),
         Command::Completions { shell } => Ok(print_completions(shell)),
     }

@@ -1,0 +1,319 @@
+//! The PostgreSQL store through the binary: two instances with data dirs of their own
+//! sharing one database, `store copy` to PostgreSQL and back to a redb file with identical
+//! exports, `doctor` on PostgreSQL, and the password kept out of every output, error and log.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use support::bin::{glassbox, ok};
+use support::pg::TempPostgres;
+
+const FIXTURES: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/fixtures/claude_code/projects"
+);
+
+/// The binary with `data` as its data dir and `url` as its store.
+fn on(data: &Path, url: &str) -> Command {
+    let mut c = glassbox(data);
+    c.env("GLASSBOX_STORE_URL", url);
+    c
+}
+
+fn sessions(cmd: &mut Command) -> Vec<Value> {
+    let out = ok(cmd.args(["sessions", "list", "--json"]));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// Every session's `export --format json`, by session id.
+fn exports(mut cmd: impl FnMut() -> Command) -> BTreeMap<String, Vec<u8>> {
+    let list = sessions(&mut cmd());
+    assert!(!list.is_empty());
+    list.iter()
+        .map(|s| {
+            let id = s["id"].as_str().unwrap().to_string();
+            let out = ok(cmd().args(["export", &id, "--format", "json"]));
+            (id, out.stdout)
+        })
+        .collect()
+}
+
+/// A copy's `--json` counts, the tables that had rows.
+fn rows_by_table(copied: &Value) -> BTreeMap<String, u64> {
+    copied["tables"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(table, n)| (table.clone(), n.as_u64().unwrap()))
+        .filter(|(_, n)| *n > 0)
+        .collect()
+}
+
+#[test]
+fn two_instances_share_one_database() {
+    let pg = TempPostgres::shared();
+    let url = pg.socket_url(&pg.create_database());
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+
+    assert!(sessions(&mut on(&b, &url)).is_empty());
+    ok(on(&a, &url).args(["import", "claude-code", FIXTURES]));
+    let imported = Instant::now();
+    let seen = loop {
+        let listed = sessions(&mut on(&b, &url));
+        if listed.len() == 3 || imported.elapsed() > Duration::from_secs(1) {
+            break listed;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert!(imported.elapsed() <= Duration::from_secs(1));
+    let mut projects: Vec<&str> = seen
+        .iter()
+        .map(|s| s["project"].as_str().unwrap())
+        .collect();
+    projects.sort_unstable();
+    assert_eq!(projects, ["api", "calc", "web"]);
+    assert_eq!(sessions(&mut on(&a, &url)), seen);
+    // Neither instance kept anything in a redb file of its own.
+    assert!(!a.join("glassbox.redb").exists() && !b.join("glassbox.redb").exists());
+}
+
+#[test]
+fn store_copy_to_postgres_and_back_keeps_every_export() {
+    let pg = TempPostgres::shared();
+    let url = pg.socket_url(&pg.create_database());
+    let dir = tempfile::tempdir().unwrap();
+    let (src, back) = (dir.path().join("src"), dir.path().join("back"));
+    ok(glassbox(&src).args(["import", "claude-code", FIXTURES]));
+    let before = exports(|| glassbox(&src));
+    assert_eq!(before.len(), 3);
+
+    let out = ok(glassbox(&src).args(["store", "copy", "--to", &url, "--json"]));
+    let to_pg: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(to_pg["to_backend"], "postgres");
+    assert_eq!(
+        to_pg["from"],
+        src.join("glassbox.redb").display().to_string()
+    );
+    assert!(to_pg["tables"]["sessions"].as_u64() == Some(3), "{to_pg}");
+    assert!(to_pg["tables"]["nodes"].as_u64().unwrap() > 0, "{to_pg}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("copying nodes"),
+        "progress on stderr"
+    );
+    assert_eq!(exports(|| on(&back, &url)), before);
+
+    let copy = back.join("glassbox.redb");
+    let out = ok(glassbox(&back).args([
+        "store",
+        "copy",
+        "--from",
+        &url,
+        "--to",
+        copy.to_str().unwrap(),
+        "--json",
+    ]));
+    let to_redb: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(to_redb["to_backend"], "redb");
+    // A redb file lists its empty tables too; PostgreSQL creates a table with its first row.
+    assert_eq!(rows_by_table(&to_redb), rows_by_table(&to_pg));
+    assert_eq!(to_redb["rows"], to_pg["rows"]);
+    assert_eq!(exports(|| glassbox(&back)), before);
+
+    // Text output: one line per table and the total.
+    let third = dir.path().join("third.redb");
+    let out = ok(glassbox(&src).args(["store", "copy", "--to", third.to_str().unwrap()]));
+    let shown = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.trim_start().starts_with("sessions") && l.ends_with(" 3")),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!("{} rows in", to_pg["rows"])),
+        "{shown}"
+    );
+
+    // A store that holds sessions is never a copy's target.
+    let again = glassbox(&src)
+        .args(["store", "copy", "--to", &url])
+        .output()
+        .unwrap();
+    assert!(!again.status.success());
+    let err = String::from_utf8_lossy(&again.stderr).into_owned();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.contains("already holds 3 sessions"), "{err}");
+    let itself = glassbox(&src)
+        .args([
+            "store",
+            "copy",
+            "--to",
+            src.join("glassbox.redb").to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!itself.status.success());
+    assert!(text(&itself).contains("into itself"), "{}", text(&itself));
+}
+
+#[test]
+fn doctor_reports_the_server_and_never_the_password() {
+    let pg = TempPostgres::shared();
+    let db = pg.create_database();
+    let password = pg.password().to_string();
+    let url = pg.tcp_url(&db, Some(&password));
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let mut outputs = Vec::new();
+
+    ok(on(&data, &url).args(["import", "claude-code", FIXTURES]));
+    let out = ok(on(&data, &url).args(["doctor", "--json"]));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let st = &v["store"];
+    assert_eq!(st["backend"], "postgres", "{st}");
+    assert_eq!(
+        st["url"],
+        format!("postgresql://glassbox@127.0.0.1:{}/{db}", pg.port())
+    );
+    assert!(
+        st["server_version_num"].as_u64().unwrap() >= 100_000,
+        "{st}"
+    );
+    assert_eq!(st["tls"], pg.tls(), "{st}");
+    assert!(st["latency_ms"].as_f64().unwrap() > 0.0, "{st}");
+    assert!(st["schema_version"].as_u64().is_some(), "{st}");
+    assert!(st.get("size_bytes").is_none() && st.get("compression").is_none());
+    outputs.push(text(&out));
+
+    let out = ok(on(&data, &url).arg("doctor"));
+    let shown = text(&out);
+    assert!(
+        shown.contains("store        PostgreSQL postgresql://glassbox@127.0.0.1"),
+        "{shown}"
+    );
+    assert!(shown.contains("round trip"), "{shown}");
+    assert!(
+        !shown.contains("free ") && !shown.contains("compression"),
+        "{shown}"
+    );
+    outputs.push(shown);
+
+    // The flag wins over the environment, and the config shows the URL without password.
+    let out = ok(on(&data, "postgres://nobody@192.0.2.1/none")
+        .args(["--store", &url, "config", "show", "--json"]));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["keys"]["store.url"]["origin"], "flag:--store");
+    outputs.push(text(&out));
+    outputs.push(text(&ok(on(&data, &url).args(["config", "show"]))));
+    outputs.push(text(&ok(
+        on(&data, &url).args(["sessions", "list", "--json"])
+    )));
+    let copy = dir.path().join("copy.redb");
+    outputs.push(text(&ok(on(&data, &url).args([
+        "store",
+        "copy",
+        "--to",
+        copy.to_str().unwrap(),
+        "--json",
+    ]))));
+    let id = sessions(&mut on(&data, &url))[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    for format in ["json", "md"] {
+        outputs.push(text(&ok(
+            on(&data, &url).args(["export", &id, "--format", format])
+        )));
+    }
+    outputs.push(text(&ok(on(&data, &url).args(["-vv", "sessions", "list"]))));
+    outputs.push(std::fs::read_to_string(data.join("glassbox.log")).unwrap_or_default());
+    for shown in &outputs {
+        assert!(
+            !shown.contains(&password),
+            "the password was shown: {shown}"
+        );
+    }
+}
+
+/// Runs a command that must fail; its stderr, checked to be one line without `secret`.
+fn one_line_failure(cmd: &mut Command, secret: &str) -> String {
+    let out = cmd.output().unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(err.trim_end().lines().count(), 1, "{err}");
+    assert!(err.starts_with("glassbox: error: "), "{err}");
+    assert!(!err.contains(secret), "{err}");
+    assert!(out.stdout.is_empty());
+    err
+}
+
+#[test]
+fn bad_store_urls_fail_in_one_line_without_the_password() {
+    let pg = TempPostgres::shared();
+    let db = pg.create_database();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let secret = "Wr0ngPa55word";
+    let list = ["sessions", "list", "--json"];
+
+    let wrong = pg.tcp_url(&db, Some(secret));
+    let err = one_line_failure(on(&data, &wrong).args(list), secret);
+    assert!(
+        err.contains(&format!(
+            "postgresql://glassbox@127.0.0.1:{}/{db}",
+            pg.port()
+        )),
+        "{err}"
+    );
+    assert!(err.contains("password"), "{err}");
+
+    let missing = pg.tcp_url("no_such_db", Some(secret));
+    let err = one_line_failure(on(&data, &missing).args(list), secret);
+    assert!(err.contains("no_such_db"), "{err}");
+
+    let closed = format!(
+        "postgres://glassbox:{secret}@127.0.0.1:{}/x?connect_timeout=2",
+        support::pg::free_port().unwrap()
+    );
+    let err = one_line_failure(on(&data, &closed).args(list), secret);
+    assert!(err.contains("postgres://glassbox@127.0.0.1"), "{err}");
+
+    let other = format!("mysql://glassbox:{secret}@127.0.0.1/x");
+    let err = one_line_failure(on(&data, &other).args(list), secret);
+    assert!(err.contains("unsupported scheme 'mysql://'"), "{err}");
+    let err = one_line_failure(
+        glassbox(&data).args(["store", "copy", "--to", &other]),
+        secret,
+    );
+    assert!(err.contains("unsupported scheme"), "{err}");
+
+    // Doctor names the failure in its store line and still reports the rest.
+    let out = ok(on(&data, &wrong).args(["doctor", "--json"]));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        v["store"]["error"].as_str().unwrap().contains("password"),
+        "{v}"
+    );
+    assert!(!text(&out).contains(secret));
+    assert!(
+        !std::fs::read_to_string(data.join("glassbox.log"))
+            .unwrap_or_default()
+            .contains(secret)
+    );
+}
