@@ -1,14 +1,20 @@
-//! The store's tests run on both arms of `kv`: a redb file, and the in-memory byte backend
-//! that stands for every other [`kv::ByteBackend`]. A test takes a [`Fixture`] and opens its
-//! store with [`Fixture::open`] (again, to reopen it); [`on_both_arms!`] makes a test of
-//! each arm from it.
+//! The store's tests run on both arms of `kv` and on each byte backend: a redb file, the
+//! in-memory byte backend, and a PostgreSQL database (a fresh one per test, on the one
+//! throwaway server of the test binary, [`harness::TempPostgres::shared`]). A test takes a
+//! [`Fixture`] and opens its store with [`Fixture::open`] (again, to reopen it);
+//! [`on_both_arms!`] makes a test of each from it.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use super::kv::memory::MemoryBackend;
 use super::kv::{self, Db};
+use super::pg::{PasswordSources, PgBackend};
 use super::{CACHE_BYTES, Result, Store};
+
+/// The throwaway PostgreSQL server of the test binary, shared with `pg/tests.rs`.
+#[path = "../../tests/support/pg.rs"]
+pub(crate) mod harness;
 
 /// Where a test's store lives.
 pub(crate) struct Fixture {
@@ -28,6 +34,11 @@ impl Fixture {
     /// The in-memory byte backend.
     pub(crate) fn bytes() -> Self {
         Self::on(Arc::new(MemoryBackend::new()))
+    }
+
+    /// A new empty database on the test binary's PostgreSQL server.
+    pub(crate) fn pg() -> Self {
+        Self::on(Arc::new(pg_backend(&pg_database())))
     }
 
     /// Any byte backend, empty.
@@ -68,7 +79,20 @@ impl Fixture {
     }
 }
 
-/// Makes tests `<name>::redb` and `<name>::bytes` of each `fn <name>(fx: &Fixture)`.
+/// A new empty database on the test binary's PostgreSQL server; its URL.
+pub(crate) fn pg_database() -> String {
+    let server = harness::TempPostgres::shared();
+    server.socket_url(&server.create_database())
+}
+
+/// A connection to the database at `url`, with no password from the environment (the test
+/// server trusts its Unix socket).
+pub(crate) fn pg_backend(url: &str) -> PgBackend {
+    PgBackend::connect_with(url, &PasswordSources::default()).expect("a PostgreSQL backend")
+}
+
+/// Makes tests `<name>::redb`, `<name>::bytes` and `<name>::pg` of each
+/// `fn <name>(fx: &Fixture)`.
 macro_rules! on_both_arms {
     ($($name:ident),* $(,)?) => {$(
         mod $name {
@@ -80,6 +104,11 @@ macro_rules! on_both_arms {
             #[test]
             fn bytes() {
                 super::$name(&$crate::store::testing::Fixture::bytes());
+            }
+
+            #[test]
+            fn pg() {
+                super::$name(&$crate::store::testing::Fixture::pg());
             }
         }
     )*};

@@ -7,10 +7,35 @@
 //! a key is encoded so that byte order is the key's order (`u64` big-endian, fixed arrays,
 //! `&str` and `&[u8]` as they are) and a value is its bytes (`()` empty, integers
 //! little-endian as redb stores them).
+//!
+//! A key is at most [`MAX_KEY_BYTES`] long: an insert of a longer one fails with
+//! [`StoreError::Invalid`] and changes nothing, in every byte backend (PostgreSQL cannot
+//! index a much longer one). Values have no limit of their own.
+//!
+//! A backend shared by several instances may tell a follower when another one commits:
+//! [`ByteBackend::listen`] and [`ByteBackend::wait_for_change`]; one that cannot only waits.
 
 use std::ops::Bound;
+use std::time::Duration;
 
-use super::super::Result;
+use super::super::{Result, StoreError};
+
+/// The longest key a byte backend stores, in bytes. PostgreSQL refuses a B-tree entry
+/// larger than about a third of its 8 KiB page; this leaves room for its overhead.
+pub const MAX_KEY_BYTES: usize = 2048;
+
+/// Refuses a key longer than [`MAX_KEY_BYTES`], naming the table; what a backend's
+/// [`ByteWrite::insert`] calls first.
+pub fn check_key(table: &str, key: &[u8]) -> Result<()> {
+    if key.len() > MAX_KEY_BYTES {
+        return Err(StoreError::Invalid(format!(
+            "a key of {} bytes for table {table} is longer than the {MAX_KEY_BYTES} bytes a \
+             store key may have",
+            key.len()
+        )));
+    }
+    Ok(())
+}
 
 /// One key and its value.
 pub type Row = (Vec<u8>, Vec<u8>);
@@ -40,6 +65,7 @@ pub trait ByteRead: Send {
 /// [`ByteWrite::commit`] discards every change.
 pub trait ByteWrite: ByteRead {
     /// Puts `value` under `key`, creating the table if needed; returns the value it replaced.
+    /// A key longer than [`MAX_KEY_BYTES`] is refused ([`check_key`]).
     fn insert(&mut self, table: &str, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>>;
     /// Removes `key`; returns the value it held.
     fn remove(&mut self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>>;
@@ -55,4 +81,20 @@ pub trait ByteBackend: Send + Sync {
     fn begin_read(&self) -> Result<Box<dyn ByteRead>>;
     /// Waits until no other writer (in this or any other process) holds the backend.
     fn begin_write(&self) -> Result<Box<dyn ByteWrite>>;
+
+    /// Starts watching for commits, so [`ByteBackend::wait_for_change`] also reports those
+    /// made from now on; a follower calls it before each read it then keeps up to date.
+    /// Cheap once watching. A backend that cannot tell does nothing.
+    fn listen(&self) -> Result<()> {
+        Ok(())
+    }
+
+    /// Waits up to `timeout` for a commit that changed something (by any instance) since
+    /// the previous call or since [`ByteBackend::listen`]; `true` when there was one, or
+    /// when some may have been missed. A backend that cannot tell sleeps `timeout` and
+    /// answers `false`.
+    fn wait_for_change(&self, timeout: Duration) -> Result<bool> {
+        std::thread::sleep(timeout);
+        Ok(false)
+    }
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::{Arc, Condvar, Mutex};
 
-use super::bytes::{ByteBackend, ByteRead, ByteWrite, Row};
+use super::bytes::{ByteBackend, ByteRead, ByteWrite, Row, check_key};
 use super::source::is_empty_range;
 use crate::store::{Result, StoreError};
 
@@ -166,6 +166,7 @@ impl ByteRead for Writing {
 
 impl ByteWrite for Writing {
     fn insert(&mut self, table: &str, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+        check_key(table, key)?;
         let rows = self.tables.entry(table.to_string()).or_default();
         Ok(Arc::make_mut(rows).insert(key.to_vec(), value.to_vec()))
     }

@@ -206,3 +206,39 @@ fn a_byte_backend_says_what_it_does_not_support() {
     assert_eq!(store.counts().unwrap().nodes, 2);
     assert!(store.node_compression().unwrap().stored > 0);
 }
+
+/// A key of [`MAX_KEY_BYTES`](super::bytes::MAX_KEY_BYTES) is stored, a longer one refused
+/// with an error naming its size and table, and the transaction still commits the rest.
+fn long_keys_are_refused(fx: &Fixture) {
+    use super::bytes::MAX_KEY_BYTES;
+    let super::Db::Bytes(backend) = fx.raw() else {
+        panic!("a byte backend");
+    };
+    let longest = vec![7u8; MAX_KEY_BYTES];
+    let mut w = backend.begin_write().unwrap();
+    assert_eq!(w.insert("test_long", &longest, b"v").unwrap(), None);
+    let err = w
+        .insert("test_long", &[7u8; MAX_KEY_BYTES + 1], b"w")
+        .unwrap_err();
+    let StoreError::Invalid(message) = &err else {
+        panic!("expected an invalid key, got {err:?}");
+    };
+    assert!(
+        message.contains("2049 bytes") && message.contains("test_long"),
+        "{message}"
+    );
+    w.commit().unwrap();
+    let r = backend.begin_read().unwrap();
+    assert_eq!(r.len("test_long").unwrap(), 1);
+    assert_eq!(r.get("test_long", &longest).unwrap(), Some(b"v".to_vec()));
+}
+
+#[test]
+fn long_keys_are_refused_in_memory() {
+    long_keys_are_refused(&Fixture::bytes());
+}
+
+#[test]
+fn long_keys_are_refused_in_postgres() {
+    long_keys_are_refused(&Fixture::pg());
+}

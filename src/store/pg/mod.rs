@@ -18,7 +18,9 @@
 //! changes. A commit that changed anything sends `NOTIFY glassbox_changes` in the same
 //! transaction; [`PgBackend::wait_for_change`] waits for one on a connection of its own.
 //! Deleting a table deletes its rows and registry row, so readers never wait for the
-//! writer and keep their snapshot; the emptied `kv_` table is dropped after the commit.
+//! writer and keep their snapshot; the emptied `kv_` table is dropped after the commit when
+//! no read transaction is open (each holds [`READER_LOCK`] shared, taken before its
+//! snapshot), else after a later delete.
 //!
 //! Every call blocks its thread (the `postgres` client runs each connection on a runtime of
 //! its own), so async code calls it on tokio's blocking pool, as it does for redb: a
@@ -52,6 +54,11 @@ pub const LAYOUT_VERSION: i32 = 1;
 /// The advisory lock every write transaction holds ("glassbox" in ASCII). Advisory locks
 /// belong to one database, so stores in different databases do not wait for each other.
 pub const WRITER_LOCK: i64 = 0x676c_6173_7362_6f78;
+
+/// The advisory lock every read transaction holds shared, from before its snapshot is
+/// taken until it ends ("glassbxr" in ASCII): tables a delete emptied are dropped only while
+/// no reader holds it, as a reader's snapshot may still show them.
+pub const READER_LOCK: i64 = 0x676c_6173_7362_7872;
 
 /// The channel a commit notifies.
 pub const CHANGES_CHANNEL: &str = "glassbox_changes";
@@ -434,14 +441,25 @@ fn describe(e: &postgres::Error) -> String {
 
 impl ByteBackend for PgBackend {
     fn begin_read(&self) -> Result<Box<dyn ByteRead>> {
-        let conn = self.begin("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1")?;
-        Ok(Box::new(PgTxn::new(self.clone(), conn)))
+        let conn = self.begin(&format!(
+            "SELECT pg_advisory_lock_shared({READER_LOCK}); COMMIT; \
+             BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1"
+        ))?;
+        Ok(Box::new(PgTxn::new(self.clone(), conn, true)))
     }
 
     fn begin_write(&self) -> Result<Box<dyn ByteWrite>> {
         let conn = self.begin(&format!(
             "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({WRITER_LOCK})"
         ))?;
-        Ok(Box::new(PgTxn::new(self.clone(), conn)))
+        Ok(Box::new(PgTxn::new(self.clone(), conn, false)))
+    }
+
+    fn listen(&self) -> Result<()> {
+        PgBackend::listen(self)
+    }
+
+    fn wait_for_change(&self, timeout: Duration) -> Result<bool> {
+        PgBackend::wait_for_change(self, timeout)
     }
 }

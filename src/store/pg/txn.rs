@@ -6,8 +6,8 @@ use std::ops::Bound;
 
 use postgres::types::ToSql;
 
-use super::{CHANGES_CHANNEL, Conn, PgBackend, WRITER_LOCK};
-use crate::store::kv::bytes::{ByteRead, ByteWrite, Row};
+use super::{CHANGES_CHANNEL, Conn, PgBackend, READER_LOCK, WRITER_LOCK};
+use crate::store::kv::bytes::{ByteRead, ByteWrite, Row, check_key};
 use crate::store::{Result, StoreError};
 
 /// The longest store table name: PostgreSQL names have at most 63 bytes, `kv_` included.
@@ -17,6 +17,8 @@ const MAX_NAME: usize = 60;
 /// `begin_write`. The trait object it is handed out as decides which calls it gets.
 pub(super) struct PgTxn {
     backend: PgBackend,
+    /// A read transaction holds [`READER_LOCK`] (shared, for the session) until it ends.
+    reader: bool,
     state: RefCell<State>,
 }
 
@@ -35,9 +37,12 @@ struct State {
 }
 
 impl PgTxn {
-    pub(super) fn new(backend: PgBackend, conn: Conn) -> PgTxn {
+    /// A transaction begun on `conn`; `reader` when it is a read transaction, which holds
+    /// [`READER_LOCK`].
+    pub(super) fn new(backend: PgBackend, conn: Conn, reader: bool) -> PgTxn {
         PgTxn {
             backend,
+            reader,
             state: RefCell::new(State {
                 conn: Some(conn),
                 known: HashMap::new(),
@@ -217,6 +222,7 @@ impl ByteRead for PgTxn {
 
 impl ByteWrite for PgTxn {
     fn insert(&mut self, table: &str, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
+        check_key(table, key)?;
         if !self.exists(table)? {
             let create = format!(
                 "CREATE TABLE IF NOT EXISTS {} (k bytea PRIMARY KEY, v bytea NOT NULL); \
@@ -326,15 +332,15 @@ impl ByteWrite for PgTxn {
 }
 
 /// Drops the `kv_` tables no registry row names (those [`ByteWrite::delete_table`] emptied),
-/// holding the writer lock so no writer is creating one of them meanwhile. A table a reader
-/// is still reading is left for the next time: the lock on it is waited for only briefly, as
-/// readers arriving meanwhile would queue behind the wait. A reader whose snapshot predates
-/// the delete and that first touches the table after it was dropped gets an error, not the
-/// old rows.
+/// holding the writer lock so no writer is creating one of them meanwhile, and only when no
+/// read transaction is open on the database ([`READER_LOCK`] taken exclusively without
+/// waiting): a reader's snapshot may predate the delete and still show the table. Tables
+/// left are dropped after a later delete.
 fn drop_deleted_tables(conn: &mut Conn) {
     let sql = format!(
         "BEGIN; SELECT pg_advisory_xact_lock({WRITER_LOCK}); SET LOCAL lock_timeout = '100ms'; \
          DO $$ DECLARE t text; BEGIN \
+           IF NOT pg_try_advisory_xact_lock({READER_LOCK}) THEN RETURN; END IF; \
            FOR t IN SELECT c.relname FROM pg_class c \
              WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind = 'r' \
                AND c.relname LIKE 'kv\\_%' \
@@ -353,8 +359,13 @@ impl Drop for PgTxn {
     /// Ends a transaction that was not committed: its changes are discarded and the
     /// connection goes back to the pool (or is closed when the rollback fails).
     fn drop(&mut self) {
+        let end = if self.reader {
+            format!("ROLLBACK; SELECT pg_advisory_unlock_shared({READER_LOCK})")
+        } else {
+            "ROLLBACK".to_owned()
+        };
         if let Some(mut conn) = self.state.get_mut().conn.take()
-            && conn.client.batch_execute("ROLLBACK").is_ok()
+            && conn.client.batch_execute(&end).is_ok()
         {
             self.backend.give_back(conn);
         }
