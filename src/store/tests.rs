@@ -766,3 +766,108 @@ fn compacting_gives_free_pages_back_and_keeps_every_record() {
     assert_eq!(hits.len(), 5);
     assert!(hits.iter().all(|h| h.session == sessions[1].id));
 }
+
+/// Two instances over their own connections to one PostgreSQL database: each follows the
+/// other's commits, woken at once by [`Store::wait_for_change`], and an event both append
+/// under one idempotency key is kept once.
+#[test]
+fn instances_sharing_postgres_follow_each_other() {
+    use std::time::{Duration, Instant};
+
+    use super::testing::{pg_backend, pg_database};
+
+    let url = pg_database();
+    let open = |label: &str| {
+        Store::open_backend(std::sync::Arc::new(pg_backend(&url)), label.into()).unwrap()
+    };
+    let (one, two) = (open("one"), open("two"));
+
+    // `two` reads where the journal ends, then waits; `one` commits meanwhile.
+    let since = two.last_seq().unwrap();
+    assert!(two.follow(since, 100).unwrap().is_empty());
+    let s = Session::new("shared", SessionSource::Glassbox);
+    let writer = {
+        let (one, s) = (one.clone(), s.clone());
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            one.write(|w| w.put_session(&s)).unwrap();
+            Instant::now()
+        })
+    };
+    assert!(two.wait_for_change(Duration::from_secs(5)));
+    let seen = two.follow(since, 100).unwrap();
+    let committed = writer.join().unwrap();
+    assert!(committed.elapsed() < Duration::from_secs(1));
+    assert_eq!(seen.len(), 1);
+    assert_eq!(seen[0].1.kind, ChangeKind::SessionPut);
+    assert_eq!(seen[0].1.session, Some(s.id));
+    assert_eq!(two.session(s.id).unwrap().unwrap(), s);
+
+    // A commit between a read and the wait is not lost: the wait ends at once.
+    let since = seen[0].0;
+    let n = Node::new(s.id, NodeType::Thinking, "from one");
+    one.write(|w| w.put_node(&n)).unwrap();
+    let start = Instant::now();
+    assert!(two.wait_for_change(Duration::from_secs(5)));
+    assert!(start.elapsed() < Duration::from_secs(1));
+    assert_eq!(two.follow(since, 100).unwrap().len(), 1);
+    assert_eq!(two.node(n.id).unwrap().unwrap(), n);
+    // And the other way round.
+    one.follow(0, 100).unwrap();
+    two.write(|w| w.put_node(&Node::new(s.id, NodeType::Response, "from two")))
+        .unwrap();
+    assert!(one.wait_for_change(Duration::from_secs(5)));
+    assert_eq!(one.session_nodes(s.id).unwrap().len(), 2);
+
+    // Both append the same learning at once: one event, one instance told it is new.
+    let entry = MemoryEntry {
+        id: MemoryId::new(),
+        tier: MemoryTier::Archival,
+        scope: MemoryScope::Global,
+        section: None,
+        content: "shared".into(),
+        tags: Vec::new(),
+        importance: 0.5,
+        created_at: Utc::now(),
+        updated_at: Utc::now(),
+        provenance: Provenance::default(),
+        meta: Default::default(),
+    };
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let appends: Vec<_> = [one.clone(), two.clone()]
+        .into_iter()
+        .map(|store| {
+            let (entry, barrier) = (entry.clone(), barrier.clone());
+            std::thread::spawn(move || {
+                let how = learning::EntryLearning {
+                    extractor_version: "manual".into(),
+                    source: learning::EventSource::UserReview,
+                    schema_version: learning::LEARNING_SCHEMA_VERSION,
+                    concepts: None,
+                };
+                barrier.wait();
+                store.write(|w| w.learn_entry(&entry, &how)).unwrap()
+            })
+        })
+        .collect();
+    let appended: Vec<_> = appends.into_iter().map(|t| t.join().unwrap()).collect();
+    assert_eq!(appended.iter().filter(|a| a.new).count(), 1, "{appended:?}");
+    for store in [&one, &two] {
+        assert_eq!(store.learning_events_of(entry.id).unwrap().len(), 1);
+        assert_eq!(store.learning(entry.id).unwrap().unwrap().content, "shared");
+    }
+}
+
+/// A redb file and the in-memory backend cannot tell of commits: the wait takes its time
+/// and answers `false`.
+#[test]
+fn without_notifications_a_wait_sleeps_and_answers_false() {
+    use std::time::{Duration, Instant};
+    for fx in [Fixture::redb(), Fixture::bytes()] {
+        let store = fx.open();
+        session_with_nodes(&store, 1);
+        let start = Instant::now();
+        assert!(!store.wait_for_change(Duration::from_millis(30)));
+        assert!(start.elapsed() >= Duration::from_millis(30));
+    }
+}
