@@ -13,6 +13,7 @@
 //! threads that may block: the CLI's own calls, `spawn_blocking` closures, tests.
 
 mod codec;
+mod copy;
 mod heads;
 mod journal;
 mod knowledge;
