@@ -317,3 +317,31 @@ fn bad_store_urls_fail_in_one_line_without_the_password() {
             .contains(secret)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_asked_by_one_instance_is_listed_by_another() {
+    let server = support::ScriptedServer::start(support::Script::forever(support::Step::sse(
+        support::fixture("anthropic_thinking.sse"),
+    )))
+    .await;
+    let url = server.url();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let pg = TempPostgres::shared();
+        let store = pg.socket_url(&pg.create_database());
+        let (a, b) = (root.join("a"), root.join("b"));
+        ok(on(&a, &store)
+            .args(["ask", "--provider", "anthropic", "--base-url", &url, "Why?"])
+            .env("ANTHROPIC_API_KEY", "sk-ant-test-0123456789abcdef"));
+        let asked = Instant::now();
+        let listed = sessions(&mut on(&b, &store));
+        assert!(asked.elapsed() <= Duration::from_secs(1));
+        assert_eq!(listed.len(), 1, "{listed:?}");
+        let id = listed[0]["id"].as_str().unwrap().to_string();
+        let shown = ok(on(&b, &store).args(["export", &id, "--format", "json"]));
+        assert!(!shown.stdout.is_empty());
+    })
+    .await
+    .unwrap();
+}
