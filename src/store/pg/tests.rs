@@ -409,6 +409,8 @@ fn deleting_a_table_keeps_readers_running_and_their_snapshot() {
     put(&backend, "kept", b"a", b"1");
     let reader = backend.begin_read().unwrap();
     assert_eq!(reader.len("doomed").unwrap(), 1);
+    // A reader that first touches the table after the delete committed.
+    let untouched = backend.begin_read().unwrap();
 
     let mut w = backend.begin_write().unwrap();
     assert!(w.delete_table("doomed").unwrap());
@@ -430,6 +432,11 @@ fn deleting_a_table_keeps_readers_running_and_their_snapshot() {
         Some(&b"1"[..])
     );
     assert_eq!(reader.list_tables().unwrap(), ["doomed", "kept"]);
+    assert_eq!(
+        untouched.get("doomed", b"a").unwrap().as_deref(),
+        Some(&b"1"[..])
+    );
+    drop(untouched);
     assert_eq!(pg_tables(&db), ["kv_doomed", "kv_kept"]);
     assert_eq!(get(&backend, "doomed", b"a"), None);
     drop(reader);
