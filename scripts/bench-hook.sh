@@ -31,24 +31,7 @@ printf '[embeddings]\nprovider = "none"\n' > "$WORK/config/config.toml"
 export GLASSBOX_DATA_DIR="$WORK/data" GLASSBOX_CONFIG_DIR="$WORK/config"
 
 echo "filling a store with $N learnings …"
-python3 - "$N" "$WORK/project" > "$WORK/fill.jsonl" <<'EOF'
-import json, sys, uuid, random
-n, project = int(sys.argv[1]), sys.argv[2]
-random.seed(7)
-topics = ["redis", "postgres", "docker", "ci", "tests", "release", "auth", "cache", "api",
-          "frontend", "logging", "metrics", "deploy", "rust", "python", "migrations"]
-verbs = ["needs", "breaks without", "is configured by", "depends on", "was replaced by",
-         "should use", "runs before", "is documented in"]
-for i in range(n):
-    a, b = random.sample(topics, 2)
-    print(json.dumps({
-        "id": str(uuid.uuid4()), "tier": "archival", "scope": f"project:{project}",
-        "content": f"The {a} setup {random.choice(verbs)} the {b} step (note {i}).",
-        "tags": [a, b], "importance": 0.5,
-        "created_at": "2026-10-01T10:00:00Z", "updated_at": "2026-10-01T10:00:00Z",
-        "provenance": {"origin": "bench"},
-    }))
-EOF
+python3 scripts/gen-learnings.py "$N" "$WORK/project" > "$WORK/fill.jsonl"
 (cd "$WORK/project" && "$BIN" memory import "$WORK/fill.jsonl" --json > /dev/null)
 
 INPUT="{\"session_id\":\"bench\",\"cwd\":\"$WORK/project\",\"source\":\"startup\"}"

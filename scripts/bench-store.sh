@@ -52,24 +52,7 @@ printf '[embeddings]\nprovider = "none"\n' > "$WORK/config/config.toml"
 export GLASSBOX_CONFIG_DIR="$WORK/config"
 echo "generating $FILES session files and $LEARNINGS learnings …"
 python3 scripts/gen-history.py "$PWD" "$WORK/history" "$FILES" > /dev/null
-python3 - "$LEARNINGS" "$WORK/project" > "$WORK/learnings.jsonl" <<'EOF'
-import json, sys, uuid, random
-n, project = int(sys.argv[1]), sys.argv[2]
-random.seed(7)
-topics = ["redis", "postgres", "docker", "ci", "tests", "release", "auth", "cache", "api",
-          "frontend", "logging", "metrics", "deploy", "rust", "python", "migrations"]
-verbs = ["needs", "breaks without", "is configured by", "depends on", "was replaced by",
-         "should use", "runs before", "is documented in"]
-for i in range(n):
-    a, b = random.sample(topics, 2)
-    print(json.dumps({
-        "id": str(uuid.uuid4()), "tier": "archival", "scope": f"project:{project}",
-        "content": f"The {a} setup {random.choice(verbs)} the {b} step (note {i}).",
-        "tags": [a, b], "importance": 0.5,
-        "created_at": "2026-10-01T10:00:00Z", "updated_at": "2026-10-01T10:00:00Z",
-        "provenance": {"origin": "bench"},
-    }))
-EOF
+python3 scripts/gen-learnings.py "$LEARNINGS" "$WORK/project" > "$WORK/learnings.jsonl"
 bytes=$(du -sb "$WORK/history" | cut -f1)
 
 python3 - "$BIN" "$WORK" "$PG_URL" "$FILES" "$bytes" "$RUNS" <<'EOF'
