@@ -159,7 +159,7 @@ impl<P: FnMut(&str, u64)> TableCopy<'_, P> {
                     let (k, v) = row?;
                     let (k, v) = (k.value(), v.value());
                     bytes += K::as_bytes(&k).as_ref().len() + V::as_bytes(&v).as_ref().len();
-                    t.insert(k, v)?;
+                    t.put(k, v)?;
                     n += 1;
                     if n >= self.rows || bytes >= self.bytes {
                         done = false;

@@ -132,7 +132,7 @@ impl Writer<'_> {
             .open_table(NODES)?
             .insert(n.id.to_bytes(), bytes.as_slice())?
             .map(|v| v.value().to_vec());
-        self.txn.open_table(SESSION_HEADS)?.insert(
+        self.txn.open_table(SESSION_HEADS)?.put(
             key32(n.session.to_bytes(), n.id.to_bytes()),
             NodeHead::of(n).encode()?.as_slice(),
         )?;
@@ -176,8 +176,8 @@ impl Writer<'_> {
             if outcome == PutOutcome::Unchanged {
                 continue;
             }
-            table.insert(p.id.to_bytes(), p.bytes.as_slice())?;
-            by_session.insert(
+            table.put(p.id.to_bytes(), p.bytes.as_slice())?;
+            by_session.put(
                 key32(p.session.to_bytes(), p.id.to_bytes()),
                 p.head.as_slice(),
             )?;
@@ -208,8 +208,8 @@ impl Writer<'_> {
         let mut inn = self.txn.open_table(EDGES_IN)?;
         for e in edges {
             let (s, d, c) = (e.src.to_bytes(), e.dst.to_bytes(), e.kind.code());
-            out.insert(key33(s, c, d), codec::encode_edge(e)?.as_slice())?;
-            inn.insert(key33(d, c, s), ())?;
+            out.put(key33(s, c, d), codec::encode_edge(e)?.as_slice())?;
+            inn.put(key33(d, c, s), ())?;
         }
         drop((out, inn));
         if let Some(last) = edges.last() {
@@ -303,7 +303,7 @@ impl Writer<'_> {
         v.extend_from_slice(&chunk.bytes);
         self.txn
             .open_table(RAW_CHUNKS)?
-            .insert(chunk_key(stream.to_bytes(), index), v.as_slice())?;
+            .put(chunk_key(stream.to_bytes(), index), v.as_slice())?;
         Ok(())
     }
 
@@ -327,7 +327,7 @@ impl Writer<'_> {
             v.reserve(8 + bytes.len());
             v.extend_from_slice(&offset_us.to_be_bytes());
             v.extend_from_slice(bytes);
-            table.insert(chunk_key(stream.to_bytes(), index), v.as_slice())?;
+            table.put(chunk_key(stream.to_bytes(), index), v.as_slice())?;
         }
         Ok(())
     }

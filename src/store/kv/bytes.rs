@@ -67,6 +67,13 @@ pub trait ByteWrite: ByteRead {
     /// Puts `value` under `key`, creating the table if needed; returns the value it replaced.
     /// A key longer than [`MAX_KEY_BYTES`] is refused ([`check_key`]).
     fn insert(&mut self, table: &str, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// Puts `value` under `key` like [`ByteWrite::insert`], without telling the value it
+    /// replaced: a backend may then hold the row back and send it together with others,
+    /// as long as every read of this transaction sees it and [`ByteWrite::commit`] stores
+    /// it (or fails). A key longer than [`MAX_KEY_BYTES`] is refused at once.
+    fn put(&mut self, table: &str, key: &[u8], value: &[u8]) -> Result<()> {
+        self.insert(table, key, value).map(|_| ())
+    }
     /// Removes `key`; returns the value it held.
     fn remove(&mut self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>>;
     /// Drops `table` and its rows; `false` when it did not exist.

@@ -237,6 +237,28 @@ impl<'t, K: Key, V: redb::Value + 'static> Table<'t, K, V> {
         }
     }
 
+    /// Puts `value` under `key`, like [`Table::insert`] without the value it replaced: a
+    /// byte backend may send the row later, together with others (the transaction still
+    /// reads it back).
+    #[inline]
+    pub fn put<'k, 'v>(
+        &mut self,
+        key: impl Borrow<K::SelfType<'k>>,
+        value: impl Borrow<V::SelfType<'v>>,
+    ) -> Result<()> {
+        match &mut self.0 {
+            WriteArm::Redb(t) => {
+                t.insert(key, value)?;
+                Ok(())
+            }
+            WriteArm::Bytes(t, _) => {
+                let key = K::ordered(key.borrow());
+                let value = V::as_bytes(value.borrow());
+                t.source.write(|w| w.put(&t.name, &key, value.as_ref()))
+            }
+        }
+    }
+
     /// Removes `key`; returns the value it held.
     #[inline]
     pub fn remove<'a>(
@@ -414,8 +436,7 @@ impl<K: Key, V: redb::Value + 'static> Appender<'_, K, V> {
                     )));
                 }
                 let value = V::as_bytes(value.borrow());
-                t.source
-                    .write(|w| w.insert(&t.name, &key, value.as_ref()))?;
+                t.source.write(|w| w.put(&t.name, &key, value.as_ref()))?;
                 *last = Some(key);
                 Ok(())
             }

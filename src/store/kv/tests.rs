@@ -7,7 +7,10 @@ use super::{ReadableTable, Table, TableDefinition, WriteTxn};
 use crate::store::testing::{Fixture, on_both_arms};
 use crate::store::{Node, NodeType, Session, SessionSource, StoreError};
 
-on_both_arms!(table_reads_and_writes_match_redb);
+on_both_arms!(
+    table_reads_and_writes_match_redb,
+    puts_are_read_back_in_their_transaction
+);
 
 const NUMS: TableDefinition<u64, &[u8]> = TableDefinition::new("test_nums");
 const WORDS: TableDefinition<&str, u64> = TableDefinition::new("test_words");
@@ -172,6 +175,75 @@ fn table_reads_and_writes_match_redb(fx: &Fixture) {
             .unwrap()
             .is_none_or(|t| t.is_empty().unwrap())
     );
+}
+
+/// Rows written with [`Table::put`] (more than a byte backend holds back at once, in no
+/// particular key order, some put twice) are seen by every read of their transaction:
+/// get, ranges from both ends, first and last, len, the table list, an appender's order
+/// order; a put, remove and put again of one key ends with the last put, a put then remove
+/// with nothing; a table filled only by puts is deleted; all of it as committed.
+fn puts_are_read_back_in_their_transaction(fx: &Fixture) {
+    let db = fx.raw();
+    let n = 12_345u64;
+    // Keys 0, 2, 4, … in a scrambled order, each put twice with its value last.
+    let keys: Vec<u64> = (0..n).map(|i| (i * 7919) % n * 2).collect();
+    let value = |k: u64| k.to_le_bytes();
+    let w = db.begin_write().unwrap();
+    {
+        let mut t = w.open_table(NUMS).unwrap();
+        for k in &keys {
+            t.put(*k, [0u8].as_slice()).unwrap();
+        }
+        for k in &keys {
+            t.put(*k, value(*k).as_slice()).unwrap();
+        }
+        assert_eq!(t.get(4).unwrap().unwrap().value(), value(4).as_slice());
+        assert!(t.get(5).unwrap().is_none());
+        assert_eq!(t.len().unwrap(), n);
+        let sorted: Vec<u64> = (0..n).map(|i| i * 2).collect();
+        assert_eq!(keys_of(&t), sorted);
+        let rev: Vec<u64> = t
+            .range(100u64..2000)
+            .unwrap()
+            .rev()
+            .map(|r| r.unwrap().0.value())
+            .collect();
+        assert_eq!(rev, (50..1000).rev().map(|i| i * 2).collect::<Vec<_>>());
+        assert_eq!(t.first().unwrap().unwrap().0.value(), 0);
+        t.put(n * 2 + 1, [1u8].as_slice()).unwrap();
+        assert_eq!(t.last().unwrap().unwrap().0.value(), n * 2 + 1);
+
+        // Put, remove, put; put, remove.
+        t.put(1, [1u8].as_slice()).unwrap();
+        assert_eq!(t.remove(1).unwrap().unwrap().value(), [1u8].as_slice());
+        t.put(1, [2u8].as_slice()).unwrap();
+        t.put(3, [3u8].as_slice()).unwrap();
+        assert_eq!(t.remove(3).unwrap().unwrap().value(), [3u8].as_slice());
+        assert!(t.remove(3).unwrap().is_none());
+        assert_eq!(t.get(1).unwrap().unwrap().value(), [2u8].as_slice());
+
+        // An appender goes on after the rows put before it.
+        t.put(n * 4, [4u8].as_slice()).unwrap();
+        let mut a = t.appender().unwrap();
+        a.push(n * 4 + 1, [5u8].as_slice()).unwrap();
+        a.close().unwrap();
+    }
+    {
+        let mut t = w.open_table(WORDS).unwrap();
+        t.put("gone", 1).unwrap();
+    }
+    assert!(w.list_tables().unwrap().contains(&WORDS.name().to_string()));
+    assert!(w.delete_table(WORDS).unwrap());
+    w.commit().unwrap();
+
+    let r = db.begin_read().unwrap();
+    let t = r.open_table(NUMS).unwrap();
+    assert_eq!(t.len().unwrap(), n + 4);
+    assert_eq!(t.get(1).unwrap().unwrap().value(), [2u8].as_slice());
+    assert!(t.get(3).unwrap().is_none());
+    assert_eq!(t.get(8).unwrap().unwrap().value(), value(8).as_slice());
+    assert_eq!(t.last().unwrap().unwrap().0.value(), n * 4 + 1);
+    assert!(!r.list_tables().unwrap().contains(&WORDS.name().to_string()));
 }
 
 /// What only a redb file can do is refused by name on a byte backend; the rest of `doctor`

@@ -483,6 +483,37 @@ fn a_failed_statement_fails_the_commit() {
     assert_eq!(get(&backend, "t", b"before").as_deref(), Some(&b"1"[..]));
 }
 
+#[test]
+fn a_failed_flush_of_held_back_puts_fails_the_commit() {
+    let (db, backend) = fresh();
+    put(&backend, "t", b"before", b"1");
+    server().admin_in(
+        &db,
+        "ALTER TABLE kv_t ADD CONSTRAINT short CHECK (length(v) < 10)",
+    );
+    // Held back until the commit, which sends them and fails.
+    let mut w = backend.begin_write().unwrap();
+    w.put("t", b"kept?", b"1").unwrap();
+    w.put("t", b"long", &[0; 20]).unwrap();
+    w.put("u", b"other", b"1").unwrap();
+    let err = w.commit().unwrap_err().to_string();
+    assert!(err.contains("nothing was committed"), "{err}");
+    // Sent by a read, which fails; so does the commit.
+    let mut w = backend.begin_write().unwrap();
+    w.put("t", b"long", &[0; 20]).unwrap();
+    w.put("u", b"other", b"1").unwrap();
+    let err = w.get("t", b"long").unwrap_err().to_string();
+    assert!(err.contains("postgres postgresql://glassbox@"), "{err}");
+    assert!(w.commit().is_err());
+    assert_eq!(get(&backend, "t", b"kept?"), None);
+    assert_eq!(get(&backend, "t", b"long"), None);
+    assert_eq!(get(&backend, "u", b"other"), None);
+    assert_eq!(get(&backend, "t", b"before").as_deref(), Some(&b"1"[..]));
+    // The connection went back to the pool in working order.
+    put(&backend, "t", b"after", b"2");
+    assert_eq!(get(&backend, "t", b"after").as_deref(), Some(&b"2"[..]));
+}
+
 // ---- isolation -------------------------------------------------------------------------
 
 #[test]

@@ -1,7 +1,7 @@
 //! One transaction on one pooled connection: reads and writes of `kv_<name>` tables.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
 
 use postgres::types::ToSql;
@@ -12,6 +12,12 @@ use crate::store::{Result, StoreError};
 
 /// The longest store table name: PostgreSQL names have at most 63 bytes, `kv_` included.
 const MAX_NAME: usize = 60;
+
+/// The most rows of one table [`ByteWrite::put`] holds back before sending them, in one
+/// statement.
+const BATCH_ROWS: usize = 5000;
+/// The most bytes (keys and values) of one table held back before sending them.
+const BATCH_BYTES: usize = 4 << 20;
 
 /// A transaction begun by [`PgBackend::begin_read`](super::ByteBackend::begin_read) or
 /// `begin_write`. The trait object it is handed out as decides which calls it gets.
@@ -34,6 +40,17 @@ struct State {
     /// Whether a statement failed: PostgreSQL has then aborted the transaction, and a
     /// commit must not report success.
     failed: bool,
+    /// Rows put but not yet sent, by table: sent before any statement on their table, and
+    /// all of them before the commit.
+    pending: HashMap<String, Pending>,
+}
+
+/// The rows of one table held back by [`ByteWrite::put`]: the last value put under each
+/// key, and the bytes they take.
+#[derive(Default)]
+struct Pending {
+    rows: BTreeMap<Vec<u8>, Vec<u8>>,
+    bytes: usize,
 }
 
 impl PgTxn {
@@ -49,6 +66,7 @@ impl PgTxn {
                 dirty: false,
                 deleted: false,
                 failed: false,
+                pending: HashMap::new(),
             }),
         }
     }
@@ -78,10 +96,63 @@ impl PgTxn {
         })
     }
 
-    /// Whether store table `name` exists, by its registry row (once per transaction).
+    /// Whether store table `name` exists, by its registry row (once per transaction), after
+    /// sending the rows put into it and held back.
     fn exists(&self, name: &str) -> Result<bool> {
         check_name(name)?;
+        self.flush(name)?;
         self.with(|conn, known| table_exists(conn, known, name))
+    }
+
+    /// Creates store table `name` (already checked) unless it exists.
+    fn create(&self, name: &str) -> Result<()> {
+        let create = format!(
+            "CREATE TABLE IF NOT EXISTS {} (k bytea PRIMARY KEY, v bytea NOT NULL); \
+             INSERT INTO glassbox_tables (name) VALUES ('{name}') ON CONFLICT DO NOTHING",
+            quoted(name)
+        );
+        self.with(|conn, known| {
+            if table_exists(conn, known, name)? {
+                return Ok(());
+            }
+            conn.client.batch_execute(&create)?;
+            known.insert(name.to_owned(), true);
+            Ok(())
+        })
+    }
+
+    /// Sends the rows put into `table` and held back, creating the table if needed, in one
+    /// statement. Rows that fail to arrive fail the transaction.
+    fn flush(&self, table: &str) -> Result<()> {
+        let Some(pending) = self.state.borrow_mut().pending.remove(table) else {
+            return Ok(());
+        };
+        self.create(table)?;
+        let sql = format!(
+            "INSERT INTO {} (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) \
+             ON CONFLICT (k) DO UPDATE SET v = excluded.v",
+            quoted(table)
+        );
+        let (keys, values): (Vec<&[u8]>, Vec<&[u8]>) = pending
+            .rows
+            .iter()
+            .map(|(k, v)| (k.as_slice(), v.as_slice()))
+            .unzip();
+        self.with(|conn, _| {
+            let statement = conn.statement(&sql)?;
+            conn.client.execute(&statement, &[&keys, &values])?;
+            Ok(())
+        })
+    }
+
+    /// Sends every row held back, table by table in name order.
+    fn flush_all(&self) -> Result<()> {
+        let mut tables: Vec<String> = self.state.borrow().pending.keys().cloned().collect();
+        tables.sort();
+        for table in tables {
+            self.flush(&table)?;
+        }
+        Ok(())
     }
 }
 
@@ -211,6 +282,7 @@ impl ByteRead for PgTxn {
     }
 
     fn list_tables(&self) -> Result<Vec<String>> {
+        self.flush_all()?;
         self.with(|conn, _| {
             let statement =
                 conn.statement("SELECT name FROM glassbox_tables ORDER BY name COLLATE \"C\"")?;
@@ -224,16 +296,7 @@ impl ByteWrite for PgTxn {
     fn insert(&mut self, table: &str, key: &[u8], value: &[u8]) -> Result<Option<Vec<u8>>> {
         check_key(table, key)?;
         if !self.exists(table)? {
-            let create = format!(
-                "CREATE TABLE IF NOT EXISTS {} (k bytea PRIMARY KEY, v bytea NOT NULL); \
-                 INSERT INTO glassbox_tables (name) VALUES ('{table}') ON CONFLICT DO NOTHING",
-                quoted(table)
-            );
-            self.with(|conn, known| {
-                conn.client.batch_execute(&create)?;
-                known.insert(table.to_owned(), true);
-                Ok(())
-            })?;
+            self.create(table)?;
         }
         self.state.get_mut().dirty = true;
         let sql = format!(
@@ -250,6 +313,29 @@ impl ByteWrite for PgTxn {
                 None => Ok(None),
             }
         })
+    }
+
+    fn put(&mut self, table: &str, key: &[u8], value: &[u8]) -> Result<()> {
+        check_key(table, key)?;
+        check_name(table)?;
+        let state = self.state.get_mut();
+        if state.conn.is_none() {
+            return Err(StoreError::Io(format!(
+                "postgres {}: the transaction has ended",
+                self.backend.url()
+            )));
+        }
+        state.dirty = true;
+        let pending = state.pending.entry(table.to_owned()).or_default();
+        let size = key.len() + value.len();
+        match pending.rows.insert(key.to_vec(), value.to_vec()) {
+            Some(old) => pending.bytes = pending.bytes - key.len() - old.len() + size,
+            None => pending.bytes += size,
+        }
+        if pending.rows.len() >= BATCH_ROWS || pending.bytes >= BATCH_BYTES {
+            self.flush(table)?;
+        }
+        Ok(())
     }
 
     fn remove(&mut self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
@@ -292,6 +378,8 @@ impl ByteWrite for PgTxn {
     }
 
     fn commit(self: Box<Self>) -> Result<()> {
+        // A failure marks the transaction failed: it is rolled back below.
+        let _ = self.flush_all();
         let mut state = self.state.borrow_mut();
         let Some(mut conn) = state.conn.take() else {
             return Err(StoreError::Io(format!(

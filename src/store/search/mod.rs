@@ -486,7 +486,7 @@ pub(super) fn index_prepared(
         pending.op(term.as_bytes(), doc, tf);
     }
     let session = session.to_bytes();
-    docs.insert(id, encode_doc(session, p.tokens, p.hash, doc).as_slice())?;
+    docs.put(id, encode_doc(session, p.tokens, p.hash, doc).as_slice())?;
     pending.set_doc_row(doc, encode_doc_node(id, session, p.tokens));
     pending.docs += 1;
     pending.tokens += i64::from(p.tokens);

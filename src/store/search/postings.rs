@@ -435,9 +435,11 @@ impl PendingIndex {
         let mut t = txn.open_table(SEARCH_DOC_NODES)?;
         for (doc, row) in self.doc_rows.drain(..) {
             match row {
-                Some(row) => t.insert(doc, row)?,
-                None => t.remove(doc)?,
-            };
+                Some(row) => t.put(doc, row)?,
+                None => {
+                    t.remove(doc)?;
+                }
+            }
         }
         Ok(())
     }
@@ -666,7 +668,7 @@ pub(in crate::store) fn import_oldest_legacy_run(
                 continue;
             }
             encode_legacy_postings(&postings, &mut value);
-            table.insert(term.as_slice(), value.as_slice())?;
+            table.put(term.as_slice(), value.as_slice())?;
             written += postings.len() as u64;
         }
     }
