@@ -110,7 +110,7 @@ impl StoreTarget {
     /// Connects to the database (a PostgreSQL target); the error names the URL without
     /// its password.
     pub fn connect_postgres(url: &str) -> Result<PgBackend> {
-        outside_runtime(|| PgBackend::connect(url)).map_err(anyhow::Error::from)
+        PgBackend::connect(url).map_err(anyhow::Error::from)
     }
 
     /// Opens (creating if needed) the store: a redb file with a page cache of
@@ -121,23 +121,9 @@ impl StoreTarget {
             StoreTarget::Postgres(url) => {
                 let backend = Self::connect_postgres(url)?;
                 let label = backend.url().to_string();
-                Ok(outside_runtime(|| {
-                    Store::open_backend(Arc::new(backend), label)
-                })?)
+                Ok(Store::open_backend(Arc::new(backend), label)?)
             }
         }
-    }
-}
-
-/// Runs `f`, which blocks on a connection's own runtime, where that is allowed: on a worker
-/// of a multi-threaded tokio runtime it runs as blocking work in place
-/// ([`tokio::task::block_in_place`]); elsewhere directly.
-pub fn outside_runtime<T>(f: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(f)
-        }
-        _ => f(),
     }
 }
 

@@ -164,50 +164,52 @@ impl PgBackend {
     /// [`PgBackend::connect`] with the password sources given rather than read from the
     /// environment.
     pub fn connect_with(url: &str, sources: &PasswordSources) -> Result<PgBackend> {
-        let redacted = redact_url(url);
-        let open_err = |reason: String| StoreError::Open {
-            path: PathBuf::from(&redacted),
-            reason,
-        };
-        let mut config = postgres::Config::from_str(url).map_err(|e| open_err(describe(&e)))?;
-        if config.get_hosts().is_empty() {
-            let socket_dir = PathBuf::from("/var/run/postgresql");
-            if socket_dir.is_dir() {
-                config.host_path(&socket_dir);
-            } else {
-                config.host("localhost");
+        in_place(|| {
+            let redacted = redact_url(url);
+            let open_err = |reason: String| StoreError::Open {
+                path: PathBuf::from(&redacted),
+                reason,
+            };
+            let mut config = postgres::Config::from_str(url).map_err(|e| open_err(describe(&e)))?;
+            if config.get_hosts().is_empty() {
+                let socket_dir = PathBuf::from("/var/run/postgresql");
+                if socket_dir.is_dir() {
+                    config.host_path(&socket_dir);
+                } else {
+                    config.host("localhost");
+                }
             }
-        }
-        if config.get_connect_timeout().is_none() {
-            config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
-        }
-        if config.get_application_name().is_none() {
-            config.application_name("glassbox");
-        }
-        sources.apply(&mut config);
-        let unix_only = config
-            .get_hosts()
-            .iter()
-            .all(|host| matches!(host, Host::Unix(_)));
-        let tls = if config.get_ssl_mode() == SslMode::Disable || unix_only {
-            config.ssl_mode(SslMode::Disable);
-            None
-        } else {
-            Some(conn::tls_connector().map_err(open_err)?)
-        };
-        let backend = PgBackend {
-            inner: Arc::new(Inner {
-                config,
-                tls,
-                url: redacted.clone(),
-                idle: Mutex::new(Vec::new()),
-                listener: Mutex::new(None),
-            }),
-        };
-        let mut conn = backend.open_conn().map_err(|e| open_err(describe(&e)))?;
-        backend.prepare_layout(&mut conn.client)?;
-        backend.give_back(conn);
-        Ok(backend)
+            if config.get_connect_timeout().is_none() {
+                config.connect_timeout(DEFAULT_CONNECT_TIMEOUT);
+            }
+            if config.get_application_name().is_none() {
+                config.application_name("glassbox");
+            }
+            sources.apply(&mut config);
+            let unix_only = config
+                .get_hosts()
+                .iter()
+                .all(|host| matches!(host, Host::Unix(_)));
+            let tls = if config.get_ssl_mode() == SslMode::Disable || unix_only {
+                config.ssl_mode(SslMode::Disable);
+                None
+            } else {
+                Some(conn::tls_connector().map_err(open_err)?)
+            };
+            let backend = PgBackend {
+                inner: Arc::new(Inner {
+                    config,
+                    tls,
+                    url: redacted.clone(),
+                    idle: Mutex::new(Vec::new()),
+                    listener: Mutex::new(None),
+                }),
+            };
+            let mut conn = backend.open_conn().map_err(|e| open_err(describe(&e)))?;
+            backend.prepare_layout(&mut conn.client)?;
+            backend.give_back(conn);
+            Ok(backend)
+        })
     }
 
     /// The URL without its password.
@@ -217,47 +219,51 @@ impl PgBackend {
 
     /// The server's version, whether the connection is encrypted, and the round-trip time.
     pub fn server_info(&self) -> Result<ServerInfo> {
-        let mut conn = self.take_conn()?;
-        let out = (|| {
-            let row = conn.client.query_one(
-                "SELECT current_setting('server_version'), \
-                 current_setting('server_version_num')::int, \
-                 coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false)",
-                &[],
-            )?;
-            let mut trips = Vec::with_capacity(5);
-            for _ in 0..5 {
-                let start = Instant::now();
-                conn.client.simple_query("")?;
-                trips.push(start.elapsed());
+        in_place(|| {
+            let mut conn = self.take_conn()?;
+            let out = (|| {
+                let row = conn.client.query_one(
+                    "SELECT current_setting('server_version'), \
+                     current_setting('server_version_num')::int, \
+                     coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false)",
+                    &[],
+                )?;
+                let mut trips = Vec::with_capacity(5);
+                for _ in 0..5 {
+                    let start = Instant::now();
+                    conn.client.simple_query("")?;
+                    trips.push(start.elapsed());
+                }
+                trips.sort();
+                Ok::<_, postgres::Error>(ServerInfo {
+                    url: self.inner.url.clone(),
+                    version: row.try_get(0)?,
+                    version_num: u32::try_from(row.try_get::<_, i32>(1)?).unwrap_or(0),
+                    tls: row.try_get(2)?,
+                    latency: trips[trips.len() / 2],
+                })
+            })();
+            match out {
+                Ok(info) => {
+                    self.give_back(conn);
+                    Ok(info)
+                }
+                Err(e) => Err(self.error(&e)),
             }
-            trips.sort();
-            Ok::<_, postgres::Error>(ServerInfo {
-                url: self.inner.url.clone(),
-                version: row.try_get(0)?,
-                version_num: u32::try_from(row.try_get::<_, i32>(1)?).unwrap_or(0),
-                tls: row.try_get(2)?,
-                latency: trips[trips.len() / 2],
-            })
-        })();
-        match out {
-            Ok(info) => {
-                self.give_back(conn);
-                Ok(info)
-            }
-            Err(e) => Err(self.error(&e)),
-        }
+        })
     }
 
     /// Starts listening for commits now, so [`PgBackend::wait_for_change`] also reports those
     /// made between this call and its own. A follower calls it before the read it then
     /// keeps up to date.
     pub fn listen(&self) -> Result<()> {
-        let mut listener = self.listener();
-        if listener.is_none() {
-            *listener = Some(self.open_listener()?);
-        }
-        Ok(())
+        in_place(|| {
+            let mut listener = self.listener();
+            if listener.is_none() {
+                *listener = Some(self.open_listener()?);
+            }
+            Ok(())
+        })
     }
 
     /// Waits up to `timeout` for a commit that changed something (in any process, this one
@@ -265,20 +271,22 @@ impl PgBackend {
     /// was one. Several commits seen at once count as one. When the listening connection
     /// was lost it connects again and answers `true`, as changes may have been missed.
     pub fn wait_for_change(&self, timeout: Duration) -> Result<bool> {
-        let mut listener = self.listener();
-        let client = match listener.as_mut() {
-            Some(client) => client,
-            None => listener.insert(self.open_listener()?),
-        };
-        match wait_on(client, timeout) {
-            Ok(seen) => Ok(seen),
-            Err(e) => {
-                tracing::warn!(url = %self.inner.url, error = %describe(&e), "listening connection lost; reconnecting");
-                *listener = None;
-                *listener = Some(self.open_listener()?);
-                Ok(true)
+        in_place(|| {
+            let mut listener = self.listener();
+            let client = match listener.as_mut() {
+                Some(client) => client,
+                None => listener.insert(self.open_listener()?),
+            };
+            match wait_on(client, timeout) {
+                Ok(seen) => Ok(seen),
+                Err(e) => {
+                    tracing::warn!(url = %self.inner.url, error = %describe(&e), "listening connection lost; reconnecting");
+                    *listener = None;
+                    *listener = Some(self.open_listener()?);
+                    Ok(true)
+                }
             }
-        }
+        })
     }
 
     fn listener(&self) -> MutexGuard<'_, Option<Client>> {
@@ -339,17 +347,19 @@ impl PgBackend {
     /// server dropped it since: a restart, an idle timeout, an administrator), the
     /// connection is closed and `begin` runs once more on a new one.
     fn begin(&self, begin: &str) -> Result<Conn> {
-        let pooled = self.idle().pop().filter(|conn| !conn.client.is_closed());
-        if let Some(mut conn) = pooled
-            && conn.client.batch_execute(begin).is_ok()
-        {
-            return Ok(conn);
-        }
-        let mut conn = self.open_conn().map_err(|e| self.error(&e))?;
-        conn.client
-            .batch_execute(begin)
-            .map_err(|e| self.error(&e))?;
-        Ok(conn)
+        in_place(|| {
+            let pooled = self.idle().pop().filter(|conn| !conn.client.is_closed());
+            if let Some(mut conn) = pooled
+                && conn.client.batch_execute(begin).is_ok()
+            {
+                return Ok(conn);
+            }
+            let mut conn = self.open_conn().map_err(|e| self.error(&e))?;
+            conn.client
+                .batch_execute(begin)
+                .map_err(|e| self.error(&e))?;
+            Ok(conn)
+        })
     }
 
     /// Creates the layout when the database has none; refuses one that is too new. Its
@@ -436,6 +446,21 @@ fn describe(e: &postgres::Error) -> String {
     match std::error::Error::source(e) {
         Some(cause) if !text.contains(&cause.to_string()) => format!("{text}: {cause}"),
         _ => text,
+    }
+}
+
+/// Runs `f`, which blocks on a connection's own runtime, where tokio allows that: on a
+/// worker of a multi-threaded runtime (or the thread in its `block_on`, as the TUI's event
+/// loop) as blocking work in place ([`tokio::task::block_in_place`]); elsewhere directly.
+/// Every call of this backend that talks to the server goes through it, so the store may be
+/// called from async code as well as from blocking threads; only the thread driving a
+/// current-thread runtime still may not (it cannot give its work away).
+pub fn in_place<T>(f: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(f)
+        }
+        _ => f(),
     }
 }
 

@@ -902,3 +902,39 @@ fn a_temp_server_stops_and_is_removed_on_drop() {
     assert!(!dir.exists(), "{} is still there", dir.display());
     open_error(open(&url));
 }
+
+#[test]
+fn a_store_on_postgres_may_be_called_from_async_code() {
+    use crate::store::{Session, SessionSource, Store};
+    let (db, _) = fresh();
+    let url = server().socket_url(&db);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    // Called straight from the thread in `block_on` (as the TUI's event loop does) and from
+    // a task on a worker, never through the blocking pool: each call gives its thread's
+    // work away while it waits on the connection's own runtime.
+    let titles = runtime.block_on(async move {
+        let store = Store::open_backend(Arc::new(open(&url).unwrap()), url.clone()).unwrap();
+        let seen = store.last_seq().unwrap();
+        let s = Session::new("from the event loop", SessionSource::Glassbox);
+        store.write(|w| w.put_session(&s)).unwrap();
+        assert!(store.wait_for_change(Duration::from_secs(1)));
+        assert!(!store.follow(seen, 100).unwrap().is_empty());
+        let other = store.clone();
+        tokio::spawn(async move {
+            let s = Session::new("from a task", SessionSource::Glassbox);
+            other.write(|w| w.put_session(&s)).unwrap();
+            other.sessions().unwrap()
+        })
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.title)
+        .collect::<Vec<_>>()
+    });
+    assert_eq!(titles.len(), 2, "{titles:?}");
+    assert!(titles.contains(&"from a task".to_string()));
+}

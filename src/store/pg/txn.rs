@@ -6,7 +6,7 @@ use std::ops::Bound;
 
 use postgres::types::ToSql;
 
-use super::{CHANGES_CHANNEL, Conn, PgBackend, READER_LOCK, WRITER_LOCK};
+use super::{CHANGES_CHANNEL, Conn, PgBackend, READER_LOCK, WRITER_LOCK, in_place};
 use crate::store::kv::bytes::{ByteRead, ByteWrite, Row, check_key};
 use crate::store::{Result, StoreError};
 
@@ -90,7 +90,7 @@ impl PgTxn {
                 self.backend.url()
             )));
         };
-        f(conn, known).map_err(|e| {
+        in_place(|| f(conn, known)).map_err(|e| {
             *failed = true;
             self.backend.error(&e)
         })
@@ -378,44 +378,46 @@ impl ByteWrite for PgTxn {
     }
 
     fn commit(self: Box<Self>) -> Result<()> {
-        // A failure marks the transaction failed: it is rolled back below.
-        let _ = self.flush_all();
-        let mut state = self.state.borrow_mut();
-        let Some(mut conn) = state.conn.take() else {
-            return Err(StoreError::Io(format!(
-                "postgres {}: the transaction has ended",
-                self.backend.url()
-            )));
-        };
-        if state.failed {
-            if conn.client.batch_execute("ROLLBACK").is_ok() {
-                self.backend.give_back(conn);
-            }
-            return Err(StoreError::Io(format!(
-                "postgres {}: a statement of this transaction failed, so nothing was committed",
-                self.backend.url()
-            )));
-        }
-        let sql = if state.dirty {
-            format!("NOTIFY {CHANGES_CHANNEL}; COMMIT")
-        } else {
-            "COMMIT".to_owned()
-        };
-        match conn.client.batch_execute(&sql) {
-            Ok(()) => {
-                if state.deleted {
-                    drop_deleted_tables(&mut conn);
-                }
-                self.backend.give_back(conn);
-                Ok(())
-            }
-            Err(e) => {
-                if !conn.client.is_closed() && conn.client.batch_execute("ROLLBACK").is_ok() {
+        in_place(|| {
+            // A failure marks the transaction failed: it is rolled back below.
+            let _ = self.flush_all();
+            let mut state = self.state.borrow_mut();
+            let Some(mut conn) = state.conn.take() else {
+                return Err(StoreError::Io(format!(
+                    "postgres {}: the transaction has ended",
+                    self.backend.url()
+                )));
+            };
+            if state.failed {
+                if conn.client.batch_execute("ROLLBACK").is_ok() {
                     self.backend.give_back(conn);
                 }
-                Err(self.backend.error(&e))
+                return Err(StoreError::Io(format!(
+                    "postgres {}: a statement of this transaction failed, so nothing was committed",
+                    self.backend.url()
+                )));
             }
-        }
+            let sql = if state.dirty {
+                format!("NOTIFY {CHANGES_CHANNEL}; COMMIT")
+            } else {
+                "COMMIT".to_owned()
+            };
+            match conn.client.batch_execute(&sql) {
+                Ok(()) => {
+                    if state.deleted {
+                        drop_deleted_tables(&mut conn);
+                    }
+                    self.backend.give_back(conn);
+                    Ok(())
+                }
+                Err(e) => {
+                    if !conn.client.is_closed() && conn.client.batch_execute("ROLLBACK").is_ok() {
+                        self.backend.give_back(conn);
+                    }
+                    Err(self.backend.error(&e))
+                }
+            }
+        })
     }
 }
 
@@ -447,15 +449,17 @@ impl Drop for PgTxn {
     /// Ends a transaction that was not committed: its changes are discarded and the
     /// connection goes back to the pool (or is closed when the rollback fails).
     fn drop(&mut self) {
-        let end = if self.reader {
-            format!("ROLLBACK; SELECT pg_advisory_unlock_shared({READER_LOCK})")
-        } else {
-            "ROLLBACK".to_owned()
-        };
-        if let Some(mut conn) = self.state.get_mut().conn.take()
-            && conn.client.batch_execute(&end).is_ok()
-        {
-            self.backend.give_back(conn);
-        }
+        in_place(|| {
+            let end = if self.reader {
+                format!("ROLLBACK; SELECT pg_advisory_unlock_shared({READER_LOCK})")
+            } else {
+                "ROLLBACK".to_owned()
+            };
+            if let Some(mut conn) = self.state.get_mut().conn.take()
+                && conn.client.batch_execute(&end).is_ok()
+            {
+                self.backend.give_back(conn);
+            }
+        })
     }
 }
