@@ -136,9 +136,14 @@ fn import_gives_exact_counts_and_structure() {
     assert_eq!(thinking.meta["signature"], "sig-placeholder-not-base64");
     let steps = thinking.meta["steps"].as_array().unwrap();
     assert!(steps.len() >= 2);
-    for key in ["index", "kind", "text", "start", "confidence"] {
+    // Kept by offset and length into the node's text; read back with their text.
+    for key in ["index", "kind", "start", "len", "confidence"] {
         assert!(steps[0].get(key).is_some(), "step without {key}");
     }
+    let read = glassbox::engines::thinkgraph::Step::of(thinking);
+    assert_eq!(read.len(), steps.len());
+    assert!(read.iter().all(|s| !s.text.is_empty()));
+    assert!(thinking.text.contains(&read[0].text));
     assert!(thinking.confidence.is_some());
     assert!(
         !store.decision_points(thinking.id).unwrap().is_empty(),
