@@ -8,7 +8,8 @@
 #   search       `search` of a few words over what was imported: p50/p95 in milliseconds;
 #   retrieval    the Claude Code SessionStart hook ranking M learnings inline
 #                (`memory hook session-start --fresh`, default 2,000 learnings): p50/p95 in
-#                milliseconds, seed 002's retrieval path (its SLO: p95 <= 250 ms);
+#                milliseconds, seed 002's retrieval path (its SLO: p95 <= 250 ms), and how
+#                many runs failed open with an empty context (over the hook's time budget);
 #
 # each a cold process start, as a user or Claude Code runs it.
 #
@@ -81,18 +82,18 @@ for name, url in [("redb", ""), ("postgresql", pg_url)]:
     secs = ms / 1000
     run(env, ["memory", "import", os.path.join(work, "learnings.jsonl"), "--json"])
     search = [run(env, ["search", words[i % len(words)], "--json"])[0] for i in range(runs)]
-    ranked = []
+    ranked, empty = [], 0
     for _ in range(runs):
         ms, out = run(env, ["memory", "hook", "session-start", "--fresh"], hook)
-        if json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"] == "":
-            sys.exit(f"bench-store: the {name} hook gave no context")
+        # Over its time budget the hook fails open with an empty context.
+        empty += json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"] == ""
         ranked.append(ms)
-    rows.append((name, secs, search, ranked))
+    rows.append((name, secs, search, ranked, empty))
 
 print(f"\n{files} session files, {nbytes / 1e6:.1f} MB; {runs} runs of each query\n")
-print(f"{'backend':<12} {'import':>26}   {'search p50/p95':>18}   {'retrieval p50/p95':>20}")
-for name, secs, search, ranked in rows:
+print(f"{'backend':<12} {'import':>26}   {'search p50/p95':>18}   {'retrieval p50/p95':>20}  empty context")
+for name, secs, search, ranked, empty in rows:
     imp = f"{secs:.2f} s {nbytes / 1e6 / secs:.1f} MB/s {files / secs:.0f} f/s"
     print(f"{name:<12} {imp:>26}   {pct(search, 50):7.1f} / {pct(search, 95):6.1f} ms"
-          f"   {pct(ranked, 50):8.1f} / {pct(ranked, 95):6.1f} ms")
+          f"   {pct(ranked, 50):8.1f} / {pct(ranked, 95):6.1f} ms  {empty}/{len(ranked)}")
 EOF
