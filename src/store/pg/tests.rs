@@ -464,15 +464,21 @@ fn bad_table_names_are_refused_before_any_sql() {
     assert_eq!(get(&backend, "ok", b"k").as_deref(), Some(&b"v"[..]));
 }
 
-#[test]
-fn a_failed_statement_fails_the_commit() {
+/// A backend on a fresh database whose table `t` holds `before` → `1` and, by a constraint
+/// of the database's own, refuses values of 10 bytes or more.
+fn short_values() -> PgBackend {
     let (db, backend) = fresh();
     put(&backend, "t", b"before", b"1");
-    // A constraint of the database's own that the next insert breaks.
     server().admin_in(
         &db,
         "ALTER TABLE kv_t ADD CONSTRAINT short CHECK (length(v) < 10)",
     );
+    backend
+}
+
+#[test]
+fn a_failed_statement_fails_the_commit() {
+    let backend = short_values();
     let mut w = backend.begin_write().unwrap();
     w.insert("t", b"kept?", b"1").unwrap();
     let err = w.insert("t", b"long", &[0; 20]).unwrap_err().to_string();
@@ -485,12 +491,7 @@ fn a_failed_statement_fails_the_commit() {
 
 #[test]
 fn a_failed_flush_of_held_back_puts_fails_the_commit() {
-    let (db, backend) = fresh();
-    put(&backend, "t", b"before", b"1");
-    server().admin_in(
-        &db,
-        "ALTER TABLE kv_t ADD CONSTRAINT short CHECK (length(v) < 10)",
-    );
+    let backend = short_values();
     // Held back until the commit, which sends them and fails.
     let mut w = backend.begin_write().unwrap();
     w.put("t", b"kept?", b"1").unwrap();
