@@ -176,9 +176,9 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
 
     use super::*;
-    use crate::store::testing::{Fixture, on_both_arms};
+    use crate::store::testing::{Fixture, on_every_arm};
 
-    on_both_arms!(
+    on_every_arm!(
         documents_and_chunks_round_trip_and_delete_together,
         a_v6_store_is_migrated_and_gets_the_knowledge_tables,
     );

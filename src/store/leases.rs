@@ -108,10 +108,10 @@ impl Store {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::store::testing::{Fixture, on_both_arms};
+    use crate::store::testing::{Fixture, on_every_arm};
     use crate::store::{NodeType, Session, SessionSource};
 
-    on_both_arms!(a_node_left_streaming_by_an_ended_writer_is_interrupted_on_open,);
+    on_every_arm!(a_node_left_streaming_by_an_ended_writer_is_interrupted_on_open,);
 
     #[test]
     fn a_killed_child_is_gone_before_it_is_reaped() {

@@ -2,7 +2,7 @@
 //! in-memory byte backend, and a PostgreSQL database (a fresh one per test, on the one
 //! throwaway server of the test binary, [`harness::TempPostgres::shared`]). A test takes a
 //! [`Fixture`] and opens its store with [`Fixture::open`] (again, to reopen it);
-//! [`on_both_arms!`] makes a test of each from it.
+//! [`on_every_arm!`] makes a test of each from it.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -93,7 +93,7 @@ pub(crate) fn pg_backend(url: &str) -> PgBackend {
 
 /// Makes tests `<name>::redb`, `<name>::bytes` and `<name>::pg` of each
 /// `fn <name>(fx: &Fixture)`.
-macro_rules! on_both_arms {
+macro_rules! on_every_arm {
     ($($name:ident),* $(,)?) => {$(
         mod $name {
             #[test]
@@ -113,4 +113,4 @@ macro_rules! on_both_arms {
         }
     )*};
 }
-pub(crate) use on_both_arms;
+pub(crate) use on_every_arm;

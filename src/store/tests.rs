@@ -4,10 +4,10 @@
 use chrono::Utc;
 
 use super::kv::ReadableTable;
-use super::testing::{Fixture, on_both_arms};
+use super::testing::{Fixture, on_every_arm};
 use super::*;
 
-on_both_arms!(
+on_every_arm!(
     new_store_has_current_schema_and_mode_0600,
     sessions_and_nodes_round_trip_in_order,
     edges_are_indexed_both_ways,

@@ -440,9 +440,9 @@ impl Writer<'_> {
 mod tests {
     #![allow(clippy::unwrap_used)]
     use super::*;
-    use crate::store::testing::{Fixture, on_both_arms};
+    use crate::store::testing::{Fixture, on_every_arm};
 
-    on_both_arms!(a_large_node_is_encoded_ahead_and_indexed_once_finished,);
+    on_every_arm!(a_large_node_is_encoded_ahead_and_indexed_once_finished,);
 
     /// A node large enough to find its words on a second thread, put while streaming and then
     /// finished (one encoded ahead of its transaction): stored whole, found by its words once

@@ -4,10 +4,10 @@
 use std::ops::Bound;
 
 use super::{ReadableTable, Table, TableDefinition, WriteTxn};
-use crate::store::testing::{Fixture, on_both_arms};
+use crate::store::testing::{Fixture, on_every_arm};
 use crate::store::{Node, NodeType, Session, SessionSource, StoreError};
 
-on_both_arms!(
+on_every_arm!(
     table_reads_and_writes_match_redb,
     puts_are_read_back_in_their_transaction
 );

@@ -730,10 +730,10 @@ fn write_run<'r>(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
-    use crate::store::testing::{Fixture, on_both_arms};
+    use crate::store::testing::{Fixture, on_every_arm};
     use crate::store::{Node, NodeType, Session, SessionSource};
 
-    on_both_arms!(small_runs_are_folded_into_a_larger_new_run,);
+    on_every_arm!(small_runs_are_folded_into_a_larger_new_run,);
 
     /// A node of many words indexed after small ones: the small runs are folded into its
     /// run as it is written (one run, nothing merged after), a change in the same

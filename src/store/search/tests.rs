@@ -3,10 +3,10 @@
 use std::collections::HashSet;
 
 use super::*;
-use crate::store::testing::{Fixture, on_both_arms};
+use crate::store::testing::{Fixture, on_every_arm};
 use crate::store::{Session, SessionSource, Store};
 
-on_both_arms!(
+on_every_arm!(
     index_follows_text_changes_streaming_and_deletes,
     segments_split_merge_and_shrink,
     ranking_prefers_more_and_rarer_hits,
