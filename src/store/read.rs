@@ -107,15 +107,18 @@ impl Store {
         Ok(())
     }
 
-    /// The nodes with these ids that exist, read in one transaction, in the order given.
+    /// The nodes with these ids that exist, read in one transaction (on a byte backend in
+    /// one batch), in the order given.
     pub fn nodes(&self, ids: &[NodeId]) -> Result<Vec<Node>> {
         let r = self.read()?;
         let t = r.open_table(NODES)?;
         let mut out = Vec::with_capacity(ids.len());
-        for id in ids {
-            if let Some(v) = t.get(id.to_bytes())? {
-                out.push(codec::decode("nodes", v.value())?);
-            }
+        for v in t
+            .get_many(ids.iter().map(|id| id.to_bytes()))?
+            .into_iter()
+            .flatten()
+        {
+            out.push(codec::decode("nodes", v.value())?);
         }
         Ok(out)
     }
@@ -211,12 +214,15 @@ impl Store {
         let idx = r.open_table(EDGES_IN)?;
         let out_t = r.open_table(EDGES_OUT)?;
         let range = edge_range(node, kind);
-        let mut out = Vec::new();
+        let mut keys = Vec::new();
         for row in idx.range(range)? {
-            let (k, _) = row?;
-            let (dst, code, src) = split33(k.value());
-            if let Some(v) = out_t.get(key33(src, code, dst))? {
-                out.push(codec::decode_edge(key33(src, code, dst), v.value())?);
+            let (dst, code, src) = split33(row?.0.value());
+            keys.push(key33(src, code, dst));
+        }
+        let mut out = Vec::with_capacity(keys.len());
+        for (k, v) in keys.iter().zip(out_t.get_many(keys.iter())?) {
+            if let Some(v) = v {
+                out.push(codec::decode_edge(*k, v.value())?);
             }
         }
         Ok(out)
@@ -356,7 +362,8 @@ fn prefixed<T: serde::de::DeserializeOwned>(
     Ok(out)
 }
 
-/// Records listed by an `owner ‖ id` index, read from the table keyed by id.
+/// Records listed by an `owner ‖ id` index, read from the table keyed by id (on a byte
+/// backend in one batch).
 fn joined<T: serde::de::DeserializeOwned>(
     r: &ReadTxn,
     index: crate::store::kv::TableDefinition<[u8; 32], ()>,
@@ -366,12 +373,13 @@ fn joined<T: serde::de::DeserializeOwned>(
 ) -> Result<Vec<T>> {
     let idx = r.open_table(index)?;
     let t = r.open_table(table)?;
-    let mut out = Vec::new();
+    let mut ids = Vec::new();
     for row in idx.range(prefix32(owner))? {
-        let (k, _) = row?;
-        if let Some(v) = t.get(split32(k.value()).1)? {
-            out.push(codec::decode(name, v.value())?);
-        }
+        ids.push(split32(row?.0.value()).1);
+    }
+    let mut out = Vec::with_capacity(ids.len());
+    for v in t.get_many(ids.iter())?.into_iter().flatten() {
+        out.push(codec::decode(name, v.value())?);
     }
     Ok(out)
 }

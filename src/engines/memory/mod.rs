@@ -304,11 +304,16 @@ impl Memory {
                 .map(|e| (e.id().to_string(), e.dim()));
             let mut index = MemoryIndex::new(model);
             for scope in self.visible.iter() {
-                let entries = self.store.scope_memories(scope)?;
-                let ids: Vec<_> = entries.iter().map(|e| e.id).collect();
-                let vectors = self.store.memory_vectors(&ids)?;
-                for (e, v) in entries.iter().zip(vectors) {
-                    let l = self.store.learning(e.id)?;
+                let rows = self.store.scope_memories_with_learnings(scope)?;
+                // Without an embedder the index keeps no vectors: none are read.
+                let vectors = match index.model_dim() {
+                    Some(_) => {
+                        let ids: Vec<_> = rows.iter().map(|(e, _)| e.id).collect();
+                        self.store.memory_vectors(&ids)?
+                    }
+                    None => vec![None; rows.len()],
+                };
+                for ((e, l), v) in rows.iter().zip(vectors) {
                     index.upsert(e, v.as_ref(), l.as_ref());
                 }
             }

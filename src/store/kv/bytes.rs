@@ -37,6 +37,11 @@ pub fn check_key(table: &str, key: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// [`check_key`] of every key, so a batch with one long key reads nothing.
+pub fn check_keys(table: &str, keys: &[&[u8]]) -> Result<()> {
+    keys.iter().try_for_each(|key| check_key(table, key))
+}
+
 /// One key and its value.
 pub type Row = (Vec<u8>, Vec<u8>);
 
@@ -44,6 +49,15 @@ pub type Row = (Vec<u8>, Vec<u8>);
 pub trait ByteRead: Send {
     /// The value under `key`, or `None` (also when the table does not exist).
     fn get(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>>;
+    /// The values under `keys`, in the order given: one for each key, `None` where it has
+    /// none (also when the table does not exist); a key given twice is answered twice. A
+    /// key longer than [`MAX_KEY_BYTES`] is refused ([`check_key`]) before anything is
+    /// read. A backend that pays a round trip per call answers them all in a few calls;
+    /// this one asks [`ByteRead::get`] once per key.
+    fn get_many(&self, table: &str, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        check_keys(table, keys)?;
+        keys.iter().map(|key| self.get(table, key)).collect()
+    }
     /// Up to `limit` rows with keys within `(lo, hi)`, in key order, or reverse key order
     /// when `rev`. A table that does not exist has no rows. Callers page through a long
     /// range by calling again from just past the last key they were given.

@@ -53,6 +53,10 @@ impl Source<'_> {
         self.read(|r| r.get(table, key))
     }
 
+    pub(super) fn get_many(&self, table: &str, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.read(|r| r.get_many(table, keys))
+    }
+
     pub(super) fn len(&self, table: &str) -> Result<u64> {
         self.read(|r| r.len(table))
     }

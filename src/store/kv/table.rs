@@ -37,6 +37,20 @@ impl<'t> ByteTable<'t> {
             .map(Guard::owned))
     }
 
+    fn get_many<'a, K: Key, V: redb::Value + 'static, KR: Borrow<K::SelfType<'a>>>(
+        &self,
+        keys: impl IntoIterator<Item = KR>,
+    ) -> Result<Vec<Option<Guard<'t, V>>>> {
+        let keys: Vec<Vec<u8>> = keys.into_iter().map(|k| K::ordered(k.borrow())).collect();
+        let refs: Vec<&[u8]> = keys.iter().map(Vec::as_slice).collect();
+        Ok(self
+            .source
+            .get_many(&self.name, &refs)?
+            .into_iter()
+            .map(|v| v.map(Guard::owned))
+            .collect())
+    }
+
     fn end<K: Key, V: redb::Value + 'static>(&self, rev: bool) -> Result<Option<Entry<'t, K, V>>> {
         let row = self
             .source
@@ -100,6 +114,15 @@ pub trait ReadableTable<K: Key, V: redb::Value + 'static> {
     /// The value under `key`.
     fn get<'a>(&self, key: impl Borrow<K::SelfType<'a>>) -> Result<Option<Guard<'_, V>>>;
 
+    /// The values under `keys`, one for each in the order given (`None` where a key has
+    /// none): a byte backend reads them in one batch, redb one at a time as [`get`] does.
+    ///
+    /// [`get`]: ReadableTable::get
+    fn get_many<'a, KR: Borrow<K::SelfType<'a>>>(
+        &self,
+        keys: impl IntoIterator<Item = KR>,
+    ) -> Result<Vec<Option<Guard<'_, V>>>>;
+
     /// The rows with keys in `range`, in key order (or reversed with `.rev()`).
     fn range<'a, KR>(&self, range: impl RangeBounds<KR> + 'a) -> Result<Range<'_, K, V>>
     where
@@ -148,6 +171,19 @@ impl<K: Key, V: redb::Value + 'static> ReadableTable<K, V> for ReadTable<'_, K, 
         match &self.0 {
             ReadArm::Redb(t, _) => Ok(t.get(key)?.map(Guard::redb)),
             ReadArm::Bytes(t, _) => t.get::<K, V>(key.borrow()),
+        }
+    }
+
+    fn get_many<'a, KR: Borrow<K::SelfType<'a>>>(
+        &self,
+        keys: impl IntoIterator<Item = KR>,
+    ) -> Result<Vec<Option<Guard<'_, V>>>> {
+        match &self.0 {
+            ReadArm::Redb(t, _) => keys
+                .into_iter()
+                .map(|k| Ok(t.get(k)?.map(Guard::redb)))
+                .collect(),
+            ReadArm::Bytes(t, _) => t.get_many::<K, V, KR>(keys),
         }
     }
 
@@ -349,6 +385,19 @@ impl<K: Key, V: redb::Value + 'static> ReadableTable<K, V> for Table<'_, K, V> {
         match &self.0 {
             WriteArm::Redb(t) => Ok(t.get(key)?.map(Guard::redb)),
             WriteArm::Bytes(t, _) => t.get::<K, V>(key.borrow()),
+        }
+    }
+
+    fn get_many<'a, KR: Borrow<K::SelfType<'a>>>(
+        &self,
+        keys: impl IntoIterator<Item = KR>,
+    ) -> Result<Vec<Option<Guard<'_, V>>>> {
+        match &self.0 {
+            WriteArm::Redb(t) => keys
+                .into_iter()
+                .map(|k| Ok(t.get(k)?.map(Guard::redb)))
+                .collect(),
+            WriteArm::Bytes(t, _) => t.get_many::<K, V, KR>(keys),
         }
     }
 

@@ -9,7 +9,8 @@ use crate::store::{Node, NodeType, Session, SessionSource, StoreError};
 
 on_every_arm!(
     table_reads_and_writes_match_redb,
-    puts_are_read_back_in_their_transaction
+    puts_are_read_back_in_their_transaction,
+    get_many_answers_each_key_in_order
 );
 
 const NUMS: TableDefinition<u64, &[u8]> = TableDefinition::new("test_nums");
@@ -313,4 +314,127 @@ fn long_keys_are_refused_in_memory() {
 #[test]
 fn long_keys_are_refused_in_postgres() {
     long_keys_are_refused(&Fixture::pg());
+}
+
+fn values(got: Vec<Option<super::Guard<'_, &'static [u8]>>>) -> Vec<Option<Vec<u8>>> {
+    got.into_iter()
+        .map(|v| v.map(|v| v.value().to_vec()))
+        .collect()
+}
+
+/// `get_many` answers each key in the order given: missing keys (and a table never written)
+/// as `None`, a key given twice twice, nothing for no keys; in a write transaction it sees
+/// the rows put and not yet sent (more than a byte backend holds back or asks for at
+/// once), rows inserted, and not the rows removed; a read sees what was committed.
+fn get_many_answers_each_key_in_order(fx: &Fixture) {
+    let db = fx.raw();
+    let n = 6_001u64;
+    let value = |k: u64| (k * 3).to_le_bytes().to_vec();
+    let w = db.begin_write().unwrap();
+    {
+        let mut t = w.open_table(NUMS).unwrap();
+        t.insert(1_000_001, [9u8].as_slice()).unwrap();
+        t.insert(10, [1u8].as_slice()).unwrap();
+        assert!(t.remove(10).unwrap().is_some());
+        // Even keys 0..2n but 10, put newest first; the last thousand or so are still
+        // held back by a byte backend, key 8 put twice among them.
+        for k in (0..n).rev().map(|k| k * 2).filter(|k| *k != 10) {
+            t.put(k, value(k).as_slice()).unwrap();
+        }
+        t.put(8, [8u8].as_slice()).unwrap();
+        let got = values(t.get_many([8u64, 7, 8, 10, 1_000_001, 4]).unwrap());
+        assert_eq!(
+            got,
+            vec![
+                Some(vec![8]),
+                None,
+                Some(vec![8]),
+                None,
+                Some(vec![9]),
+                Some(value(4))
+            ]
+        );
+        assert!(t.get_many(Vec::<u64>::new()).unwrap().is_empty());
+        // Every key, odd ones missing, newest first.
+        let keys: Vec<u64> = (0..n * 2).rev().collect();
+        let got = values(t.get_many(keys.iter()).unwrap());
+        assert_eq!(got.len(), keys.len());
+        for (k, v) in keys.iter().zip(&got) {
+            let want = match k {
+                8 => Some(vec![8]),
+                10 => None,
+                k if k % 2 == 0 => Some(value(*k)),
+                _ => None,
+            };
+            assert_eq!(v, &want, "key {k}");
+        }
+    }
+    {
+        let t = w.open_table(WORDS).unwrap();
+        assert_eq!(t.get_many(["a", "b"]).unwrap().len(), 2);
+        assert!(t.get_many(["a", "b"]).unwrap().iter().all(Option::is_none));
+    }
+    w.commit().unwrap();
+
+    let r = db.begin_read().unwrap();
+    let t = r.open_table(NUMS).unwrap();
+    let got = values(t.get_many([1_000_001u64, 3, 0, 0, 10]).unwrap());
+    assert_eq!(
+        got,
+        vec![Some(vec![9]), None, Some(value(0)), Some(value(0)), None]
+    );
+    assert!(t.get_many(Vec::<u64>::new()).unwrap().is_empty());
+    if let Some(t) = r.open_table_if_exists(WORDS).unwrap() {
+        let got = t.get_many(["a"]).unwrap();
+        assert!(got.len() == 1 && got[0].is_none());
+    }
+}
+
+/// A `get_many` with a key longer than [`MAX_KEY_BYTES`](super::bytes::MAX_KEY_BYTES)
+/// among others is refused as an insert of it is, naming its size and table, in a read and
+/// in a write transaction; the longest key allowed is read.
+fn get_many_refuses_long_keys(fx: &Fixture) {
+    use super::bytes::MAX_KEY_BYTES;
+    let super::Db::Bytes(backend) = fx.raw() else {
+        panic!("a byte backend");
+    };
+    let longest = vec![7u8; MAX_KEY_BYTES];
+    let long = vec![7u8; MAX_KEY_BYTES + 1];
+    let mut w = backend.begin_write().unwrap();
+    w.put("test_long", &longest, b"v").unwrap();
+    let refused = |err: StoreError| {
+        let StoreError::Invalid(message) = &err else {
+            panic!("expected an invalid key, got {err:?}");
+        };
+        assert!(
+            message.contains("2049 bytes") && message.contains("test_long"),
+            "{message}"
+        );
+    };
+    refused(
+        w.get_many("test_long", &[longest.as_slice(), long.as_slice()])
+            .unwrap_err(),
+    );
+    assert_eq!(
+        w.get_many("test_long", &[longest.as_slice()]).unwrap(),
+        vec![Some(b"v".to_vec())]
+    );
+    w.commit().unwrap();
+    let r = backend.begin_read().unwrap();
+    refused(r.get_many("test_long", &[long.as_slice()]).unwrap_err());
+    assert_eq!(
+        r.get_many("test_long", &[b"x".as_slice(), longest.as_slice()])
+            .unwrap(),
+        vec![None, Some(b"v".to_vec())]
+    );
+}
+
+#[test]
+fn get_many_refuses_long_keys_in_memory() {
+    get_many_refuses_long_keys(&Fixture::bytes());
+}
+
+#[test]
+fn get_many_refuses_long_keys_in_postgres() {
+    get_many_refuses_long_keys(&Fixture::pg());
 }

@@ -7,9 +7,12 @@
 //!   fold ([`Learning::apply`]).
 //! - `write.rs`: appending (validate, dedupe by idempotency key, fold into the read models in
 //!   the same transaction), the access log, NLI results, the ingest queue, the injection cache.
-//! - `read.rs`: reads, and the full replay with its comparison.
+//! - `read.rs`: reads (by id, by scope with the entries, in batches on a byte backend), and
+//!   the full replay with its comparison.
 
 mod read;
+#[cfg(test)]
+mod tests;
 mod write;
 
 use std::cmp::Ordering;

@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 
 use super::super::tables::*;
-use super::super::{MemoryEntry, MemoryId, MemoryTier, Result, Store, StoreError, codec};
+use super::super::{
+    MemoryEntry, MemoryId, MemoryScope, MemoryTier, Result, Store, StoreError, codec,
+};
 use super::write::{
     AccessRow, CachedInjection, NliResult, QueueItem, access_key, event_index_key, pair_key,
     session_key,
@@ -68,6 +70,58 @@ impl Store {
             .get(id.to_bytes())?
             .map(|v| codec::decode("learnings", v.value()))
             .transpose()
+    }
+
+    /// The learnings with these ids, one for each in the order given (`None` where there is
+    /// none), read in one transaction and, on a byte backend, in one batch.
+    pub fn learnings_of(&self, ids: &[MemoryId]) -> Result<Vec<Option<Learning>>> {
+        let r = self.read()?;
+        let t = r.open_table(LEARNINGS)?;
+        t.get_many(ids.iter().map(|id| id.to_bytes()))?
+            .into_iter()
+            .map(|v| v.map(|v| codec::decode("learnings", v.value())).transpose())
+            .collect()
+    }
+
+    /// The entries of one scope, oldest first (as [`Store::scope_memories`] lists them), each
+    /// with its learning, from one snapshot: the scope index is read, then the entries and
+    /// the learnings each in one batch (on a byte backend one round trip per few thousand
+    /// rows rather than one per row). What builds the retrieval index.
+    pub fn scope_memories_with_learnings(
+        &self,
+        scope: &MemoryScope,
+    ) -> Result<Vec<(MemoryEntry, Option<Learning>)>> {
+        let r = self.read()?;
+        let idx = r.open_table(MEMORY_SCOPES)?;
+        // The index key is `scope ‖ 0x00 ‖ id` (`store/memory.rs`).
+        let mut lo = scope.key().into_bytes();
+        let mut hi = lo.clone();
+        lo.push(0);
+        hi.push(1);
+        let mut ids = Vec::new();
+        for row in idx.range(lo.as_slice()..hi.as_slice())? {
+            let (k, _) = row?;
+            let k = k.value();
+            let id: [u8; 16] = k
+                .len()
+                .checked_sub(16)
+                .and_then(|at| k[at..].try_into().ok())
+                .ok_or_else(|| StoreError::Corrupt("memory_scopes: short key".into()))?;
+            ids.push(id);
+        }
+        let entries = r.open_table(MEMORIES)?;
+        let entries = entries.get_many(ids.iter())?;
+        let learnings = r.open_table(LEARNINGS)?;
+        let learnings = learnings.get_many(ids.iter())?;
+        let mut out = Vec::with_capacity(ids.len());
+        for (entry, learning) in entries.into_iter().zip(learnings) {
+            let Some(entry) = entry else { continue };
+            let learning = learning
+                .map(|v| codec::decode("learnings", v.value()))
+                .transpose()?;
+            out.push((codec::decode("memories", entry.value())?, learning));
+        }
+        Ok(out)
     }
 
     /// Every learning (archived ones too), by id.

@@ -347,9 +347,11 @@ impl Writer<'_> {
         })?;
         let mut log = self.txn.open_table(ACCESS_LOG)?;
         let mut by = self.txn.open_table(ACCESS_BY_SESSION)?;
+        // Put, not insert: no old value is wanted, so a byte backend sends the rows of each
+        // table together.
         for id in ids {
-            log.insert(access_key(*id, now), row.as_slice())?;
-            by.insert(session_key(session, *id).as_slice(), ())?;
+            log.put(access_key(*id, now), row.as_slice())?;
+            by.put(session_key(session, *id).as_slice(), ())?;
         }
         Ok(())
     }
@@ -405,7 +407,7 @@ impl Writer<'_> {
     pub fn put_injection_cache(&mut self, project: &str, c: &CachedInjection) -> Result<()> {
         self.txn
             .open_table(INJECTION_CACHE)?
-            .insert(project, codec::encode(c)?.as_slice())?;
+            .put(project, codec::encode(c)?.as_slice())?;
         Ok(())
     }
 

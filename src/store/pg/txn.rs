@@ -7,7 +7,7 @@ use std::ops::Bound;
 use postgres::types::ToSql;
 
 use super::{CHANGES_CHANNEL, Conn, PgBackend, READER_LOCK, WRITER_LOCK, in_place};
-use crate::store::kv::bytes::{ByteRead, ByteWrite, Row, check_key};
+use crate::store::kv::bytes::{ByteRead, ByteWrite, Row, check_key, check_keys};
 use crate::store::{Result, StoreError};
 
 /// The longest store table name: PostgreSQL names have at most 63 bytes, `kv_` included.
@@ -238,6 +238,61 @@ impl ByteRead for PgTxn {
                 None => Ok(None),
             }
         })
+    }
+
+    /// One `SELECT … WHERE k = ANY($1)` per [`BATCH_ROWS`] keys or [`BATCH_BYTES`] of keys,
+    /// after sending the rows put into the table and held back.
+    fn get_many(&self, table: &str, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        check_keys(table, keys)?;
+        check_name(table)?;
+        if keys.is_empty() || !self.exists(table)? {
+            return Ok(vec![None; keys.len()]);
+        }
+        // How many times each key is asked for: its last answer takes the value, the
+        // earlier ones a copy.
+        let mut wanted: HashMap<&[u8], usize> = HashMap::with_capacity(keys.len());
+        for key in keys {
+            *wanted.entry(key).or_default() += 1;
+        }
+        let distinct: Vec<&[u8]> = {
+            let mut seen = std::collections::HashSet::with_capacity(wanted.len());
+            keys.iter().copied().filter(|k| seen.insert(*k)).collect()
+        };
+        let sql = format!(
+            "SELECT k, v FROM {} WHERE k = ANY($1::bytea[])",
+            quoted(table)
+        );
+        let mut found: HashMap<Vec<u8>, Vec<u8>> = HashMap::with_capacity(distinct.len());
+        let mut rest = distinct.as_slice();
+        while !rest.is_empty() {
+            let mut n = 0;
+            let mut bytes = 0;
+            while n < rest.len() && n < BATCH_ROWS && (n == 0 || bytes < BATCH_BYTES) {
+                bytes += rest[n].len();
+                n += 1;
+            }
+            let (chunk, tail) = rest.split_at(n);
+            rest = tail;
+            self.with(|conn, _| {
+                let statement = conn.statement(&sql)?;
+                for row in conn.client.query(&statement, &[&chunk])? {
+                    found.insert(row.try_get(0)?, row.try_get(1)?);
+                }
+                Ok(())
+            })?;
+        }
+        Ok(keys
+            .iter()
+            .map(|key| {
+                let left = wanted.get_mut(key)?;
+                *left -= 1;
+                if *left == 0 {
+                    found.remove(*key)
+                } else {
+                    found.get(*key).cloned()
+                }
+            })
+            .collect())
     }
 
     fn range(

@@ -114,12 +114,14 @@ impl Memory {
             SearchMode::Associative,
             filter,
         )?;
-        let mut lines = Vec::new();
-        for s in scored {
-            if let Some(l) = self.store.learning(s.id)? {
-                lines.push((l.id, l.content, l.concepts));
-            }
-        }
+        let ids: Vec<MemoryId> = scored.iter().map(|s| s.id).collect();
+        let lines: Vec<_> = self
+            .store
+            .learnings_of(&ids)?
+            .into_iter()
+            .flatten()
+            .map(|l| (l.id, l.content, l.concepts))
+            .collect();
         let (text, ids) = format(&lines, p.hook_chars);
         let project = project_of(&self.scope);
         let cache = CachedInjection {
