@@ -5,6 +5,9 @@ use super::kv::{ReadTxn, ReadableTable};
 use super::tables::*;
 use super::*;
 
+/// How many nodes [`Store::for_each_session_node`] reads at once.
+const WALK_BATCH: usize = 32;
+
 impl Store {
     pub fn session(&self, id: SessionId) -> Result<Option<Session>> {
         get16(&self.read()?, SESSIONS, "sessions", id.to_bytes())
@@ -124,8 +127,9 @@ impl Store {
     }
 
     /// A session's nodes in creation order, handed to `f` one at a time from one read
-    /// transaction, so a session of any size is read in the memory of one node. `f` stops the
-    /// walk by returning `ControlFlow::Break`.
+    /// transaction, read [`WALK_BATCH`] at a time (one batch on a byte backend), so a
+    /// session of any size is read in the memory of that many nodes. `f` stops the walk by
+    /// returning `ControlFlow::Break`.
     pub fn for_each_session_node(
         &self,
         session: SessionId,
@@ -134,15 +138,22 @@ impl Store {
         let r = self.read()?;
         let idx = r.open_table(SESSION_HEADS)?;
         let t = r.open_table(NODES)?;
-        for row in idx.range(prefix32(session.to_bytes()))? {
-            let (k, _) = row?;
-            if let Some(v) = t.get(split32(k.value()).1)?
-                && f(codec::decode("nodes", v.value())?)?.is_break()
-            {
-                break;
+        let mut rows = idx.range(prefix32(session.to_bytes()))?;
+        let mut ids = Vec::with_capacity(WALK_BATCH);
+        loop {
+            ids.clear();
+            for row in rows.by_ref().take(WALK_BATCH) {
+                ids.push(split32(row?.0.value()).1);
+            }
+            if ids.is_empty() {
+                return Ok(());
+            }
+            for v in t.get_many(ids.iter())?.into_iter().flatten() {
+                if f(codec::decode("nodes", v.value())?)?.is_break() {
+                    return Ok(());
+                }
             }
         }
-        Ok(())
     }
 
     /// Every edge whose source node belongs to `session`, handed to `f` one at a time (see

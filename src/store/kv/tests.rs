@@ -5,12 +5,13 @@ use std::ops::Bound;
 
 use super::{ReadableTable, Table, TableDefinition, WriteTxn};
 use crate::store::testing::{Fixture, on_every_arm};
-use crate::store::{Node, NodeType, Session, SessionSource, StoreError};
+use crate::store::{Edge, EdgeType, Node, NodeId, NodeType, Session, SessionSource, StoreError};
 
 on_every_arm!(
     table_reads_and_writes_match_redb,
     puts_are_read_back_in_their_transaction,
-    get_many_answers_each_key_in_order
+    get_many_answers_each_key_in_order,
+    joins_read_in_batches_keep_order_and_stop
 );
 
 const NUMS: TableDefinition<u64, &[u8]> = TableDefinition::new("test_nums");
@@ -437,4 +438,64 @@ fn get_many_refuses_long_keys_in_memory() {
 #[test]
 fn get_many_refuses_long_keys_in_postgres() {
     get_many_refuses_long_keys(&Fixture::pg());
+}
+
+/// The store's joins through `get_many`: a session's walk over several batches hands out
+/// every node in creation order and stops where `f` breaks; `nodes` answers the ids that
+/// exist in the order given, a repeated one twice; `edges_to` finds every edge arriving.
+fn joins_read_in_batches_keep_order_and_stop(fx: &Fixture) {
+    use std::ops::ControlFlow;
+    let store = fx.open();
+    let s = Session::new("t", SessionSource::Glassbox);
+    let nodes: Vec<Node> = (0..100)
+        .map(|i| Node::new(s.id, NodeType::Thinking, format!("n{i}")))
+        .collect();
+    let hub = nodes[0].id;
+    store
+        .write(|w| {
+            w.put_session(&s)?;
+            nodes.iter().try_for_each(|n| w.put_node(n))?;
+            nodes[1..]
+                .iter()
+                .try_for_each(|n| w.put_edge(&Edge::new(n.id, EdgeType::Supports, hub)))
+        })
+        .unwrap();
+    let ids = |ns: &[Node]| ns.iter().map(|n| n.id).collect::<Vec<_>>();
+
+    let mut walked = Vec::new();
+    store
+        .for_each_session_node(s.id, |n| {
+            walked.push(n.id);
+            Ok(ControlFlow::Continue(()))
+        })
+        .unwrap();
+    assert_eq!(walked, ids(&nodes));
+    let mut walked = Vec::new();
+    store
+        .for_each_session_node(s.id, |n| {
+            walked.push(n.id);
+            Ok(if walked.len() == 40 {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            })
+        })
+        .unwrap();
+    assert_eq!(walked, ids(&nodes[..40]));
+
+    let asked = [nodes[70].id, NodeId::new(), nodes[3].id, nodes[70].id];
+    assert_eq!(
+        ids(&store.nodes(&asked).unwrap()),
+        [nodes[70].id, nodes[3].id, nodes[70].id]
+    );
+    let mut to: Vec<NodeId> = store
+        .edges_to(hub, None)
+        .unwrap()
+        .iter()
+        .map(|e| e.src)
+        .collect();
+    to.sort();
+    let mut want = ids(&nodes[1..]);
+    want.sort();
+    assert_eq!(to, want);
 }
