@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Sets up what the tests need (build tools, model files, tmux, Graphviz) and runs every test:
-# unit, integration (scripted HTTP server, real local model, multi-process store) and the
-# benches in test mode.
+# Sets up what the tests need (build tools, model files, tmux, Graphviz, PostgreSQL) and runs
+# every test: unit, integration (scripted HTTP server, real local model, multi-process store)
+# and the benches in test mode; then the suite again with every store on PostgreSQL.
+# STORE_UNDER_TEST=redb|postgres runs it once, on that backend.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
@@ -25,4 +26,22 @@ if ! .venv/bin/python -c "import mcp" >/dev/null 2>&1; then
         echo "test: WARNING: could not set up .venv with the MCP Python SDK; the MCP client tests will be skipped (and fail in CI)" >&2
     fi
 fi
+if [ -n "${STORE_UNDER_TEST:-}" ]; then
+    # One run, on the backend asked for (redb or postgres).
+    cargo test --release --all-targets "$@"
+    exit
+fi
 cargo test --release --all-targets "$@"
+# The suite again with every store on PostgreSQL (a throwaway server per test binary, a
+# database standing in for each redb file): all but the model-driven tests (local_model,
+# e2e) and the fuzz harnesses, which test what the first run tested whatever the store.
+targets=(--lib --bins)
+for f in tests/*.rs; do
+    name=$(basename "$f" .rs)
+    case "$name" in
+        local_model | e2e | fuzz) ;;
+        *) targets+=(--test "$name") ;;
+    esac
+done
+echo "test: the suite again with every store on PostgreSQL (STORE_UNDER_TEST=postgres)"
+STORE_UNDER_TEST=postgres cargo test --release "${targets[@]}" "$@"

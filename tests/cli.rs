@@ -49,7 +49,14 @@ fn a_fresh_data_dir_doctor_sessions_config_completions() {
         std::fs::metadata(&data).unwrap().permissions().mode() & 0o777,
         0o700
     );
-    for file in ["glassbox.redb", "glassbox.log"] {
+    // On a PostgreSQL run the store is a database, and the data dir holds no store file.
+    let files: &[&str] = if support::pg::suite_on_postgres() {
+        assert!(!data.join("glassbox.redb").exists());
+        &["glassbox.log"]
+    } else {
+        &["glassbox.redb", "glassbox.log"]
+    };
+    for file in files {
         assert_eq!(
             std::fs::metadata(data.join(file))
                 .unwrap()
@@ -87,17 +94,29 @@ fn a_fresh_data_dir_doctor_sessions_config_completions() {
     );
     // SmolLM2, the three MiniLM files and the optional Gemma 3.
     assert_eq!(doctor["models"].as_array().unwrap().len(), 5);
-    let compacted: serde_json::Value = serde_json::from_slice(
-        &run(glassbox(&data).args(["doctor", "--compact", "--json"])).stdout,
-    )
-    .unwrap();
-    let (before, after) = (
-        compacted["compacted"]["before_bytes"].as_u64().unwrap(),
-        compacted["compacted"]["after_bytes"].as_u64().unwrap(),
-    );
-    assert!(after < before, "{compacted}");
-    let text = stdout(&run(glassbox(&data).args(["doctor", "--compact"])));
-    assert!(text.starts_with("compacted    "), "{text}");
+    if support::pg::suite_on_postgres() {
+        // Compacting is for a redb file: one line says so.
+        let out = glassbox(&data)
+            .args(["doctor", "--compact"])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--compact applies to a redb file"), "{err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+    } else {
+        let compacted: serde_json::Value = serde_json::from_slice(
+            &run(glassbox(&data).args(["doctor", "--compact", "--json"])).stdout,
+        )
+        .unwrap();
+        let (before, after) = (
+            compacted["compacted"]["before_bytes"].as_u64().unwrap(),
+            compacted["compacted"]["after_bytes"].as_u64().unwrap(),
+        );
+        assert!(after < before, "{compacted}");
+        let text = stdout(&run(glassbox(&data).args(["doctor", "--compact"])));
+        assert!(text.starts_with("compacted    "), "{text}");
+    }
 
     let show = stdout(&run(glassbox(&data)
         .args(["config", "show"])
@@ -144,7 +163,7 @@ fn a_newer_store_refuses_to_open_with_a_message() {
         b"this is not a redb file at all",
     )
     .unwrap();
-    let out = glassbox(dir.path())
+    let out = support::bin::on_file(dir.path())
         .args(["sessions", "list"])
         .output()
         .unwrap();
@@ -275,8 +294,8 @@ async fn ask_against_each_protocol_and_continue_a_session() {
             ],
             "{provider}"
         );
-        // The key never reaches the store file.
-        let bytes = std::fs::read(dir.path().join("glassbox.redb")).unwrap();
+        // The key never reaches the store.
+        let bytes = support::store::bytes_of(dir.path());
         assert!(
             !bytes.windows(KEY.len()).any(|w| w == KEY.as_bytes()),
             "{provider}: key found in the store"
@@ -310,7 +329,7 @@ async fn a_stream_cut_midway_keeps_the_partial_answer_and_fails_clearly() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("glassbox: error:"), "{err}");
     assert!(!err.contains(KEY));
-    let store = glassbox::store::Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let s = &store.sessions().unwrap()[0];
     let nodes = store.session_nodes(s.id).unwrap();
     let thinking = nodes
@@ -343,7 +362,7 @@ fn question_from_stdin_and_sessions_rm() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("no API key for anthropic"), "{err}");
-    let store = glassbox::store::Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     assert!(store.sessions().unwrap().is_empty());
     let s = glassbox::store::Session::new("to delete", glassbox::store::SessionSource::Glassbox);
     store.write(|w| w.put_session(&s)).unwrap();
@@ -420,7 +439,7 @@ async fn the_question_can_come_from_stdin() {
 fn a_closed_stdout_ends_the_command_quietly() {
     let dir = tempfile::tempdir().unwrap();
     // A session long enough that `sessions show` (written with `write!`) is still writing.
-    let store = glassbox::store::Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let s = glassbox::store::Session::new("t", glassbox::store::SessionSource::Glassbox);
     store
         .write(|w| {

@@ -9,7 +9,7 @@ mod support;
 
 use std::path::Path;
 
-use glassbox::store::{EdgeType, NodeId, NodeType, Store};
+use glassbox::store::{EdgeType, NodeId, NodeType};
 use serde_json::{Value, json};
 use support::bin::glassbox;
 use support::{Script, ScriptedServer, Step, fixtures};
@@ -310,7 +310,7 @@ async fn every_merged_claim_names_an_existing_node_and_step_or_says_new() {
     assert!(req.contains("Focus on: cost"));
 
     // The node: a synthesis that aggregates both branches, claims in its meta.
-    let store = Store::open(&data.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&data.path().join("glassbox.redb")).unwrap();
     let node: NodeId = merged["node"].as_str().unwrap().parse().unwrap();
     let n = store.node(node).unwrap().unwrap();
     assert_eq!(n.kind, NodeType::Synthesis);

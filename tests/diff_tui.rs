@@ -86,7 +86,7 @@ fn line(screen: &str, needle: &str) -> String {
 async fn two_marked_branches_are_diffed_jumped_through_and_merged() {
     let server = ScriptedServer::start(Script::new(vec![answer(JUDGED), answer(MERGE)])).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let (a, b) = seed(&store);
     let engine = openai_engine(&store, &server.url(), "m");
     let mut app = app_with(

@@ -2,6 +2,8 @@
 //! full-text search over imported thinking, and the v1 → v3 store migration.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::path::Path;
 
 use chrono::TimeZone;
@@ -134,11 +136,11 @@ fn rich_session(store: &Store) -> Session {
 #[test]
 fn json_export_import_round_trips_byte_identically() {
     let a_dir = tempfile::tempdir().unwrap();
-    let a = Store::open(&a_dir.path().join("a.redb")).unwrap();
+    let a = support::store::open(&a_dir.path().join("a.redb")).unwrap();
     import_fixtures(&a);
     let rich = rich_session(&a);
     let b_dir = tempfile::tempdir().unwrap();
-    let b = Store::open(&b_dir.path().join("b.redb")).unwrap();
+    let b = support::store::open(&b_dir.path().join("b.redb")).unwrap();
     let sessions = a.sessions().unwrap();
     assert_eq!(sessions.len(), 4);
     for s in &sessions {
@@ -184,7 +186,7 @@ fn json_export_import_round_trips_byte_identically() {
 #[test]
 fn graph_and_markdown_exports_cover_every_node_and_edge() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     import_fixtures(&store);
     let s = store
         .sessions()
@@ -232,7 +234,7 @@ fn graph_and_markdown_exports_cover_every_node_and_edge() {
 #[test]
 fn search_finds_a_word_only_in_one_thinking_block() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     import_fixtures(&store);
     let hits = store.search("Zygomorphic", None, 10).unwrap();
     assert_eq!(hits.len(), 1);
@@ -307,6 +309,7 @@ fn glassbox(data: &Path, args: &[&str]) -> (bool, String, String) {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
         .args(args)
         .env("GLASSBOX_DATA_DIR", data)
+        .envs(support::bin::store_env(data))
         .env("GLASSBOX_CONFIG_DIR", data.join("config"))
         .env("NO_COLOR", "1")
         .output()
@@ -323,7 +326,7 @@ fn replay_print_plays_recorded_streams_and_imported_sessions() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data");
     std::fs::create_dir_all(&data).unwrap();
-    let store = Store::open(&data.join("glassbox.redb")).unwrap();
+    let store = support::store::open(&data.join("glassbox.redb")).unwrap();
     // A glassbox session whose answer was recorded from the Anthropic stream fixture.
     let s = Session::new("17 × 23", SessionSource::Glassbox);
     let q = Node::new(s.id, NodeType::Query, "What is 17 × 23?");

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Output;
 
-use glassbox::store::{NodeStatus, NodeType, Store};
+use glassbox::store::{NodeStatus, NodeType};
 use support::bin::glassbox;
 use support::{ChunkBy, End, Script, ScriptedServer, Step};
 
@@ -206,7 +206,7 @@ impl Bench {
 
     /// Every node's text, by id.
     fn nodes(&self) -> BTreeMap<String, (NodeType, NodeStatus, String)> {
-        let store = Store::open(&self.data.join("glassbox.redb")).unwrap();
+        let store = support::store::open(&self.data.join("glassbox.redb")).unwrap();
         let mut out = BTreeMap::new();
         for s in store.sessions().unwrap() {
             for n in store.session_nodes(s.id).unwrap() {
@@ -513,7 +513,7 @@ async fn the_tui_shows_the_fault_on_the_node_and_stays_usable() {
     ]))
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let engine = support::tui::anthropic_engine(&store, &server.url(), "claude-test");
     let cfg = glassbox::config::Config::builtin().unwrap();
     let mut app = support::tui::app_with(store.clone(), cfg, engine, "claude-test", "dark");

@@ -116,7 +116,7 @@ struct Harness {
 async fn harness(steps: Vec<Step>, use_tools: bool) -> Harness {
     let server = ScriptedServer::start(Script::new(steps)).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let provider = OpenAiProvider::new(HttpSettings {
         base_url: format!("{}/v1", server.url()),
         keys: vec![ApiKey::new("k")],
@@ -889,7 +889,7 @@ fn disputed(g: &Graph) -> Vec<&'static str> {
 #[test]
 fn checkpoints_store_the_right_types_and_propagate_downstream_only() {
     let dir = tempfile::tempdir().unwrap();
-    let g = graph(Store::open(&dir.path().join("s.redb")).unwrap());
+    let g = graph(support::store::open(&dir.path().join("s.redb")).unwrap());
     let t2 = g.ids["t2"];
     for (verdict, edge, conf) in [
         (Verdict::Verified, EdgeType::Supports, 1.0),
@@ -1109,6 +1109,7 @@ fn local_model_fork_has_two_branches_and_a_comparison() {
     let data = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
         .env("GLASSBOX_DATA_DIR", data.path())
+        .envs(support::bin::store_env(data.path()))
         .env("GLASSBOX_CONFIG_DIR", data.path().join("config"))
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_API_KEY")

@@ -144,7 +144,7 @@ async fn fork_four_ways_merge_challenge_and_checkpoint_from_the_keyboard() {
     )); // correction
     let server = ScriptedServer::start(Script::new(steps)).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let mut app = app(store.clone(), &server.url());
     app.start();
     press(&mut app, KeyCode::Esc); // leave the question box
@@ -280,7 +280,7 @@ async fn two_columns_then_a_debate_reaches_consensus() {
     };
     let server = ScriptedServer::start(script).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let mut app = app(store, &server.url());
     app.start();
     press(&mut app, KeyCode::Esc); // leave the question box
@@ -317,7 +317,7 @@ async fn fork_from_a_thinking_step_selected_in_the_think_graph() {
     };
     let server = ScriptedServer::start(script).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let s = Session::new("Hash map or sorted vector?", SessionSource::Glassbox);
     let q = Node::new(s.id, NodeType::Query, "Hash map or sorted vector?");
     let mut t = Node::new(

@@ -81,7 +81,7 @@ struct Ran {
 async fn run(steps: Vec<Step>, p: GotParams) -> Ran {
     let server = ScriptedServer::start(Script::new(steps)).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let e = engine(&store, &server.url());
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (_ctl, controls) = mpsc::unbounded_channel();
@@ -361,7 +361,7 @@ async fn the_token_budget_stops_the_search() {
 async fn out_of_range_parameters_fail_before_any_call() {
     let server = ScriptedServer::start(Script::new(vec![])).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let e = engine(&store, &server.url());
     for (p, msg) in [
         (
@@ -427,7 +427,7 @@ async fn pin_prune_and_boost_change_what_best_first_expands() {
     ]))
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let e = engine(&store, &server.url());
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (ctl, controls) = mpsc::unbounded_channel();
@@ -492,7 +492,7 @@ async fn a_pinned_thought_survives_the_top_k_cut_in_bfs() {
     ]))
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let e = engine(&store, &server.url());
     let (tx, mut rx) = mpsc::unbounded_channel();
     let (ctl, controls) = mpsc::unbounded_channel();
@@ -530,6 +530,7 @@ async fn the_headless_command_prints_the_contract_shape() {
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
             .env("GLASSBOX_DATA_DIR", &data)
+            .envs(support::bin::store_env(&data))
             .env("GLASSBOX_CONFIG_DIR", data.join("config"))
             .env("OPENAI_API_KEY", "k")
             .env("GLASSBOX_NETWORK__MAX_RETRIES", "0")
@@ -568,6 +569,7 @@ async fn the_headless_command_prints_the_contract_shape() {
     let data = dir.path().to_path_buf();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
         .env("GLASSBOX_DATA_DIR", &data)
+        .envs(support::bin::store_env(&data))
         .env("GLASSBOX_CONFIG_DIR", data.join("config"))
         .args(["got", "P", "--max-depth", "30"])
         .output()

@@ -63,7 +63,7 @@ struct Setup {
 async fn setup(steps: Vec<Step>, cfg: Config) -> Setup {
     let server = ScriptedServer::start(Script::new(steps)).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let mut app = app(store.clone(), &server.url(), cfg);
     app.start();
     // Out of the question box, then to the GoT workspace.

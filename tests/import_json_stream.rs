@@ -204,20 +204,23 @@ fn generate(store: &Store) -> SessionId {
 fn generated(dir: &Path) -> (PathBuf, SessionId) {
     let data = dir.join("a");
     std::fs::create_dir_all(&data).unwrap();
-    let store = Store::open(&store_path(&data)).unwrap();
+    let store = support::store::open(&store_path(&data)).unwrap();
     let sid = generate(&store);
     (data, sid)
 }
 
 /// The session's JSON and Markdown as the whole-session functions make them.
 fn whole(data: &Path, sid: SessionId) -> (String, String) {
-    let store = Store::open(&store_path(data)).unwrap();
+    let store = support::store::open(&store_path(data)).unwrap();
     let e = export::collect(&store, sid).unwrap();
     (export::to_json(&e).unwrap(), export::to_markdown(&e))
 }
 
 fn sessions(data: &Path) -> Vec<Session> {
-    Store::open(&store_path(data)).unwrap().sessions().unwrap()
+    support::store::open(&store_path(data))
+        .unwrap()
+        .sessions()
+        .unwrap()
 }
 
 #[test]

@@ -12,7 +12,7 @@ use glassbox::engines::got::CallSettings;
 use glassbox::engines::llm::http::{ApiKey, HttpSettings};
 use glassbox::engines::llm::openai::OpenAiProvider;
 use glassbox::engines::metacog::{FocusArea, InsightType, Metacog};
-use glassbox::store::{Node, NodeId, NodeType, RunKind, Session, SessionSource, Store};
+use glassbox::store::{Node, NodeId, NodeType, RunKind, Session, SessionSource};
 use serde_json::json;
 use support::{Script, ScriptedServer, Step};
 
@@ -25,7 +25,7 @@ fn answer(text: &str) -> Step {
 #[tokio::test]
 async fn evidence_to_unknown_nodes_is_dropped_counted_and_the_rest_stored() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let session = Session::new("s", SessionSource::Glassbox);
     let mut q = Node::new(session.id, NodeType::Query, "Is 91 prime?");
     q.created_at -= chrono::Duration::seconds(2);

@@ -149,7 +149,7 @@ fn a_folder_is_found_by_meaning_added_once_and_removed_with_its_chunks() {
             .all(|h| h["doc"]["id"] != sourdough["id"]),
         "{hits:#?}"
     );
-    let store = glassbox::store::Store::open(&env.data.join(glassbox::paths::STORE_FILE)).unwrap();
+    let store = support::store::open(&env.data.join(glassbox::paths::STORE_FILE)).unwrap();
     let id: glassbox::store::DocId = sourdough["id"].as_str().unwrap().parse().unwrap();
     assert!(store.knowledge_chunks(id).unwrap().is_empty());
     let unknown = env

@@ -7,6 +7,8 @@
 //! The big inputs are written to a temp dir by the tests themselves.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -51,6 +53,7 @@ impl Data {
         let data = self.data();
         let mut c = Command::new(program);
         c.env("GLASSBOX_DATA_DIR", &data)
+            .envs(support::bin::store_env(&data))
             .env("GLASSBOX_CONFIG_DIR", data.join("config"))
             .env("GLASSBOX_EMBEDDINGS__PROVIDER", "none")
             .env_remove("ANTHROPIC_API_KEY")

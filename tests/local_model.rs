@@ -4,6 +4,8 @@
 #![cfg(feature = "local")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
@@ -12,7 +14,7 @@ use std::time::Duration;
 use glassbox::engines::llm::local::{LocalProvider, LocalSettings};
 use glassbox::engines::llm::{StopReason, ThinkingMode};
 use glassbox::engines::orchestrator::{Orchestrator, TurnRequest};
-use glassbox::store::{NodeStatus, NodeType, Store};
+use glassbox::store::{NodeStatus, NodeType};
 
 fn model_path() -> Option<PathBuf> {
     let dir = glassbox::paths::default_models_dir()?;
@@ -36,6 +38,7 @@ fn model_path() -> Option<PathBuf> {
 fn glassbox(data: &std::path::Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_glassbox"));
     c.env("GLASSBOX_DATA_DIR", data)
+        .envs(support::bin::store_env(data))
         .env("GLASSBOX_CONFIG_DIR", data.join("config"))
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("OPENAI_API_KEY")
@@ -103,7 +106,7 @@ fn greedy_ask_is_deterministic_and_persisted() {
     assert_eq!(a1, a2, "greedy answer differs between runs");
     assert_ne!(d1["session"], d2["session"]);
 
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let sid = d1["session"].as_str().unwrap().parse().unwrap();
     let nodes = store.session_nodes(sid).unwrap();
     let kinds: Vec<NodeType> = nodes.iter().map(|n| n.kind).collect();
@@ -141,7 +144,7 @@ fn greedy_ask_is_deterministic_and_persisted() {
 async fn cancellation_stops_generation_early_and_keeps_the_partial_node() {
     let Some(path) = model_path() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let provider = LocalProvider::new(LocalSettings {
         model_path: path,
         context_size: 2048,
@@ -295,7 +298,7 @@ fn a_small_graph_of_thoughts_search_completes_with_a_well_formed_result() {
     assert_eq!(v["graphState"]["thoughtCount"], total);
     assert!(v["reasoningSummary"].as_str().unwrap().contains("bfs"));
 
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let sid = v["sessionId"].as_str().unwrap().parse().unwrap();
     let run = store
         .run(v["runId"].as_str().unwrap().parse().unwrap())
@@ -388,7 +391,7 @@ fn verifying_three_steps_gives_three_well_formed_verdicts() {
     assert_eq!(v["firstErrorAt"], first);
 
     // Stored as three verify_step nodes carrying the same verdicts.
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let ids = v["nodeIds"].as_array().unwrap();
     assert_eq!(ids.len(), 3);
     for (id, verdict) in ids.iter().zip(&verdicts) {
@@ -505,7 +508,7 @@ fn a_deep_pipeline_leaves_its_five_layers_as_well_formed_nodes() {
     assert!(confidence <= 100);
     let done = events.last().unwrap();
     assert_eq!(done["type"], "done");
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let run: glassbox::store::RunId = done["runId"].as_str().unwrap().parse().unwrap();
     let layers = glassbox::engines::pipeline::run_layers(&store, run).unwrap();
     let names: Vec<&str> = layers.iter().map(|r| r.layer.as_str()).collect();
@@ -602,7 +605,7 @@ fn research_runs_end_to_end_on_the_local_model_with_well_formed_nodes() {
             .as_str()
             .is_some_and(|r| !r.trim().is_empty())
     );
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let session: glassbox::store::SessionId =
         events[0]["sessionId"].as_str().unwrap().parse().unwrap();
     let nodes = store.session_nodes(session).unwrap();
@@ -630,7 +633,7 @@ fn diff_and_merge_run_on_the_local_model_with_well_formed_labels_and_claims() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let session =
         glassbox::store::Session::new("rent or buy", glassbox::store::SessionSource::Glassbox);
     let mut ids = Vec::new();

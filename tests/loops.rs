@@ -124,7 +124,7 @@ async fn a_looping_answer_is_stopped_early_and_recorded() {
     let full = tea_loop(40);
     let server = ScriptedServer::start(Script::forever(streamed("", &full))).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let orch = orchestrator(&store, &server.url(), LoopAction::Stop);
     let (outcome, events) = ask(&orch).await;
 
@@ -164,7 +164,7 @@ async fn with_warn_a_looping_answer_runs_to_its_end_and_is_reported_once() {
     let full = tea_loop(40);
     let server = ScriptedServer::start(Script::forever(streamed("", &full))).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let orch = orchestrator(&store, &server.url(), LoopAction::Warn);
     let (outcome, events) = ask(&orch).await;
 
@@ -195,7 +195,7 @@ async fn a_loop_in_the_thinking_stops_the_call_before_any_answer() {
     );
     let server = ScriptedServer::start(Script::forever(streamed(&spiral, "The answer."))).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let orch = orchestrator(&store, &server.url(), LoopAction::Stop);
     let (outcome, events) = ask(&orch).await;
 
@@ -223,7 +223,7 @@ async fn an_ordinary_long_numbered_answer_reports_no_loop() {
     let recipe = long_recipe();
     let server = ScriptedServer::start(Script::forever(streamed(&recipe, &recipe))).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let orch = orchestrator(&store, &server.url(), LoopAction::Stop);
     let (outcome, events) = ask(&orch).await;
 
@@ -245,6 +245,7 @@ async fn an_ordinary_long_numbered_answer_reports_no_loop() {
 fn glassbox(data: &std::path::Path, url: &str) -> std::process::Command {
     let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_glassbox"));
     c.env("GLASSBOX_DATA_DIR", data)
+        .envs(support::bin::store_env(data))
         .env("GLASSBOX_CONFIG_DIR", data.join("config"))
         .env("OPENAI_API_KEY", "sk-test")
         .env_remove("ANTHROPIC_API_KEY")

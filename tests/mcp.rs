@@ -4,6 +4,8 @@
 //! snapshot of the Ledger view with branches and revisions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::collections::{BTreeSet, HashMap, HashSet};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -78,6 +80,7 @@ impl Env {
 
     fn apply(&self, cmd: &mut Command) {
         cmd.env("GLASSBOX_DATA_DIR", &self.data)
+            .envs(support::bin::store_env(&self.data))
             .env("GLASSBOX_CONFIG_DIR", &self.config)
             .env("NO_COLOR", "1");
     }
@@ -90,7 +93,7 @@ impl Env {
     }
 
     fn store(&self) -> Store {
-        Store::open(&self.data.join("glassbox.redb")).unwrap()
+        support::store::open(&self.data.join("glassbox.redb")).unwrap()
     }
 
     fn token(&self) -> String {

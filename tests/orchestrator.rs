@@ -78,7 +78,7 @@ async fn long_history_is_compacted_into_a_superseding_node() {
     ]);
     let server = ScriptedServer::start(script).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let mut orch = orchestrator(&store, &server.url());
     orch.context_tokens = 200;
     orch.budget.compact_at_percent = 50;
@@ -117,7 +117,7 @@ async fn long_history_is_compacted_into_a_superseding_node() {
 async fn the_session_budget_warns_then_stops() {
     let server = ScriptedServer::start(Script::forever(answer("ok", 40))).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let mut orch = orchestrator(&store, &server.url());
     orch.budget.session_tokens = 100;
     orch.budget.warn_percent = 50;
@@ -167,7 +167,7 @@ impl KnowledgeContext for Notes {
 async fn knowledge_context_goes_into_the_system_prompt() {
     let server = ScriptedServer::start(Script::forever(answer("ok", 1))).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let mut orch = orchestrator(&store, &server.url());
     orch.knowledge = Some(Arc::new(Notes));
     let tides = ask(&orch, None, "what about tides?").await.unwrap();
@@ -244,7 +244,7 @@ async fn a_provider_compaction_becomes_a_boundary_node_and_goes_back_instead_of_
     ]);
     let server = ScriptedServer::start(script).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let orch = anthropic_orchestrator(&store, &server.url());
     let (first, events) = ask(&orch, None, "first question").await.unwrap();
     assert!(

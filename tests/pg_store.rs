@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use support::bin::{glassbox, ok};
+use support::bin::{glassbox, ok, on_file};
 use support::pg::TempPostgres;
 
 const FIXTURES: &str = concat!(
@@ -99,11 +99,11 @@ fn store_copy_to_postgres_and_back_keeps_every_export() {
     let url = pg.socket_url(&pg.create_database());
     let dir = tempfile::tempdir().unwrap();
     let (src, back) = (dir.path().join("src"), dir.path().join("back"));
-    ok(glassbox(&src).args(["import", "claude-code", FIXTURES]));
-    let before = exports(|| glassbox(&src));
+    ok(on_file(&src).args(["import", "claude-code", FIXTURES]));
+    let before = exports(|| on_file(&src));
     assert_eq!(before.len(), 3);
 
-    let out = ok(glassbox(&src).args(["store", "copy", "--to", &url, "--json"]));
+    let out = ok(on_file(&src).args(["store", "copy", "--to", &url, "--json"]));
     let to_pg: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(to_pg["to_backend"], "postgres");
     assert_eq!(
@@ -119,7 +119,7 @@ fn store_copy_to_postgres_and_back_keeps_every_export() {
     assert_eq!(exports(|| on(&back, &url)), before);
 
     let copy = back.join("glassbox.redb");
-    let out = ok(glassbox(&back).args([
+    let out = ok(on_file(&back).args([
         "store",
         "copy",
         "--from",
@@ -133,11 +133,11 @@ fn store_copy_to_postgres_and_back_keeps_every_export() {
     // A redb file lists its empty tables too; PostgreSQL creates a table with its first row.
     assert_eq!(rows_by_table(&to_redb), rows_by_table(&to_pg));
     assert_eq!(to_redb["rows"], to_pg["rows"]);
-    assert_eq!(exports(|| glassbox(&back)), before);
+    assert_eq!(exports(|| on_file(&back)), before);
 
     // Text output: one line per table and the total.
     let third = dir.path().join("third.redb");
-    let out = ok(glassbox(&src).args(["store", "copy", "--to", third.to_str().unwrap()]));
+    let out = ok(on_file(&src).args(["store", "copy", "--to", third.to_str().unwrap()]));
     let shown = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         shown
@@ -151,7 +151,7 @@ fn store_copy_to_postgres_and_back_keeps_every_export() {
     );
 
     // A store that holds sessions is never a copy's target.
-    let again = glassbox(&src)
+    let again = on_file(&src)
         .args(["store", "copy", "--to", &url])
         .output()
         .unwrap();
@@ -159,7 +159,7 @@ fn store_copy_to_postgres_and_back_keeps_every_export() {
     let err = String::from_utf8_lossy(&again.stderr).into_owned();
     assert_eq!(err.trim_end().lines().count(), 1, "{err}");
     assert!(err.contains("already holds 3 sessions"), "{err}");
-    let itself = glassbox(&src)
+    let itself = on_file(&src)
         .args([
             "store",
             "copy",
@@ -344,4 +344,123 @@ async fn a_question_asked_by_one_instance_is_listed_by_another() {
     })
     .await
     .unwrap();
+}
+
+#[test]
+fn a_failed_copy_into_a_new_file_leaves_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    ok(on_file(&data).args(["sessions", "list"]));
+    // A table this glassbox does not know makes the copy fail after the target is created.
+    let db = redb::Database::open(data.join("glassbox.redb")).unwrap();
+    let w = db.begin_write().unwrap();
+    {
+        let def = redb::TableDefinition::<&[u8], &[u8]>::new("from_a_newer_glassbox");
+        let mut t = w.open_table(def).unwrap();
+        t.insert(b"k".as_slice(), b"v".as_slice()).unwrap();
+    }
+    w.commit().unwrap();
+    drop(db);
+
+    let target = dir.path().join("backup").join("copy.redb");
+    let out = on_file(&data)
+        .args(["store", "copy", "--to", target.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("from_a_newer_glassbox"), "{err}");
+    assert!(err.contains("the partial copy was removed"), "{err}");
+    assert!(!target.exists());
+}
+
+/// The nodes of every session in the store `cmd` opens.
+fn node_total(cmd: &mut Command) -> u64 {
+    sessions(cmd)
+        .iter()
+        .map(|s| s["nodes"].as_u64().unwrap())
+        .sum()
+}
+
+/// The nodes a one-shot import of `root` into a new redb store makes.
+fn nodes_imported(root: &Path) -> u64 {
+    let dir = tempfile::tempdir().unwrap();
+    let out = ok(on_file(dir.path())
+        .args(["import", "claude-code", "--json"])
+        .arg(root));
+    let summary: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(summary["lines"].as_u64().unwrap() > 0, "{summary}");
+    node_total(&mut on_file(dir.path()))
+}
+
+#[test]
+fn a_watch_waits_out_a_stopped_server_and_loses_nothing() {
+    // A server of this test's own: it is stopped part way.
+    let pg = TempPostgres::start().unwrap();
+    let url = pg.socket_url(&pg.create_database());
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("projects");
+    support::copy_dir(Path::new(FIXTURES), &root);
+    let data = dir.path().join("data");
+    let before = nodes_imported(&root);
+
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let rounds = dir.path().join("rounds.jsonl");
+    let mut watcher = Kill(
+        on(&data, &url)
+            .args(["import", "claude-code", "--watch", "--json"])
+            .args(["--reconcile-secs", "1"])
+            .arg(&root)
+            .stdout(std::fs::File::create(&rounds).unwrap())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let wait_for = |what: &str, want: u64| {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let now = node_total(&mut on(&data, &url));
+            if now == want {
+                return;
+            }
+            assert!(Instant::now() < deadline, "{what}: {now} nodes, not {want}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    wait_for("the first import", before);
+
+    // Lines appended while the server is down are stored once it is back.
+    pg.stop();
+    let api = root.join("-home-ann-api");
+    let main = api.join("33333333-3333-4333-8333-333333333333.jsonl");
+    let extra =
+        std::fs::read_to_string(Path::new(FIXTURES).join("../appended_line_3.txt")).unwrap();
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(&main)
+        .unwrap();
+    f.write_all(extra.as_bytes()).unwrap();
+    drop(f);
+    let after = nodes_imported(&root);
+    assert!(after > before);
+    std::thread::sleep(Duration::from_millis(2500));
+    pg.start_again();
+    wait_for("the lines appended while the server was down", after);
+    assert!(
+        watcher.0.try_wait().unwrap().is_none(),
+        "the watcher keeps running"
+    );
+    let log = std::fs::read_to_string(&rounds).unwrap();
+    assert!(log.contains("trying again"), "{log}");
+    // Later rounds import nothing twice.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(node_total(&mut on(&data, &url)), after);
 }

@@ -116,7 +116,7 @@ fn nodes_per_layer(store: &Store, run: RunId) -> HashMap<Layer, usize> {
 
 fn store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     (dir, store)
 }
 
@@ -633,7 +633,7 @@ async fn kill_9_after_the_critic_then_resume_leaves_one_node_per_layer() {
     );
     // The resume asked only for the refiner (maybe cut mid-answer) and the gate.
     assert_eq!(server.requests().len() - before, 2);
-    let store = Store::open(&data.join("glassbox.redb")).unwrap();
+    let store = support::store::open(&data.join("glassbox.redb")).unwrap();
     let run: RunId = run_id.parse().unwrap();
     let per = nodes_per_layer(&store, run);
     assert_eq!(per.len(), 6, "{per:?}");

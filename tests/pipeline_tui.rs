@@ -68,7 +68,7 @@ struct Setup {
 async fn setup(script: Script) -> Setup {
     let server = ScriptedServer::start(script).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let mut app = app(store.clone(), &server.url());
     app.start();
     // Out of the question box, then to the Pipeline workspace.

@@ -91,7 +91,7 @@ async fn local_model_recording_replays_identically() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let store = Store::open(&tmp.path().join("s.redb")).unwrap();
+    let store = support::store::open(&tmp.path().join("s.redb")).unwrap();
     let provider = LocalProvider::new(LocalSettings {
         model_path: path,
         context_size: 1024,
@@ -142,7 +142,7 @@ async fn http_recordings_replay_identically() {
             _ => Arc::new(OllamaProvider::new(settings).unwrap()),
         };
         let tmp = tempfile::tempdir().unwrap();
-        let store = Store::open(&tmp.path().join("s.redb")).unwrap();
+        let store = support::store::open(&tmp.path().join("s.redb")).unwrap();
         assert_replay_matches(&store, provider).await;
     }
 }

@@ -49,7 +49,7 @@ struct Seeded {
 /// A glassbox session whose turn was recorded frame by frame, 100 ms apart, plus the Claude
 /// Code fixtures imported.
 fn seeded_store(dir: &Path) -> (Store, Seeded) {
-    let store = Store::open(&dir.join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.join("glassbox.redb")).unwrap();
     let t0 = chrono::Utc.with_ymd_and_hms(2026, 3, 4, 5, 6, 7).unwrap();
     let mut s = Session::new("Hash map or sorted vector?", SessionSource::Glassbox);
     s.created_at = t0;

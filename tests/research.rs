@@ -103,7 +103,7 @@ fn request(e: &ResearchEngine, question: &str, approve: bool) -> ResearchRequest
 
 fn store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     (dir, store)
 }
 
@@ -893,7 +893,7 @@ async fn kill_9_after_the_tools_then_resume_writes_the_report_without_running_a_
     assert_eq!(events[0]["resumed"], true);
     assert_eq!(events.last().unwrap()["state"]["status"], "complete");
     assert_eq!(server.requests().len(), 4);
-    let store = Store::open(&data.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&data.path().join("glassbox.redb")).unwrap();
     let session: glassbox::store::SessionId =
         events[0]["sessionId"].as_str().unwrap().parse().unwrap();
     let nodes = store.session_nodes(session).unwrap();

@@ -66,7 +66,7 @@ async fn a_question_is_planned_approved_in_the_modal_and_reported_with_citations
     ]))
     .await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let (old, found) = seed(&store);
     let engine = openai_engine(&store, &server.url(), "m");
     let mut app = app_with(

@@ -12,7 +12,6 @@ use glassbox::app::runtime::App;
 use glassbox::app::state::ListRow;
 use glassbox::app::workspaces::sessions::Sessions;
 use glassbox::engines::transcript::{Importer, discover};
-use glassbox::store::Store;
 use support::tui::{self, draw, press, pump_until, type_text};
 
 const FIXTURES: &str = concat!(
@@ -21,7 +20,7 @@ const FIXTURES: &str = concat!(
 );
 
 async fn sessions_workspace(dir: &Path) -> App {
-    let store = Store::open(&dir.join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.join("glassbox.redb")).unwrap();
     let mut errors = Vec::new();
     let files = discover(&[Path::new(FIXTURES).to_path_buf()], &mut errors).unwrap();
     Importer::new(store.clone())
@@ -130,7 +129,7 @@ async fn sessions_group_by_project_fold_filter_and_show_details() {
 #[tokio::test]
 async fn the_list_says_it_is_reading_until_the_sessions_are_read() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let mut app = tui::offline_app(store);
     let screen = |app: &mut App| draw(app, 160, 45).backend().to_string();
     let before = screen(&mut app);

@@ -10,7 +10,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use glassbox::store::{Node, NodeType, Session, SessionSource, Store};
+use glassbox::store::{Node, NodeType, Session, SessionSource};
 use serde_json::{Value, json};
 use support::{Script, ScriptedServer, Step};
 
@@ -54,6 +54,7 @@ impl Bin {
         tokio::task::spawn_blocking(move || {
             std::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
                 .env("GLASSBOX_DATA_DIR", &data)
+                .envs(support::bin::store_env(&data))
                 .env("GLASSBOX_CONFIG_DIR", data.join("config"))
                 .env("OPENAI_API_KEY", "k")
                 .env("GLASSBOX_NETWORK__MAX_RETRIES", "0")
@@ -104,7 +105,7 @@ fn thinking(session: &Session, steps: &[&str], model: Option<&str>) -> Node {
 /// A session holding the question "Is 91 prime?" and two thinking nodes to verify, plus an
 /// unrelated session with nothing verified: (session, thinking 1, thinking 2, empty session).
 fn seed(data: &Path) -> (String, String, String, String) {
-    let store = Store::open(&data.join("glassbox.redb")).unwrap();
+    let store = support::store::open(&data.join("glassbox.redb")).unwrap();
     let s = Session::new("primes", SessionSource::Glassbox);
     let q = Node::new(s.id, NodeType::Query, "Is 91 prime?");
     let t1 = thinking(&s, &STEPS_91, Some("gen-model"));

@@ -3,6 +3,8 @@
 //! separate process.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -17,20 +19,8 @@ const S3: &str = "33333333-3333-4333-8333-333333333333";
 
 /// Copies the fixture projects folder into a temp dir (tests append to and rewrite files).
 fn copy_fixtures(dir: &Path) -> PathBuf {
-    fn copy(src: &Path, dst: &Path) {
-        std::fs::create_dir_all(dst).unwrap();
-        for e in std::fs::read_dir(src).unwrap() {
-            let e = e.unwrap();
-            let to = dst.join(e.file_name());
-            if e.file_type().unwrap().is_dir() {
-                copy(&e.path(), &to);
-            } else {
-                std::fs::copy(e.path(), &to).unwrap();
-            }
-        }
-    }
     let root = dir.join("projects");
-    copy(&Path::new(FIXTURES).join("projects"), &root);
+    support::copy_dir(&Path::new(FIXTURES).join("projects"), &root);
     root
 }
 
@@ -71,7 +61,7 @@ fn by_type(s: &ImportSummary, kind: &str) -> u64 {
 fn import_gives_exact_counts_and_structure() {
     let dir = tempfile::tempdir().unwrap();
     let root = copy_fixtures(dir.path());
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let s = import(&store, &root);
 
     assert_eq!(s.files, 4);
@@ -321,7 +311,7 @@ fn import_gives_exact_counts_and_structure() {
 fn reimport_adds_nothing_and_appended_lines_add_only_themselves() {
     let dir = tempfile::tempdir().unwrap();
     let root = copy_fixtures(dir.path());
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     import(&store, &root);
     let before = store.counts().unwrap();
 
@@ -370,7 +360,7 @@ fn reimport_adds_nothing_and_appended_lines_add_only_themselves() {
 fn truncated_and_rewritten_file_is_read_again_safely() {
     let dir = tempfile::tempdir().unwrap();
     let root = copy_fixtures(dir.path());
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     import(&store, &root);
     let before = store.counts().unwrap().nodes;
     let file = root.join("-home-ann-calc").join(format!("{S1}.jsonl"));
@@ -419,7 +409,7 @@ fn truncated_and_rewritten_file_is_read_again_safely() {
 
 /// Counts the nodes of the session imported from `claude`, or 0 while it is not there yet.
 fn node_count(store_path: &Path, claude: &str) -> usize {
-    let Ok(store) = Store::open(store_path) else {
+    let Ok(store) = support::store::open(store_path) else {
         return 0;
     };
     let Ok(sessions) = store.sessions() else {
@@ -464,6 +454,7 @@ fn watch_in_another_process_picks_up_appended_lines() {
             ])
             .arg(&root)
             .env("GLASSBOX_DATA_DIR", &data)
+            .envs(support::bin::store_env(&data))
             .env("GLASSBOX_CONFIG_DIR", dir.path().join("config"))
             .env("NO_COLOR", "1")
             .stdout(std::process::Stdio::null())
@@ -512,7 +503,7 @@ fn watch_in_another_process_picks_up_appended_lines() {
 fn a_deleted_session_comes_back_on_the_next_import() {
     let dir = tempfile::tempdir().unwrap();
     let root = copy_fixtures(dir.path());
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     import(&store, &root);
     let s1 = session_by_claude_id(&store, S1);
     let nodes = store.session_nodes(s1.id).unwrap();
@@ -538,7 +529,7 @@ fn a_subagent_file_imported_later_still_branches_from_its_task_call() {
     let session_dir = root.join("-home-ann-api").join(S3);
     let held = dir.path().join("held-back");
     std::fs::rename(&session_dir, &held).unwrap();
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let first = import(&store, &root);
     // Only the fixture's deliberately malformed line.
     assert_eq!(first.errors.len(), 1, "{:?}", first.errors);
@@ -560,7 +551,7 @@ fn a_subagent_file_imported_later_still_branches_from_its_task_call() {
 
     // The same records as importing everything at once.
     let other = tempfile::tempdir().unwrap();
-    let at_once = Store::open(&other.path().join("glassbox.redb")).unwrap();
+    let at_once = support::store::open(&other.path().join("glassbox.redb")).unwrap();
     import(&at_once, &copy_fixtures(other.path()));
     let at_once_nodes = at_once
         .session_nodes(session_by_claude_id(&at_once, S3).id)
@@ -636,7 +627,7 @@ fn a_split_message_reads_thinking_first_and_its_checkpoint_reaches_what_follows(
         lines.join("\n") + "\n",
     )
     .unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     import(&store, &root);
     let session = session_by_claude_id(&store, sid);
     let nodes = store.session_nodes(session.id).unwrap();
@@ -743,7 +734,7 @@ fn titles_skip_system_payloads_and_render_slash_commands() {
     lines_c.push(r#"{"type":"custom-title","customTitle":"login work","sessionId":"cccccccc-0000-4000-8000-000000000003"}"#.to_string());
     std::fs::write(root.join(format!("{c}.jsonl")), lines_c.join("\n") + "\n").unwrap();
 
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let projects = dir.path().join("projects");
     import(&store, &projects);
     let sa = session_by_claude_id(&store, a);

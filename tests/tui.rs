@@ -28,7 +28,7 @@ fn at(h: u32, m: u32) -> chrono::DateTime<chrono::Utc> {
 /// A store with one finished session: a question, thinking with steps and a decision point,
 /// and a markdown answer with a code block.
 fn seeded_store(dir: &std::path::Path) -> Store {
-    let store = Store::open(&dir.join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.join("glassbox.redb")).unwrap();
     let mut s = Session::new("Hash map or sorted vector?", SessionSource::Glassbox);
     s.created_at = at(3, 4);
     s.updated_at = at(3, 5);
@@ -208,7 +208,7 @@ async fn a_question_streams_and_the_graph_grows_before_the_end() {
         .delay_each(Duration::from_millis(150));
     let server = ScriptedServer::start(Script::forever(step)).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let mut app = app(store.clone(), &server.url(), "dark");
     app.start();
     type_text(&mut app, "Hash map or sorted vector?");
@@ -266,7 +266,7 @@ async fn esc_cancels_and_keeps_the_partial_node_marked() {
         .delay_each(Duration::from_millis(400));
     let server = ScriptedServer::start(Script::forever(step)).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let mut app = app(store.clone(), &server.url(), "dark");
     app.start();
     type_text(&mut app, "Hash map?");
@@ -295,7 +295,7 @@ async fn esc_cancels_and_keeps_the_partial_node_marked() {
 async fn sessions_rename_switch_new_and_delete_from_the_keyboard() {
     let dir = tempfile::tempdir().unwrap();
     let mut app = loaded_app(dir.path(), "dark").await;
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     press(&mut app, KeyCode::Esc);
     // Rename the open session.
     app.handle_event(Event::Key(KeyEvent::new(
@@ -443,7 +443,7 @@ async fn the_ledger_workspace_follows_thoughts_written_by_another_writer() {
     let empty = draw(&mut app, 120, 30).backend().to_string();
     assert!(empty.contains("No MCP thoughts yet"), "{empty}");
     // Another writer (an MCP server process) records a session of thoughts.
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let s = Session::new("mcp ledger", SessionSource::Mcp);
     let mut thoughts = Vec::new();
     for i in 1..=3u32 {

@@ -75,7 +75,7 @@ fn verifier(store: &Store, url: &str) -> Verifier {
 async fn each_step_is_judged_in_context_and_the_chain_scored_and_stored() {
     let server = ScriptedServer::start(Script::new(judgements())).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let v = verifier(&store, &server.url());
     let out = v
         .verify(
@@ -171,7 +171,7 @@ async fn each_step_is_judged_in_context_and_the_chain_scored_and_stored() {
 async fn a_thinking_nodes_steps_are_verified_and_linked_to_it() {
     let server = ScriptedServer::start(Script::new(judgements())).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let session = Session::new("s", SessionSource::Glassbox);
     let mut t = Node::new(session.id, NodeType::Thinking, "…");
     t.meta.insert(
@@ -228,6 +228,7 @@ async fn the_headless_command_prints_the_contract_shape() {
     let out = tokio::task::spawn_blocking(move || {
         std::process::Command::new(env!("CARGO_BIN_EXE_glassbox"))
             .env("GLASSBOX_DATA_DIR", &data)
+            .envs(support::bin::store_env(&data))
             .env("GLASSBOX_CONFIG_DIR", data.join("config"))
             .env("OPENAI_API_KEY", "k")
             .env("GLASSBOX_NETWORK__MAX_RETRIES", "0")

@@ -38,7 +38,7 @@ struct Seeded {
 /// One session: a question, thinking with three ThinkGraph steps (the second one wrong)
 /// and an answer.
 fn seeded(dir: &std::path::Path) -> Seeded {
-    let store = Store::open(&dir.join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.join("glassbox.redb")).unwrap();
     let mut s = Session::new("Is 91 prime?", SessionSource::Glassbox);
     s.created_at = at(3, 4);
     s.updated_at = at(3, 5);

@@ -47,7 +47,7 @@ fn big_session(store: &Store) -> Vec<[NodeId; 4]> {
 async fn a_large_session_reads_only_the_turns_on_screen() {
     const { assert!(TURNS * 4 > READ_WHOLE_UP_TO) };
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
     let turns = big_session(&store);
     let mut app = tui::offline_app(store);
     app.start();

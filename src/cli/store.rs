@@ -79,6 +79,12 @@ fn copy(ctx: &Ctx, args: CopyArgs) -> Result<ExitCode> {
         std::fs::create_dir_all(dir)
             .map_err(|e| anyhow::anyhow!("cannot create {}: {e}", dir.display()))?;
     }
+    // A new redb file that a failed copy leaves half-written is removed; a database or a
+    // file that was there keeps what it had (the copy refuses a target that is not empty).
+    let new_file = match &to {
+        StoreTarget::File(path) if !path.exists() => Some(path.clone()),
+        _ => None,
+    };
     let target = to.open(crate::store::CACHE_BYTES)?;
 
     let started = Instant::now();
@@ -103,7 +109,18 @@ fn copy(ctx: &Ctx, args: CopyArgs) -> Result<ExitCode> {
                 current = table.to_string();
             }
         })
-        .map_err(|e| anyhow::anyhow!("copying {} into {}: {e}", from.label(), to.label()))?;
+        .map_err(|e| {
+            drop(target);
+            let removed = new_file
+                .as_ref()
+                .is_some_and(|path| std::fs::remove_file(path).is_ok());
+            let note = if removed {
+                " (the partial copy was removed)"
+            } else {
+                ""
+            };
+            anyhow::anyhow!("copying {} into {}: {e}{note}", from.label(), to.label())
+        })?;
     if let Some(s) = spinner {
         s.finish_and_clear();
     }

@@ -567,7 +567,7 @@ mod tests {
         use crate::store::{Session, SessionSource};
 
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
         let session = Session::new("metacog", SessionSource::Glassbox);
         let thinking = Node::new(session.id, NodeType::Thinking, "I am sure it is the cache.");
         store

@@ -214,7 +214,7 @@ mod tests {
 
     fn store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().expect("a temp dir");
-        let store = Store::open(&dir.path().join("s.redb")).expect("a store");
+        let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
         (dir, store)
     }
 

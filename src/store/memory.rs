@@ -295,6 +295,25 @@ fn scope_range(scope: &MemoryScope) -> (Vec<u8>, Vec<u8>) {
     (lo, hi)
 }
 
+/// The ids of one scope's entries, oldest first, read from the `memory_scopes` index in
+/// `r`.
+pub(super) fn scope_ids(r: &kv::ReadTxn, scope: &MemoryScope) -> Result<Vec<[u8; 16]>> {
+    let idx = r.open_table(MEMORY_SCOPES)?;
+    let (lo, hi) = scope_range(scope);
+    let mut ids = Vec::new();
+    for row in idx.range(lo.as_slice()..hi.as_slice())? {
+        let (k, _) = row?;
+        let k = k.value();
+        let id: [u8; 16] = k
+            .len()
+            .checked_sub(16)
+            .and_then(|at| k[at..].try_into().ok())
+            .ok_or_else(|| StoreError::Corrupt("memory_scopes: short key".into()))?;
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
 impl Writer<'_> {
     /// Inserts or replaces a memory entry (its scope index follows a change of scope).
     pub fn put_memory(&mut self, m: &MemoryEntry) -> Result<()> {
@@ -410,21 +429,13 @@ impl Store {
     /// The entries of one scope, oldest first.
     pub fn scope_memories(&self, scope: &MemoryScope) -> Result<Vec<MemoryEntry>> {
         let r = self.read()?;
-        let idx = r.open_table(MEMORY_SCOPES)?;
+        let ids = scope_ids(&r, scope)?;
         let t = r.open_table(MEMORIES)?;
-        let (lo, hi) = scope_range(scope);
-        let mut out = Vec::new();
-        for row in idx.range(lo.as_slice()..hi.as_slice())? {
-            let (k, _) = row?;
-            let k = k.value();
-            let id: [u8; 16] = k[k.len() - 16..]
-                .try_into()
-                .map_err(|_| StoreError::Corrupt("memory_scopes: short key".into()))?;
-            if let Some(v) = t.get(id)? {
-                out.push(codec::decode("memories", v.value())?);
-            }
-        }
-        Ok(out)
+        t.get_many(ids.iter())?
+            .into_iter()
+            .flatten()
+            .map(|v| codec::decode("memories", v.value()))
+            .collect()
     }
 
     /// Every memory entry of every scope, oldest first.
@@ -461,12 +472,9 @@ impl Store {
     pub fn memory_vectors(&self, ids: &[MemoryId]) -> Result<Vec<Option<StoredVector>>> {
         let r = self.read()?;
         let t = r.open_table(MEMORY_VECTORS)?;
-        ids.iter()
-            .map(|id| {
-                t.get(id.to_bytes())?
-                    .map(|v| StoredVector::decode(v.value()))
-                    .transpose()
-            })
+        t.get_many(ids.iter().map(|id| id.to_bytes()))?
+            .into_iter()
+            .map(|v| v.map(|v| StoredVector::decode(v.value())).transpose())
             .collect()
     }
 

@@ -4,7 +4,7 @@
 //! [`Fixture`] and opens its store with [`Fixture::open`] (again, to reopen it);
 //! [`on_every_arm!`] makes a test of each from it.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::kv::memory::MemoryBackend;
@@ -75,6 +75,20 @@ impl Fixture {
         match &self.backend {
             None => Db::open_redb(&self.path(), CACHE_BYTES).expect("a redb file"),
             Some(b) => Db::Bytes(b.clone()),
+        }
+    }
+}
+
+/// The store at `path` as the suite runs: the redb file or, on a PostgreSQL run
+/// (`STORE_UNDER_TEST=postgres`), the database standing in for it
+/// ([`harness::stand_in_url`]). For tests outside the store that open one of their own.
+pub(crate) fn open_at(path: &Path) -> Store {
+    match harness::stand_in_url(path) {
+        None => Store::open(path).expect("a store"),
+        Some(url) => {
+            let backend = pg_backend(&url);
+            let label = backend.url().to_string();
+            Store::open_backend(Arc::new(backend), label).expect("a store")
         }
     }
 }

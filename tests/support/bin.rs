@@ -20,8 +20,25 @@ pub fn glassbox(data: &Path) -> Command {
         .env_remove("OLLAMA_HOST")
         .env_remove("GLASSBOX_PROVIDER")
         .env_remove("GLASSBOX_MODEL")
+        .env_remove("GLASSBOX_STORE_URL")
+        .envs(store_env(data))
         .stdin(Stdio::null());
     c
+}
+
+/// [`glassbox`] on the data dir's redb file, whichever backend the suite runs on: for tests
+/// of the file itself (or of copies between the two backends).
+pub fn on_file(data: &Path) -> Command {
+    let mut c = glassbox(data);
+    c.env_remove("GLASSBOX_STORE_URL");
+    c
+}
+
+/// The store setting of a glassbox process with `data` as its data dir: on a PostgreSQL
+/// run of the suite, `GLASSBOX_STORE_URL` naming the database that stands in for the data
+/// dir's redb file (the one `support::store::open` opens for that path); else nothing.
+pub fn store_env(data: &Path) -> Option<(&'static str, String)> {
+    super::pg::stand_in_url(&data.join("glassbox.redb")).map(|url| ("GLASSBOX_STORE_URL", url))
 }
 
 /// Runs `cmd` with `input` on its standard input; returns its output whatever the exit.

@@ -19,6 +19,7 @@ use futures::stream::{self, BoxStream};
 
 pub mod bin;
 pub mod pg;
+pub mod store;
 pub mod tui;
 pub mod wire;
 
@@ -480,4 +481,18 @@ pub fn fixtures() -> std::path::PathBuf {
 pub fn fixture(name: &str) -> Vec<u8> {
     std::fs::read(fixtures().join(name))
         .unwrap_or_else(|e| panic!("cannot read fixture {name}: {e}"))
+}
+
+/// Copies the folder `src` into `dst` (created), files and subfolders.
+pub fn copy_dir(src: &Path, dst: &Path) {
+    std::fs::create_dir_all(dst).unwrap();
+    for e in std::fs::read_dir(src).unwrap() {
+        let e = e.unwrap();
+        let to = dst.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &to);
+        } else {
+            std::fs::copy(e.path(), &to).unwrap();
+        }
+    }
 }

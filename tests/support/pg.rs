@@ -19,6 +19,50 @@ use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+/// The environment variable that chooses the backend of every store a test opens:
+/// `postgres` runs the suite with each store in a database of the test binary's server
+/// ([`stand_in_url`]); unset, empty or `redb` keeps the redb files.
+pub const SUITE_STORE_VAR: &str = "STORE_UNDER_TEST";
+
+/// Whether this test run keeps its stores on PostgreSQL ([`SUITE_STORE_VAR`]). Panics on
+/// a value it does not know, so a typo never runs the suite on the wrong backend.
+pub fn suite_on_postgres() -> bool {
+    match std::env::var(SUITE_STORE_VAR).as_deref() {
+        Err(_) | Ok("" | "redb") => false,
+        Ok("postgres") => true,
+        Ok(other) => panic!("{SUITE_STORE_VAR}={other:?}: expected postgres or redb"),
+    }
+}
+
+/// On a PostgreSQL run ([`suite_on_postgres`]), the URL of the database that stands in for
+/// the redb file at `path`: one database per path on [`TempPostgres::shared`], created on
+/// first use, so opening the same path again (in this process or in a glassbox process it
+/// starts) opens the same data. `None` on a redb run.
+pub fn stand_in_url(path: &Path) -> Option<String> {
+    use std::collections::HashSet;
+    use std::hash::{DefaultHasher, Hash, Hasher};
+    use std::sync::Mutex;
+
+    static CREATED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+    if !suite_on_postgres() {
+        return None;
+    }
+    // Made absolute without touching the file system: the file need not exist yet.
+    let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut hasher = DefaultHasher::new();
+    path.hash(&mut hasher);
+    let name = format!("s{:016x}", hasher.finish());
+    let server = TempPostgres::shared();
+    let mut created = CREATED.lock().unwrap_or_else(|e| e.into_inner());
+    if created
+        .get_or_insert_with(HashSet::new)
+        .insert(name.clone())
+    {
+        server.admin(&format!("CREATE DATABASE {name} OWNER {ROLE}"));
+    }
+    Some(server.socket_url(&name))
+}
+
 /// The role test databases belong to.
 pub const ROLE: &str = "glassbox";
 
@@ -146,6 +190,28 @@ impl TempPostgres {
         format!("postgresql://{creds}@127.0.0.1:{}/{db}", self.port)
     }
 
+    /// Stops the server at once (`-m immediate`, as a crash would): every connection is
+    /// cut. [`TempPostgres::start_again`] brings it back with its data.
+    pub fn stop(&self) {
+        let out = self
+            .server_cmd("pg_ctl")
+            .arg("-D")
+            .arg(self.data())
+            .args(["stop", "-m", "immediate", "-w"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "pg_ctl stop: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Starts a server [`TempPostgres::stop`] stopped, on the same port and socket.
+    pub fn start_again(&self) {
+        self.pg_ctl_start().unwrap();
+    }
+
     /// Runs `sql` as the superuser over the socket, in database `postgres`.
     pub fn admin(&self, sql: &str) {
         self.admin_in("postgres", sql);
@@ -158,11 +224,20 @@ impl TempPostgres {
             self.root.display(),
             self.port
         );
-        let mut client = postgres::Client::connect(&url, postgres::NoTls)
-            .unwrap_or_else(|e| panic!("admin connection to {db}: {e}"));
-        client
-            .batch_execute(sql)
-            .unwrap_or_else(|e| panic!("admin SQL {sql:?}: {e}"));
+        // On a thread of its own: the synchronous client cannot run on the thread of an
+        // async runtime, where a test may call this from.
+        let run = || {
+            let mut client = postgres::Client::connect(&url, postgres::NoTls)
+                .unwrap_or_else(|e| panic!("admin connection to {db}: {e}"));
+            client
+                .batch_execute(sql)
+                .unwrap_or_else(|e| panic!("admin SQL {sql:?}: {e}"));
+        };
+        std::thread::scope(|s| {
+            if let Err(panic) = s.spawn(run).join() {
+                std::panic::resume_unwind(panic);
+            }
+        });
     }
 
     /// A command running `program` from the server's bin directory, as `postgres` when we

@@ -64,7 +64,7 @@ fn fork_debate_steer_and_checkpoint_leave_the_runtime_thread_free() {
     use crate::store::{Node, NodeType, RunStatus};
 
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
     let engine = ForkEngine::new(
         store.clone(),
         ScriptedProvider::always(ANSWER),

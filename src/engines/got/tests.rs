@@ -50,7 +50,7 @@ fn every_strategy_commits_off_the_runtime_thread() {
     use tokio::sync::mpsc;
 
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
     let engine = GotEngine {
         store: store.clone(),
         provider: ScriptedProvider::always(

@@ -51,7 +51,7 @@ struct Setup {
 
 fn setup(embedder: Option<Arc<dyn Embedder>>) -> Setup {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
     let docs = dir.path().join("docs");
     std::fs::create_dir_all(&docs).unwrap();
     let params = KnowledgeParams {

@@ -648,7 +648,7 @@ mod tests {
 
     fn store() -> (tempfile::TempDir, Store) {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
         (dir, store)
     }
 

@@ -36,7 +36,7 @@ impl Embedder for Buckets {
 
 fn memory(params: MemoryParams) -> (tempfile::TempDir, Memory) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("m.redb")).unwrap();
+    let store = crate::store::testing::open_at(&dir.path().join("m.redb"));
     let m = Memory::new(
         store,
         params,

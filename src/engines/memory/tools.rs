@@ -349,11 +349,11 @@ mod tests {
     use super::*;
     use crate::engines::memory::MemoryParams;
     use crate::engines::orchestrator::KnowledgeContext;
-    use crate::store::{MemoryScope, Store};
+    use crate::store::MemoryScope;
 
     fn memory(params: MemoryParams) -> (tempfile::TempDir, Memory) {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("m.redb")).unwrap();
+        let store = crate::store::testing::open_at(&dir.path().join("m.redb"));
         let m = Memory::new(store, params, None, MemoryScope::Global, vec![]);
         (dir, m)
     }

@@ -73,6 +73,20 @@ impl Importer {
         self
     }
 
+    /// Forgets what this importer holds in memory of files and sessions and reads it again
+    /// from the store, after a write failed: what was committed stays, and each file is
+    /// read again from its stored cursor, so nothing is lost or imported twice. The failed
+    /// round's summary is dropped (its lines are counted when read again).
+    pub fn resync(&mut self) -> Result<(), TranscriptError> {
+        self.pipe = None;
+        self.in_flight.clear();
+        self.files.clear();
+        self.summary = ImportSummary::default();
+        let fresh = Importer::new(self.store.clone())?;
+        self.sessions = fresh.sessions;
+        Ok(())
+    }
+
     /// Calls `f` as files and batches complete.
     pub fn on_progress(&mut self, f: impl FnMut(Progress) + Send + 'static) {
         self.progress = Some(Box::new(f));

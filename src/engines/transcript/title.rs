@@ -140,7 +140,7 @@ mod tests {
     #[test]
     fn rename_keeps_one_line_and_marks_the_title_as_the_users() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
         let s = Session::new("old", SessionSource::ClaudeCode);
         store.write(|w| w.put_session(&s)).unwrap();
         let renamed = rename(&store, s.id, "  new name\nsecond line")

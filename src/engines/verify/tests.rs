@@ -258,7 +258,7 @@ fn steps_of(texts: &[&str]) -> Vec<StepInput> {
 #[tokio::test]
 async fn an_unreadable_step_makes_the_chain_invalid_with_the_reason() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
     let verifier = scripted_verifier(&store, "the step seems fine to me");
     let steps = steps_of(&["2 + 2 = 4", "so the answer is 4"]);
     let request = VerifyRequest {
@@ -360,7 +360,7 @@ fn ratings(prm: &Value) -> Vec<Value> {
 #[test]
 fn model_verdicts_become_prm800k_and_processbench_labels() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
     let (sid, _) = labelled_session(&store);
     let prm = prm800k(&store, sid).unwrap();
     assert_eq!(prm.as_array().unwrap().len(), 1);
@@ -388,7 +388,7 @@ fn model_verdicts_become_prm800k_and_processbench_labels() {
 #[test]
 fn the_newest_human_checkpoint_overrules_the_model_and_older_checkpoints() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
     let (sid, ids) = labelled_session(&store);
     // Step 1: disagreed with long ago, then verified: the newer verdict holds even
     // though a `contradicts` edge sorts after a `supports` one.
@@ -426,7 +426,7 @@ fn the_newest_human_checkpoint_overrules_the_model_and_older_checkpoints() {
 #[test]
 fn a_session_without_verifications_has_no_labels() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
     let s = Session::new("plain", SessionSource::Glassbox);
     store
         .write(|w| {
@@ -443,7 +443,7 @@ fn a_verification_commits_off_the_runtime_thread() {
     use crate::engines::testing::{PATIENCE, commits_during_polls};
 
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
     let session = Session::new("source", SessionSource::Glassbox);
     let source = Node::new(session.id, NodeType::Thinking, "91 = 7 × 13, so not prime.");
     store

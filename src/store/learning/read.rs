@@ -92,23 +92,7 @@ impl Store {
         scope: &MemoryScope,
     ) -> Result<Vec<(MemoryEntry, Option<Learning>)>> {
         let r = self.read()?;
-        let idx = r.open_table(MEMORY_SCOPES)?;
-        // The index key is `scope ‖ 0x00 ‖ id` (`store/memory.rs`).
-        let mut lo = scope.key().into_bytes();
-        let mut hi = lo.clone();
-        lo.push(0);
-        hi.push(1);
-        let mut ids = Vec::new();
-        for row in idx.range(lo.as_slice()..hi.as_slice())? {
-            let (k, _) = row?;
-            let k = k.value();
-            let id: [u8; 16] = k
-                .len()
-                .checked_sub(16)
-                .and_then(|at| k[at..].try_into().ok())
-                .ok_or_else(|| StoreError::Corrupt("memory_scopes: short key".into()))?;
-            ids.push(id);
-        }
+        let ids = crate::store::memory::scope_ids(&r, scope)?;
         let entries = r.open_table(MEMORIES)?;
         let entries = entries.get_many(ids.iter())?;
         let learnings = r.open_table(LEARNINGS)?;

@@ -451,16 +451,21 @@ fn describe(e: &postgres::Error) -> String {
 
 /// Runs `f`, which blocks on a connection's own runtime, where tokio allows that: on a
 /// worker of a multi-threaded runtime (or the thread in its `block_on`, as the TUI's event
-/// loop) as blocking work in place ([`tokio::task::block_in_place`]); elsewhere directly.
-/// Every call of this backend that talks to the server goes through it, so the store may be
-/// called from async code as well as from blocking threads; only the thread driving a
-/// current-thread runtime still may not (it cannot give its work away).
-pub fn in_place<T>(f: impl FnOnce() -> T) -> T {
+/// loop) as blocking work in place ([`tokio::task::block_in_place`]); on the thread of a
+/// current-thread runtime (which cannot give its work away) on a thread of its own while
+/// this one waits; elsewhere directly. Every call of this backend that talks to the server
+/// goes through it, so the store may be called from async code as well as from blocking
+/// threads, as on redb.
+pub fn in_place<T: Send>(f: impl FnOnce() -> T + Send) -> T {
     match tokio::runtime::Handle::try_current() {
         Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
             tokio::task::block_in_place(f)
         }
-        _ => f(),
+        Ok(_) => std::thread::scope(|s| match s.spawn(f).join() {
+            Ok(out) => out,
+            Err(panic) => std::panic::resume_unwind(panic),
+        }),
+        Err(_) => f(),
     }
 }
 

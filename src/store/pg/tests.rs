@@ -906,17 +906,31 @@ fn a_temp_server_stops_and_is_removed_on_drop() {
 
 #[test]
 fn a_store_on_postgres_may_be_called_from_async_code() {
-    use crate::store::{Session, SessionSource, Store};
-    let (db, _) = fresh();
-    let url = server().socket_url(&db);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
+    called_from_async_code(&runtime);
+}
+
+#[test]
+fn a_store_on_postgres_may_be_called_on_a_current_thread_runtime() {
+    // As the MCP stdio server's runtime is.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    called_from_async_code(&runtime);
+}
+
+fn called_from_async_code(runtime: &tokio::runtime::Runtime) {
+    use crate::store::{Session, SessionSource, Store};
+    let (db, _) = fresh();
+    let url = server().socket_url(&db);
     // Called straight from the thread in `block_on` (as the TUI's event loop does) and from
-    // a task on a worker, never through the blocking pool: each call gives its thread's
-    // work away while it waits on the connection's own runtime.
+    // a spawned task, never through the blocking pool: each call gives its thread's work
+    // away, or runs on a thread of its own, while it waits on the connection's own runtime.
     let titles = runtime.block_on(async move {
         let store = Store::open_backend(Arc::new(open(&url).unwrap()), url.clone()).unwrap();
         let seen = store.last_seq().unwrap();

@@ -1,8 +1,8 @@
 //! One transaction on one pooled connection: reads and writes of `kv_<name>` tables.
 
-use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
+use std::sync::{Mutex, MutexGuard};
 
 use postgres::types::ToSql;
 
@@ -25,7 +25,7 @@ pub(super) struct PgTxn {
     backend: PgBackend,
     /// A read transaction holds [`READER_LOCK`] (shared, for the session) until it ends.
     reader: bool,
-    state: RefCell<State>,
+    state: Mutex<State>,
 }
 
 struct State {
@@ -60,7 +60,7 @@ impl PgTxn {
         PgTxn {
             backend,
             reader,
-            state: RefCell::new(State {
+            state: Mutex::new(State {
                 conn: Some(conn),
                 known: HashMap::new(),
                 dirty: false,
@@ -71,13 +71,18 @@ impl PgTxn {
         }
     }
 
+    /// The transaction's state (a panic while it was held leaves it as it was).
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Runs `f` on the open connection; a failure marks the transaction failed and comes
     /// back as a store error naming the URL.
-    fn with<T>(
+    fn with<T: Send>(
         &self,
-        f: impl FnOnce(&mut Conn, &mut HashMap<String, bool>) -> Result<T, postgres::Error>,
+        f: impl FnOnce(&mut Conn, &mut HashMap<String, bool>) -> Result<T, postgres::Error> + Send,
     ) -> Result<T> {
-        let mut state = self.state.borrow_mut();
+        let mut state = self.state();
         let State {
             conn,
             known,
@@ -124,7 +129,7 @@ impl PgTxn {
     /// Sends the rows put into `table` and held back, creating the table if needed, in one
     /// statement. Rows that fail to arrive fail the transaction.
     fn flush(&self, table: &str) -> Result<()> {
-        let Some(pending) = self.state.borrow_mut().pending.remove(table) else {
+        let Some(pending) = self.state().pending.remove(table) else {
             return Ok(());
         };
         self.create(table)?;
@@ -147,7 +152,7 @@ impl PgTxn {
 
     /// Sends every row held back, table by table in name order.
     fn flush_all(&self) -> Result<()> {
-        let mut tables: Vec<String> = self.state.borrow().pending.keys().cloned().collect();
+        let mut tables: Vec<String> = self.state().pending.keys().cloned().collect();
         tables.sort();
         for table in tables {
             self.flush(&table)?;
@@ -353,7 +358,10 @@ impl ByteWrite for PgTxn {
         if !self.exists(table)? {
             self.create(table)?;
         }
-        self.state.get_mut().dirty = true;
+        self.state
+            .get_mut()
+            .unwrap_or_else(|e| e.into_inner())
+            .dirty = true;
         let sql = format!(
             "WITH old AS (SELECT v FROM {t} WHERE k = $1), \
              up AS (INSERT INTO {t} (k, v) VALUES ($1, $2) \
@@ -373,7 +381,7 @@ impl ByteWrite for PgTxn {
     fn put(&mut self, table: &str, key: &[u8], value: &[u8]) -> Result<()> {
         check_key(table, key)?;
         check_name(table)?;
-        let state = self.state.get_mut();
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         if state.conn.is_none() {
             return Err(StoreError::Io(format!(
                 "postgres {}: the transaction has ended",
@@ -406,7 +414,10 @@ impl ByteWrite for PgTxn {
             }
         })?;
         if old.is_some() {
-            self.state.get_mut().dirty = true;
+            self.state
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner())
+                .dirty = true;
         }
         Ok(old)
     }
@@ -426,7 +437,7 @@ impl ByteWrite for PgTxn {
             known.insert(table.to_owned(), false);
             Ok(())
         })?;
-        let state = self.state.get_mut();
+        let state = self.state.get_mut().unwrap_or_else(|e| e.into_inner());
         state.dirty = true;
         state.deleted = true;
         Ok(true)
@@ -436,7 +447,7 @@ impl ByteWrite for PgTxn {
         in_place(|| {
             // A failure marks the transaction failed: it is rolled back below.
             let _ = self.flush_all();
-            let mut state = self.state.borrow_mut();
+            let mut state = self.state();
             let Some(mut conn) = state.conn.take() else {
                 return Err(StoreError::Io(format!(
                     "postgres {}: the transaction has ended",
@@ -510,7 +521,12 @@ impl Drop for PgTxn {
             } else {
                 "ROLLBACK".to_owned()
             };
-            if let Some(mut conn) = self.state.get_mut().conn.take()
+            if let Some(mut conn) = self
+                .state
+                .get_mut()
+                .unwrap_or_else(|e| e.into_inner())
+                .conn
+                .take()
                 && conn.client.batch_execute(&end).is_ok()
             {
                 self.backend.give_back(conn);

@@ -72,7 +72,7 @@ mod tests {
     #[test]
     fn the_latest_mcp_session_is_the_default() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("s.redb")).unwrap();
+        let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
         assert_eq!(LedgerModel::latest_session(&store).unwrap(), None);
         assert!(load(&store, None).unwrap().session().is_none());
         let s = seed(&store);

@@ -5,7 +5,7 @@ use super::*;
 use crate::app::update::Effect;
 use crate::app::workspaces::cx;
 use crate::engines::memory::{Memory, MemoryParams};
-use crate::store::{MemoryScope, Provenance, Store};
+use crate::store::{MemoryScope, Provenance};
 
 fn state() -> State {
     let mut s = State::new("anthropic".into(), "claude-test".into(), 0);
@@ -374,7 +374,7 @@ fn store_changes_reload_when_shown_and_later_otherwise() {
 #[test]
 fn operations_on_a_real_store() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let store = crate::store::testing::open_at(&dir.path().join("glassbox.redb"));
     let params = MemoryParams {
         capacity_tokens: 30,
         ..Default::default()

@@ -11,11 +11,11 @@ use crate::store::learning::{
     CLOCK_MAX_KEYS, EventSource, LearningEvent, LearningEventType, LearningStatus,
     TemporalConfidence, VectorClock, clock_compare, clock_merge, clock_trim, idempotency_key,
 };
-use crate::store::{MemoryScope, MemoryTier, Node, NodeType, Session, SessionSource, Store};
+use crate::store::{MemoryScope, MemoryTier, Node, NodeType, Session, SessionSource};
 
 fn memory() -> (tempfile::TempDir, Memory) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("m.redb")).unwrap();
+    let store = crate::store::testing::open_at(&dir.path().join("m.redb"));
     let m = Memory::new(
         store,
         MemoryParams::default(),

@@ -7,7 +7,7 @@ use tokio_util::sync::CancellationToken;
 use super::compaction::server_side_block;
 use super::*;
 use crate::engines::llm::{Message, ThinkingMode};
-use crate::store::{Node, NodeId, NodeType, SessionId, Store};
+use crate::store::{Node, NodeId, NodeType, SessionId};
 
 #[test]
 fn history_pairs_queries_with_answers_and_drops_a_dangling_query() {
@@ -198,7 +198,7 @@ fn turns_commit_off_the_runtime_thread() {
     use crate::engines::testing::{PATIENCE, Reply, ScriptedProvider, commits_during_polls};
 
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
     let provider = ScriptedProvider::new(vec![
         // 1: thinking with a decision point, a tool call, an answer.
         Reply {
@@ -285,7 +285,7 @@ async fn streamed_deltas_are_committed_in_batches() {
     use crate::engines::testing::{Reply, ScriptedProvider};
 
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
     let thinking = "Step by step, the load grows with the users. ".repeat(40);
     let text = "Add a cache in front of the database. ".repeat(40);
     let provider = ScriptedProvider::new(vec![Reply {

@@ -125,7 +125,7 @@ fn answer(text: &str) -> Vec<StreamEvent> {
 
 async fn turn(provider: Arc<Script>) -> (tempfile::TempDir, Store, super::super::TurnOutcome) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
     let mut orch = Orchestrator::new(store.clone(), provider, "m");
     orch.knowledge = Some(Arc::new(Notebook));
     let (tx, _rx) = mpsc::unbounded_channel();

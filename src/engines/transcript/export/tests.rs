@@ -51,7 +51,7 @@ fn markdown_fences_outgrow_backticks() {
 /// A store holding `e` (through the whole-session import).
 fn stored(e: &SessionExport) -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
     import(&store, e, false).unwrap();
     (dir, store)
 }
@@ -142,7 +142,7 @@ fn streamed_exports_match_the_whole_session_forms() {
         assert_eq!(written.nodes, e.nodes.len());
     }
     let err = write_json(
-        &Store::open(&tempfile::tempdir().unwrap().path().join("s")).unwrap(),
+        &crate::store::testing::open_at(&tempfile::tempdir().unwrap().path().join("s")),
         SessionId::new(),
         Vec::new(),
     )
@@ -294,7 +294,7 @@ fn a_file_that_changes_after_its_check_leaves_nothing_stored() {
     let last = e.nodes.last().unwrap().id;
     let changed = text.replacen(&last.to_string(), &NodeId::new().to_string(), 1);
     std::fs::write(&path, changed).unwrap();
-    let store = Store::open(&dir.path().join("s.redb")).unwrap();
+    let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
     let err = import_checked(&store, &checked, false)
         .unwrap_err()
         .to_string();
