@@ -33,13 +33,13 @@ if [ -n "${STORE_UNDER_TEST:-}" ]; then
 fi
 cargo test --release --all-targets "$@"
 # The suite again with every store on PostgreSQL (a throwaway server per test binary, a
-# database standing in for each redb file): all but the model-driven tests (local_model,
-# e2e) and the fuzz harnesses, which test what the first run tested whatever the store.
+# database standing in for each redb file): all but the tmux end-to-end script (e2e) and
+# the fuzz harnesses, which keep their own redb stores.
 targets=(--lib --bins)
 for f in tests/*.rs; do
     name=$(basename "$f" .rs)
     case "$name" in
-        local_model | e2e | fuzz) ;;
+        e2e | fuzz) ;;
         *) targets+=(--test "$name") ;;
     esac
 done
