@@ -289,22 +289,38 @@ fn long_keys_are_refused(fx: &Fixture) {
         panic!("a byte backend");
     };
     let longest = vec![7u8; MAX_KEY_BYTES];
+    let long = vec![7u8; MAX_KEY_BYTES + 1];
+    let refused = |err: StoreError| {
+        let StoreError::Invalid(message) = &err else {
+            panic!("expected an invalid key, got {err:?}");
+        };
+        assert!(
+            message.contains("2049 bytes") && message.contains("test_long"),
+            "{message}"
+        );
+    };
     let mut w = backend.begin_write().unwrap();
     assert_eq!(w.insert("test_long", &longest, b"v").unwrap(), None);
-    let err = w
-        .insert("test_long", &[7u8; MAX_KEY_BYTES + 1], b"w")
-        .unwrap_err();
-    let StoreError::Invalid(message) = &err else {
-        panic!("expected an invalid key, got {err:?}");
-    };
-    assert!(
-        message.contains("2049 bytes") && message.contains("test_long"),
-        "{message}"
+    refused(w.insert("test_long", &long, b"w").unwrap_err());
+    // A batch read with one key over the limit reads nothing.
+    refused(
+        w.get_many("test_long", &[longest.as_slice(), long.as_slice()])
+            .unwrap_err(),
+    );
+    assert_eq!(
+        w.get_many("test_long", &[longest.as_slice()]).unwrap(),
+        vec![Some(b"v".to_vec())]
     );
     w.commit().unwrap();
     let r = backend.begin_read().unwrap();
     assert_eq!(r.len("test_long").unwrap(), 1);
     assert_eq!(r.get("test_long", &longest).unwrap(), Some(b"v".to_vec()));
+    refused(r.get_many("test_long", &[long.as_slice()]).unwrap_err());
+    assert_eq!(
+        r.get_many("test_long", &[b"x".as_slice(), longest.as_slice()])
+            .unwrap(),
+        vec![None, Some(b"v".to_vec())]
+    );
 }
 
 #[test]
@@ -389,55 +405,6 @@ fn get_many_answers_each_key_in_order(fx: &Fixture) {
         let got = t.get_many(["a"]).unwrap();
         assert!(got.len() == 1 && got[0].is_none());
     }
-}
-
-/// A `get_many` with a key longer than [`MAX_KEY_BYTES`](super::bytes::MAX_KEY_BYTES)
-/// among others is refused as an insert of it is, naming its size and table, in a read and
-/// in a write transaction; the longest key allowed is read.
-fn get_many_refuses_long_keys(fx: &Fixture) {
-    use super::bytes::MAX_KEY_BYTES;
-    let super::Db::Bytes(backend) = fx.raw() else {
-        panic!("a byte backend");
-    };
-    let longest = vec![7u8; MAX_KEY_BYTES];
-    let long = vec![7u8; MAX_KEY_BYTES + 1];
-    let mut w = backend.begin_write().unwrap();
-    w.put("test_long", &longest, b"v").unwrap();
-    let refused = |err: StoreError| {
-        let StoreError::Invalid(message) = &err else {
-            panic!("expected an invalid key, got {err:?}");
-        };
-        assert!(
-            message.contains("2049 bytes") && message.contains("test_long"),
-            "{message}"
-        );
-    };
-    refused(
-        w.get_many("test_long", &[longest.as_slice(), long.as_slice()])
-            .unwrap_err(),
-    );
-    assert_eq!(
-        w.get_many("test_long", &[longest.as_slice()]).unwrap(),
-        vec![Some(b"v".to_vec())]
-    );
-    w.commit().unwrap();
-    let r = backend.begin_read().unwrap();
-    refused(r.get_many("test_long", &[long.as_slice()]).unwrap_err());
-    assert_eq!(
-        r.get_many("test_long", &[b"x".as_slice(), longest.as_slice()])
-            .unwrap(),
-        vec![None, Some(b"v".to_vec())]
-    );
-}
-
-#[test]
-fn get_many_refuses_long_keys_in_memory() {
-    get_many_refuses_long_keys(&Fixture::bytes());
-}
-
-#[test]
-fn get_many_refuses_long_keys_in_postgres() {
-    get_many_refuses_long_keys(&Fixture::pg());
 }
 
 /// The store's joins through `get_many`: a session's walk over several batches hands out
