@@ -33,15 +33,20 @@ if [ -n "${STORE_UNDER_TEST:-}" ]; then
 fi
 cargo test --release --all-targets "$@"
 # The suite again with every store on PostgreSQL (a throwaway server per test binary, a
-# database standing in for each redb file): all but the tmux end-to-end script (e2e) and
-# the fuzz harnesses, which keep their own redb stores.
+# database standing in for each redb file): all but the tmux end-to-end script (e2e), the
+# fuzz harnesses, which keep their own redb stores, and the real-model tests (local_model),
+# whose cost is the model, not the store: the engines they drive run on PostgreSQL in their
+# scripted-server tests, and one real-model ask runs on it below.
 targets=(--lib --bins)
 for f in tests/*.rs; do
     name=$(basename "$f" .rs)
     case "$name" in
-        e2e | fuzz) ;;
+        e2e | fuzz | local_model) ;;
         *) targets+=(--test "$name") ;;
     esac
 done
 echo "test: the suite again with every store on PostgreSQL (STORE_UNDER_TEST=postgres)"
 STORE_UNDER_TEST=postgres cargo test --release "${targets[@]}" "$@"
+if [ $# -eq 0 ]; then
+    STORE_UNDER_TEST=postgres cargo test --release --test local_model -- greedy_ask_is_deterministic_and_persisted
+fi
