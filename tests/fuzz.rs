@@ -32,7 +32,7 @@ use glassbox::engines::mcp::args::{
 };
 use glassbox::engines::mcp::ledger::{self, SessionTarget, Verdict};
 use glassbox::engines::transcript::{Importer, export};
-use glassbox::store::{Session, SessionSource, Store};
+use glassbox::store::{NodeId, Session, SessionSource, Store};
 use glassbox::views::theme::{ColorDepth, Theme};
 
 /// The loop itself: panics and slow inputs are caught, counted and saved, and accepted
@@ -539,17 +539,24 @@ fn mcp_call(scratch: &mut Scratch, args: &Map<String, Value>) -> bool {
     let store = scratch.store();
     if let Ok(t) = ThoughtArgs::parse_ledger(args) {
         let target = SessionTarget::Create(Session::new("", SessionSource::Mcp));
-        if let Ok(rec) = ledger::record_thought(&store, &target, &t, "thought") {
+        if let Ok(rec) = ledger::record_thought(&store, &target, &t, "thought", NodeId::new()) {
             stored = true;
             let _ = ledger::record_thought(
                 &store,
                 &SessionTarget::Existing(rec.session),
                 &t,
                 "thought",
+                NodeId::new(),
             );
             if let Some(v) = verdict {
                 let correction = optional_string(args, "correction").ok().flatten();
-                let _ = ledger::checkpoint(&store, rec.node.id, v, correction.as_deref());
+                let _ = ledger::checkpoint(
+                    &store,
+                    rec.node.id,
+                    NodeId::new(),
+                    v,
+                    correction.as_deref(),
+                );
             }
             if let Ok(Some(n)) = optional_count(args, "thoughtNumber") {
                 let _ = ledger::thought_by_number(&store, rec.session, n);

@@ -394,6 +394,16 @@ fn nodes_imported(root: &Path) -> u64 {
     node_total(&mut on_file(dir.path()))
 }
 
+/// A child process killed when the test ends, however it ends.
+struct Kill(std::process::Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn a_watch_waits_out_a_stopped_server_and_loses_nothing() {
     // A server of this test's own: it is stopped part way.
@@ -405,13 +415,6 @@ fn a_watch_waits_out_a_stopped_server_and_loses_nothing() {
     let data = dir.path().join("data");
     let before = nodes_imported(&root);
 
-    struct Kill(std::process::Child);
-    impl Drop for Kill {
-        fn drop(&mut self) {
-            let _ = self.0.kill();
-            let _ = self.0.wait();
-        }
-    }
     let rounds = dir.path().join("rounds.jsonl");
     let mut watcher = Kill(
         on(&data, &url)
@@ -463,4 +466,83 @@ fn a_watch_waits_out_a_stopped_server_and_loses_nothing() {
     // Later rounds import nothing twice.
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(node_total(&mut on(&data, &url)), after);
+}
+
+#[test]
+fn the_ledger_waits_out_a_stopped_server_and_stores_each_call_once() {
+    use std::io::{BufRead, BufReader, Write};
+    let pg = TempPostgres::start().unwrap();
+    let url = pg.socket_url(&pg.create_database());
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let stderr = dir.path().join("stderr.log");
+    let mut server = Kill(
+        on(&data, &url)
+            .env("GLASSBOX_MCP__STORE_RETRY_SECS", "120")
+            .arg("mcp")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).unwrap())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stdin = server.0.stdin.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stdout = server.0.stdout.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
+    let answer = |id: u64| loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(120))
+            .unwrap_or_else(|_| panic!("no answer to request {id}"));
+        let v: Value = serde_json::from_str(&line).unwrap();
+        if v["id"] == id {
+            assert!(v["result"]["isError"] != true, "request {id}: {v}");
+            return v;
+        }
+    };
+    let thought = |id: u64, n: u64| {
+        serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
+            "name": "sequentialthinking", "arguments": {"thought": format!("thought {n}"),
+            "nextThoughtNeeded": n < 2, "thoughtNumber": n, "totalThoughts": 2}}})
+    };
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "outage", "version": "1"}}}),
+    );
+    answer(1);
+    send(serde_json::json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    send(thought(2, 1));
+    answer(2);
+
+    // Calls made while the server is down are answered once it is back, each stored once.
+    pg.stop();
+    send(thought(3, 2));
+    send(
+        serde_json::json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+        "name": "checkpoint", "arguments": {"thoughtNumber": 1, "verdict": "verified"}}}),
+    );
+    std::thread::sleep(Duration::from_millis(2500));
+    pg.start_again();
+    let second = answer(3);
+    assert_eq!(
+        second["result"]["structuredContent"]["thoughtHistoryLength"], 2,
+        "{second}"
+    );
+    answer(4);
+    let log = std::fs::read_to_string(data.join("glassbox.log")).unwrap();
+    assert!(log.contains("trying again"), "{log}");
+    let err = std::fs::read_to_string(&stderr).unwrap();
+    assert!(err.is_empty(), "stderr: {err}");
+    let list = sessions(&mut on(&data, &url));
+    assert_eq!(list.len(), 1, "{list:?}");
+    assert_eq!(
+        list[0]["nodes"], 3,
+        "two thoughts and a checkpoint: {list:?}"
+    );
 }

@@ -190,14 +190,16 @@ impl TempPostgres {
         format!("postgresql://{creds}@127.0.0.1:{}/{db}", self.port)
     }
 
-    /// Stops the server at once (`-m immediate`, as a crash would): every connection is
-    /// cut. [`TempPostgres::start_again`] brings it back with its data.
+    /// Stops the server (`-m fast`): every connection is cut, as a lost network would, and
+    /// what was committed is kept — an immediate stop could lose the last commits, since
+    /// these servers run with `synchronous_commit=off`. [`TempPostgres::start_again`]
+    /// brings it back with its data.
     pub fn stop(&self) {
         let out = self
             .server_cmd("pg_ctl")
             .arg("-D")
             .arg(self.data())
-            .args(["stop", "-m", "immediate", "-w"])
+            .args(["stop", "-m", "fast", "-w"])
             .output()
             .unwrap();
         assert!(

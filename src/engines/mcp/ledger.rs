@@ -176,29 +176,32 @@ pub fn session_thoughts(store: &Store, session: SessionId) -> Result<Vec<(Node, 
 }
 
 /// Writes one thought (its node, its edges and the session's new `updated_at`) in one commit.
-/// `tool` names the tool it came through.
+/// `tool` names the tool it came through; `id` is the new node's id, chosen by the caller so
+/// that running this again after a commit whose answer was lost stores nothing twice.
 pub fn record_thought(
     store: &Store,
     target: &SessionTarget,
     args: &ThoughtArgs,
     tool: &str,
+    id: NodeId,
 ) -> Result<Recorded> {
     let sid = target.id();
+    let earlier = |session: SessionId| -> Result<Vec<ThoughtMeta>> {
+        Ok(session_thoughts(store, session)?
+            .into_iter()
+            .filter(|(n, _)| n.id != id)
+            .map(|(_, m)| m)
+            .collect())
+    };
     let existing: Vec<ThoughtMeta> = match target {
         SessionTarget::Existing(id) => {
             if store.session(*id)?.is_none() {
                 return Err(StoreError::NotFound(format!("session {id}")).into());
             }
-            session_thoughts(store, *id)?
-                .into_iter()
-                .map(|(_, m)| m)
-                .collect()
+            earlier(*id)?
         }
         SessionTarget::Create(s) => match store.session(s.id)? {
-            Some(_) => session_thoughts(store, s.id)?
-                .into_iter()
-                .map(|(_, m)| m)
-                .collect(),
+            Some(_) => earlier(s.id)?,
             None => Vec::new(),
         },
     };
@@ -225,6 +228,7 @@ pub fn record_thought(
     });
 
     let mut node = Node::new(sid, NodeType::LedgerThought, args.thought.clone());
+    node.id = id;
     let opt_num = |n: Option<u32>| n.map_or(Value::Null, |n| json!(n));
     let m = &mut node.meta;
     m.insert("thoughtNumber".into(), json!(args.thought_number));
@@ -255,6 +259,9 @@ pub fn record_thought(
     m.insert("tool".into(), json!(tool));
 
     store.write(|w| {
+        if w.node(node.id)?.is_some() {
+            return Ok(());
+        }
         let now = Utc::now();
         let session = match (target, w.session(sid)?) {
             (_, Some(mut s)) => {
@@ -342,9 +349,12 @@ impl Verdict {
 
 /// Writes an annotation node about `target` (in the target's session) and its edge, in one
 /// commit.
+/// Stores `text` as the annotation `id` on `target`, once: when `id` is already stored (an
+/// earlier try committed), nothing is written again.
 fn annotate(
     store: &Store,
     target: NodeId,
+    id: NodeId,
     text: String,
     edge: EdgeType,
     meta: Map<String, Value>,
@@ -354,10 +364,14 @@ fn annotate(
         return Err(StoreError::NotFound(format!("node {target}")).into());
     };
     let mut node = Node::new(thought.session, NodeType::HumanAnnotation, text);
+    node.id = id;
     node.model = model.map(str::to_string);
     node.meta = meta;
     node.meta.insert("target".into(), json!(target));
     store.write(|w| {
+        if w.node(node.id)?.is_some() {
+            return Ok(());
+        }
         if let Some(mut s) = w.session(thought.session)? {
             s.updated_at = Utc::now();
             w.put_session(&s)?;
@@ -369,10 +383,12 @@ fn annotate(
 }
 
 /// Records a checkpoint: a `human_annotation` node holding the verdict (and the correction,
-/// if any) with a supports / refines / contradicts edge to the thought.
+/// if any) with a supports / refines / contradicts edge to the thought. `id` is the
+/// annotation's id: a second call with it stores nothing more.
 pub fn checkpoint(
     store: &Store,
     thought: NodeId,
+    id: NodeId,
     verdict: Verdict,
     correction: Option<&str>,
 ) -> Result<Node> {
@@ -395,14 +411,15 @@ pub fn checkpoint(
         "correction".into(),
         json!(correction.is_some_and(|c| !c.trim().is_empty())),
     );
-    annotate(store, thought, text, verdict.edge(), meta, None)
+    annotate(store, thought, id, text, verdict.edge(), meta, None)
 }
 
 /// Stores a critique the client's model wrote through sampling, linked `refines` to the
-/// thought.
+/// thought, as the annotation `id` (stored once).
 pub fn store_critique(
     store: &Store,
     thought: NodeId,
+    id: NodeId,
     text: &str,
     model: Option<&str>,
     stop_reason: Option<&str>,
@@ -415,6 +432,7 @@ pub fn store_critique(
     annotate(
         store,
         thought,
+        id,
         text.to_string(),
         EdgeType::Refines,
         meta,
@@ -669,7 +687,14 @@ mod tests {
         let mut ids = Vec::new();
         for n in 1..=4 {
             ids.push(
-                record_thought(&store, &target, &thought(n, 3), "sequentialthinking").unwrap(),
+                record_thought(
+                    &store,
+                    &target,
+                    &thought(n, 3),
+                    "sequentialthinking",
+                    NodeId::new(),
+                )
+                .unwrap(),
             );
         }
         assert_eq!(ids[3].total_thoughts, 4);
@@ -677,12 +702,12 @@ mod tests {
         let mut rev = thought(5, 5);
         rev.is_revision = Some(true);
         rev.revises_thought = Some(2);
-        let r = record_thought(&store, &target, &rev, "sequentialthinking").unwrap();
+        let r = record_thought(&store, &target, &rev, "sequentialthinking", NodeId::new()).unwrap();
         assert_eq!(r.revises, Some(ids[1].node.id));
         let mut br = thought(3, 5);
         br.branch_from_thought = Some(2);
         br.branch_id = Some("alt".into());
-        let b1 = record_thought(&store, &target, &br, "sequentialthinking").unwrap();
+        let b1 = record_thought(&store, &target, &br, "sequentialthinking", NodeId::new()).unwrap();
         assert_eq!(b1.branches_from, Some(ids[1].node.id));
         assert_eq!(b1.branches, vec!["alt".to_string()]);
         // A revision inside the branch revises the branch's own thought 3.
@@ -691,12 +716,26 @@ mod tests {
         in_branch.branch_from_thought = Some(2);
         in_branch.is_revision = Some(true);
         in_branch.revises_thought = Some(3);
-        let b2 = record_thought(&store, &target, &in_branch, "sequentialthinking").unwrap();
+        let b2 = record_thought(
+            &store,
+            &target,
+            &in_branch,
+            "sequentialthinking",
+            NodeId::new(),
+        )
+        .unwrap();
         assert_eq!(b2.revises, Some(b1.node.id));
         assert_eq!(b2.branches_from, Some(ids[1].node.id));
         let mut missing = thought(8, 8);
         missing.revises_thought = Some(42);
-        let m = record_thought(&store, &target, &missing, "sequentialthinking").unwrap();
+        let m = record_thought(
+            &store,
+            &target,
+            &missing,
+            "sequentialthinking",
+            NodeId::new(),
+        )
+        .unwrap();
         assert_eq!(m.revises, None);
         assert_eq!(m.warnings.len(), 1);
 
@@ -718,6 +757,31 @@ mod tests {
     }
 
     #[test]
+    fn a_thought_or_checkpoint_written_again_with_its_id_is_stored_once() {
+        let (_d, store) = store();
+        let target = SessionTarget::Create(Session::new("", SessionSource::Mcp));
+        let first =
+            record_thought(&store, &target, &thought(1, 2), "thought", NodeId::new()).unwrap();
+        // The second thought's commit landed but its answer was lost: the try again stores
+        // nothing more and answers as the first try would have.
+        let id = NodeId::new();
+        let mut rev = thought(2, 2);
+        rev.revises_thought = Some(1);
+        let once = record_thought(&store, &target, &rev, "thought", id).unwrap();
+        let again = record_thought(&store, &target, &rev, "thought", id).unwrap();
+        assert_eq!((once.node.id, again.node.id), (id, id));
+        assert_eq!((once.history_len, again.history_len), (2, 2));
+        assert_eq!(again.revises, Some(first.node.id));
+        let (check, critique) = (NodeId::new(), NodeId::new());
+        for _ in 0..2 {
+            checkpoint(&store, id, check, Verdict::Verified, None).unwrap();
+            store_critique(&store, id, critique, "a critique", None, None).unwrap();
+        }
+        assert_eq!(store.session_nodes(target.id()).unwrap().len(), 4);
+        assert_eq!(store.session_edges(target.id()).unwrap().len(), 3);
+    }
+
+    #[test]
     fn an_existing_session_must_exist() {
         let (_d, store) = store();
         let err = record_thought(
@@ -725,6 +789,7 @@ mod tests {
             &SessionTarget::Existing(SessionId::new()),
             &thought(1, 1),
             "thought",
+            NodeId::new(),
         );
         assert!(matches!(
             err,
@@ -736,11 +801,18 @@ mod tests {
     fn export_import_round_trips_and_replaces_only_when_asked() {
         let (_d, store) = store();
         let target = SessionTarget::Create(Session::new("t", SessionSource::Mcp));
-        let a = record_thought(&store, &target, &thought(1, 2), "thought").unwrap();
+        let a = record_thought(&store, &target, &thought(1, 2), "thought", NodeId::new()).unwrap();
         let mut rev = thought(2, 2);
         rev.revises_thought = Some(1);
-        record_thought(&store, &target, &rev, "thought").unwrap();
-        checkpoint(&store, a.node.id, Verdict::Disagree, Some("no, because")).unwrap();
+        record_thought(&store, &target, &rev, "thought", NodeId::new()).unwrap();
+        checkpoint(
+            &store,
+            a.node.id,
+            NodeId::new(),
+            Verdict::Disagree,
+            Some("no, because"),
+        )
+        .unwrap();
         let (text, export) = export_session(&store, target.id()).unwrap();
         assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), export);
         assert_eq!(export["format"], json!("glassbox-session"));
@@ -778,10 +850,10 @@ mod tests {
         let target = SessionTarget::Create(Session::new("t", SessionSource::Mcp));
         let mut t = thought(1, 2);
         t.thought = "The CACHE is cold; warm the cache first.".into();
-        record_thought(&store, &target, &t, "thought").unwrap();
+        record_thought(&store, &target, &t, "thought", NodeId::new()).unwrap();
         t.thought = "Something else entirely.".into();
         t.thought_number = 2;
-        record_thought(&store, &target, &t, "thought").unwrap();
+        record_thought(&store, &target, &t, "thought", NodeId::new()).unwrap();
         let other = Node::new(
             target.id(),
             NodeType::Thinking,

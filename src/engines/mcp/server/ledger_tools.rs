@@ -8,6 +8,7 @@ use super::super::ledger::Verdict;
 use super::LedgerError;
 use super::output::tool_error;
 use super::{Caller, LedgerServer, args, ledger};
+use crate::store::NodeId;
 
 /// Sessions `session_list` shows when no limit is given, and the most it shows (the tool's
 /// schema states both).
@@ -28,9 +29,7 @@ impl LedgerServer {
         let session = self.new_session(caller, title.as_deref().unwrap_or(""));
         let s = session.clone();
         let stored = self
-            .shared
-            .store
-            .run_blocking(move |store| ledger::start_session(store, s))
+            .store_call(move |store| ledger::start_session(store, s.clone()))
             .await?;
         self.set_current(caller, session);
         Ok(json!({"sessionId": stored.id, "title": stored.title}))
@@ -48,9 +47,7 @@ impl LedgerServer {
             .unwrap_or(LIST_DEFAULT)
             .min(LIST_MAX);
         let sessions = self
-            .shared
-            .store
-            .run_blocking(move |store| ledger::list_sessions(store, all, limit as usize))
+            .store_call(move |store| ledger::list_sessions(store, all, limit as usize))
             .await?;
         Ok(json!({"sessions": sessions}))
     }
@@ -65,9 +62,7 @@ impl LedgerServer {
             Err(e) => return tool_error(e.to_string()),
         };
         let exported = self
-            .shared
-            .store
-            .run_blocking(move |store| ledger::export_session(store, id))
+            .store_call(move |store| ledger::export_session(store, id))
             .await;
         match exported {
             Ok((text, value)) => {
@@ -118,20 +113,17 @@ impl LedgerServer {
                 args::MAX_CORRECTION_CHARS
             )));
         }
-        let store = &self.shared.store;
         let thought = match (
             args::optional_label(args, "thoughtId").map_err(invalid)?,
             args::optional_count(args, "thoughtNumber").map_err(invalid)?,
         ) {
             (Some(id), _) => {
-                store
-                    .run_blocking(move |store| store.resolve_node(&id))
+                self.store_call(move |store| Ok(store.resolve_node(&id)?))
                     .await?
             }
             (None, Some(n)) => {
                 let session = self.session_arg(args, caller).await?;
-                store
-                    .run_blocking(move |store| ledger::thought_by_number(store, session, n))
+                self.store_call(move |store| ledger::thought_by_number(store, session, n))
                     .await?
             }
             (None, None) => {
@@ -140,9 +132,10 @@ impl LedgerServer {
                 ));
             }
         };
-        let node = store
-            .run_blocking(move |store| {
-                ledger::checkpoint(store, thought, verdict, correction.as_deref())
+        let id = NodeId::new();
+        let node = self
+            .store_call(move |store| {
+                ledger::checkpoint(store, thought, id, verdict, correction.as_deref())
             })
             .await?;
         Ok(json!({
@@ -166,9 +159,7 @@ impl LedgerServer {
         };
         let q = query.clone();
         let hits = self
-            .shared
-            .store
-            .run_blocking(move |store| ledger::search(store, &q, session, limit as usize))
+            .store_call(move |store| ledger::search(store, &q, session, limit as usize))
             .await?;
         Ok(json!({"query": query, "hits": hits}))
     }

@@ -4,7 +4,8 @@
 //! This file holds the server, its connections and sessions, and the tool dispatch; the
 //! tools live by concern: `thoughts` (recording thoughts and their critiques), `ledger_tools`
 //! (sessions, checkpoints, search), with `output` shaping results, `params` the settings and
-//! `stdio` the stdio transport. Store work runs through [`Store::run_blocking`].
+//! `stdio` the stdio transport. Store work runs through [`LedgerServer::store_call`], which
+//! waits out a store that cannot be reached.
 // Sampling is deprecated by the 2026-07-28 spec (SEP-2577), yet it is still the way a server
 // asks the client's model for text — as a request on older connections and as an
 // input-required round trip on newer ones — so its (deprecated) types are used here.
@@ -38,6 +39,11 @@ use output::json_or_error;
 
 pub use params::{LedgerSettings, McpParams, TransportKind};
 pub use stdio::serve_stdio;
+
+/// The first wait before a store call is tried again; each later wait doubles, up to
+/// `STORE_RETRY_LONGEST`.
+const STORE_RETRY_FIRST: Duration = Duration::from_millis(250);
+const STORE_RETRY_LONGEST: Duration = Duration::from_secs(5);
 
 /// How long an input-required critique waits for the client's retry.
 const PENDING_TTL: Duration = Duration::from_secs(600);
@@ -222,16 +228,14 @@ impl LedgerServer {
     /// A session named in the arguments, which must exist.
     async fn resolve_session(&self, text: &str) -> Result<SessionId, LedgerError> {
         let text = text.to_string();
-        self.shared
-            .store
-            .run_blocking(move |store| {
-                let id = store.resolve_session(&text)?;
-                match store.session(id)? {
-                    Some(_) => Ok(id),
-                    None => Err(StoreError::NotFound(format!("session '{text}'")).into()),
-                }
-            })
-            .await
+        self.store_call(move |store| {
+            let id = store.resolve_session(&text)?;
+            match store.session(id)? {
+                Some(_) => Ok(id),
+                None => Err(StoreError::NotFound(format!("session '{text}'")).into()),
+            }
+        })
+        .await
     }
 
     /// The session named by `sessionId`, else this connection's.
@@ -250,6 +254,29 @@ impl LedgerServer {
         }
     }
 
+    /// Runs `f` on the store (on tokio's blocking pool). While the store cannot be reached
+    /// (a lost connection, a full disk) it waits, 250 ms doubling up to 5 s, and runs `f`
+    /// again, for up to `store_retry` in all; then the error is the answer. `f` must be safe
+    /// to run twice: a read, or a write whose ids were chosen before the first try.
+    async fn store_call<T, F>(&self, f: F) -> Result<T, LedgerError>
+    where
+        T: Send + 'static,
+        F: Fn(&Store) -> Result<T, LedgerError> + Clone + Send + 'static,
+    {
+        let until = Instant::now() + self.shared.settings.store_retry;
+        let mut wait = STORE_RETRY_FIRST;
+        loop {
+            match self.shared.store.run_blocking(f.clone()).await {
+                Err(LedgerError::Store(StoreError::Io(e))) if Instant::now() + wait <= until => {
+                    tracing::warn!(error = %e, wait_ms = wait.as_millis() as u64, "the store cannot be reached; trying again");
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(STORE_RETRY_LONGEST);
+                }
+                done => return done,
+            }
+        }
+    }
+
     async fn record(
         &self,
         args: &ThoughtArgs,
@@ -264,11 +291,9 @@ impl LedgerServer {
             Some(s) => SessionTarget::Existing(self.resolve_session(s).await?),
             None => self.connection_target(caller, fresh_chain),
         };
-        let a = args.clone();
+        let (a, id) = (args.clone(), NodeId::new());
         let rec = self
-            .shared
-            .store
-            .run_blocking(move |store| ledger::record_thought(store, &target, &a, tool))
+            .store_call(move |store| ledger::record_thought(store, &target, &a, tool, id))
             .await?;
         if caller.stateless
             && args.session_id.is_none()

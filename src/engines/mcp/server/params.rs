@@ -18,6 +18,9 @@ pub struct McpParams {
     /// Seconds to wait for a critique on request-based connections (glassbox's own; seed 004
     /// gives no timeout).
     pub sampling_timeout_secs: u64,
+    /// Seconds a tool call keeps trying while the store cannot be reached (a lost
+    /// connection, a full disk) before it answers with the error (glassbox's own).
+    pub store_retry_secs: u64,
 }
 
 impl Default for McpParams {
@@ -26,6 +29,7 @@ impl Default for McpParams {
             critique_max_tokens: 500,
             critique_context: 5,
             sampling_timeout_secs: 180,
+            store_retry_secs: 30,
         }
     }
 }
@@ -41,6 +45,8 @@ pub struct LedgerSettings {
     pub critique_context: usize,
     /// How long to wait for a critique on request-based connections.
     pub sampling_timeout: Duration,
+    /// How long a tool call keeps trying while the store cannot be reached.
+    pub store_retry: Duration,
 }
 
 impl LedgerSettings {
@@ -51,6 +57,7 @@ impl LedgerSettings {
             critique_max_tokens: config.critique_max_tokens,
             critique_context: config.critique_context,
             sampling_timeout: Duration::from_secs(config.sampling_timeout_secs),
+            store_retry: Duration::from_secs(config.store_retry_secs),
         }
     }
 }

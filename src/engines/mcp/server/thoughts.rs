@@ -183,9 +183,7 @@ impl LedgerServer {
             self.shared.settings.critique_context,
         );
         let context = self
-            .shared
-            .store
-            .run_blocking(move |store| ledger::critique_context(store, session, node, n))
+            .store_call(move |store| ledger::critique_context(store, session, node, n))
             .await?;
         let s = &self.shared.settings;
         Ok(CreateMessageRequestParams::new(
@@ -202,11 +200,10 @@ impl LedgerServer {
             Err(reason) => return json!({"status": "failed", "reason": reason}),
         };
         let (text, model, stop) = (c.text.clone(), c.model.clone(), c.stop_reason.clone());
+        let id = NodeId::new();
         let stored = self
-            .shared
-            .store
-            .run_blocking(move |store| {
-                ledger::store_critique(store, thought, &text, model.as_deref(), stop.as_deref())
+            .store_call(move |store| {
+                ledger::store_critique(store, thought, id, &text, model.as_deref(), stop.as_deref())
             })
             .await;
         match stored {
