@@ -23,6 +23,7 @@ use glassbox::engines::prompts::Prompts;
 use glassbox::store::{EdgeType, Node, NodeStatus, NodeType, RunId, RunKind, RunStatus, Store};
 use serde_json::{Value, json};
 use support::bin::glassbox;
+use support::pg::Cut;
 use support::{Script, ScriptedServer, Step};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -584,42 +585,84 @@ async fn ask_mode_deep_json_prints_the_seed_events() {
     assert_eq!(done["mode"], "ultra_deep");
 }
 
-#[tokio::test]
-async fn kill_9_after_the_critic_then_resume_leaves_one_node_per_layer() {
+/// Cuts a deep run off after its critic (`cut`), then resumes it: no layer runs twice and
+/// each leaves one node.
+async fn cut_after_the_critic_then_resume(cut: Cut) {
+    use std::io::Read;
+    let pg = (cut == Cut::StoreLost).then(|| support::pg::TempPostgres::start().unwrap());
+    let store_url = pg.as_ref().map(|pg| pg.socket_url(&pg.create_database()));
     let server = ScriptedServer::start(Script::forever(slow(&every(95), 400))).await;
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().to_path_buf();
-    let url = server.url();
-    let run_id = tokio::task::spawn_blocking({
-        let (data, url) = (data.clone(), url.clone());
-        move || {
-            let mut child = ask_cmd(&data, &url, &["--mode", "deep", "--json", "Rent or buy?"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .spawn()
-                .unwrap();
-            let mut run = String::new();
-            for line in BufReader::new(child.stdout.take().unwrap()).lines() {
-                let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
-                if v["type"] == "start" {
-                    run = v["runId"].as_str().unwrap().to_string();
-                }
-                if v["type"] == "layer_complete" && v["layer"] == "fast_critic" {
-                    break;
-                }
+    let command = {
+        let (data, url, store_url) = (data.clone(), server.url(), store_url.clone());
+        move |args: &[&str]| {
+            let mut c = ask_cmd(&data, &url, args);
+            if let Some(u) = &store_url {
+                c.env("GLASSBOX_STORE_URL", u);
             }
-            // SIGKILL: no cleanup runs.
-            child.kill().unwrap();
-            child.wait().unwrap();
-            run
+            c
         }
+    };
+    let first = command.clone();
+    let (run_id, pg) = tokio::task::spawn_blocking(move || {
+        let mut child = first(&["--mode", "deep", "--json", "Rent or buy?"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
+        let mut run = String::new();
+        for line in out.by_ref().lines() {
+            let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
+            if v["type"] == "start" {
+                run = v["runId"].as_str().unwrap().to_string();
+            }
+            if v["type"] == "layer_complete" && v["layer"] == "fast_critic" {
+                break;
+            }
+        }
+        match &pg {
+            None => {
+                child.kill().unwrap();
+                child.wait().unwrap();
+            }
+            Some(pg) => {
+                pg.stop();
+                let mut rest = String::new();
+                out.read_to_string(&mut rest).unwrap();
+                assert!(
+                    !child.wait().unwrap().success(),
+                    "the run fails without its store"
+                );
+                // With --json the failure is the last event: one line naming the store.
+                let last: Value = serde_json::from_str(rest.lines().last().unwrap()).unwrap();
+                assert_eq!(last["type"], "error", "{rest}");
+                assert!(
+                    last["message"].as_str().unwrap().starts_with("store I/O"),
+                    "{last}"
+                );
+                pg.start_again();
+            }
+        }
+        (run, pg)
     })
     .await
     .unwrap();
     assert!(!run_id.is_empty());
     let before = server.requests().len();
-    let suffix = &run_id[run_id.len() - 8..];
-    let ev = ask_events(&data, &url, &["--resume", suffix, "--json"]).await;
+    let suffix = run_id[run_id.len() - 8..].to_string();
+    let out = tokio::task::spawn_blocking(move || {
+        command(&["--resume", &suffix, "--json"]).output().unwrap()
+    })
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ev = lines(&out.stdout);
     assert_eq!(ev[0]["type"], "start");
     assert_eq!(ev[0]["resumed"], true);
     let replayed: Vec<&str> = ev
@@ -633,12 +676,26 @@ async fn kill_9_after_the_critic_then_resume_leaves_one_node_per_layer() {
     );
     // The resume asked only for the refiner (maybe cut mid-answer) and the gate.
     assert_eq!(server.requests().len() - before, 2);
-    let store = support::store::open(&data.join("glassbox.redb")).unwrap();
+    let store = match &store_url {
+        Some(url) => support::store::open_url(url).unwrap(),
+        None => support::store::open(&data.join("glassbox.redb")).unwrap(),
+    };
     let run: RunId = run_id.parse().unwrap();
     let per = nodes_per_layer(&store, run);
     assert_eq!(per.len(), 6, "{per:?}");
     assert!(per.values().all(|&n| n == 1), "{per:?}");
     assert_eq!(store.run(run).unwrap().unwrap().status, RunStatus::Done);
+    drop(pg);
+}
+
+#[tokio::test]
+async fn kill_9_after_the_critic_then_resume_leaves_one_node_per_layer() {
+    cut_after_the_critic_then_resume(Cut::Kill).await;
+}
+
+#[tokio::test]
+async fn a_lost_store_connection_after_the_critic_fails_the_run_resumably() {
+    cut_after_the_critic_then_resume(Cut::StoreLost).await;
 }
 
 #[tokio::test]

@@ -22,6 +22,7 @@ use glassbox::engines::research::{
 use glassbox::store::{NodeStatus, NodeType, RunStatus, Store};
 use serde_json::{Value, json};
 use support::bin::glassbox;
+use support::pg::Cut;
 use support::{Script, ScriptedServer, Step};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -838,12 +839,16 @@ async fn with_the_network_allowed_web_search_and_fetch_url_reach_their_servers()
     assert_eq!(asked[1].path, "/notes");
 }
 
-#[tokio::test]
-async fn kill_9_after_the_tools_then_resume_writes_the_report_without_running_a_tool_twice() {
-    use std::io::{BufRead, BufReader};
+/// Cuts a research run off after its tools ran, then resumes it: the report is written
+/// without running a tool twice, and the report cut off is left interrupted.
+async fn cut_after_the_tools_then_resume(cut: Cut) {
+    use std::io::{BufRead, BufReader, Read};
+    let pg = (cut == Cut::StoreLost).then(|| Arc::new(support::pg::TempPostgres::start().unwrap()));
+    let store_url = pg.as_ref().map(|pg| pg.socket_url(&pg.create_database()));
+    let late = if cut == Cut::Kill { 20 } else { 2 };
     let slow_report = Step::status(200)
         .header("content-type", "text/event-stream")
-        .chunk_after(std::time::Duration::from_secs(20), sse("late"));
+        .chunk_after(std::time::Duration::from_secs(late), sse("late"));
     let server = ScriptedServer::start(Script::new(vec![
         plan("session_search", "tea"),
         approve(),
@@ -851,16 +856,28 @@ async fn kill_9_after_the_tools_then_resume_writes_the_report_without_running_a_
         answer("Tea [1]."),
     ]))
     .await;
+    let server = Arc::new(server);
     let data = tempfile::tempdir().unwrap();
-    let (dir, url) = (data.path().to_path_buf(), server.url());
+    let command = {
+        let (dir, url, store_url) = (data.path().to_path_buf(), server.url(), store_url.clone());
+        move |args: &[&str]| {
+            let mut c = research_cmd(&dir, &url, args);
+            if let Some(u) = &store_url {
+                c.env("GLASSBOX_STORE_URL", u);
+            }
+            c
+        }
+    };
+    let (first, server_pg, http) = (command.clone(), pg.clone(), server.clone());
     let run = tokio::task::spawn_blocking(move || {
-        let mut child = research_cmd(&dir, &url, &["--approve", "--json", "Tea?"])
+        let mut child = first(&["--approve", "--json", "Tea?"])
             .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap());
         let mut run = String::new();
-        for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        for line in out.by_ref().lines() {
             let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
             if v["type"] == "start" {
                 run = v["runId"].as_str().unwrap().to_string();
@@ -869,21 +886,48 @@ async fn kill_9_after_the_tools_then_resume_writes_the_report_without_running_a_
                 break;
             }
         }
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        // SIGKILL: no cleanup runs.
-        child.kill().unwrap();
-        child.wait().unwrap();
+        match server_pg {
+            None => {
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                child.kill().unwrap();
+                child.wait().unwrap();
+            }
+            Some(pg) => {
+                // The report is asked for and its node stored as streaming: then the
+                // store goes.
+                while http.requests().len() < 3 {
+                    std::thread::sleep(std::time::Duration::from_millis(20));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                pg.stop();
+                let mut rest = String::new();
+                out.read_to_string(&mut rest).unwrap();
+                let status = child.wait().unwrap();
+                let mut err = String::new();
+                child
+                    .stderr
+                    .take()
+                    .unwrap()
+                    .read_to_string(&mut err)
+                    .unwrap();
+                assert!(!status.success(), "the run fails without its store");
+                // With --json the failure is the last event: one line naming the store.
+                let last: Value = serde_json::from_str(rest.lines().last().unwrap()).unwrap();
+                assert_eq!(last["type"], "error", "{rest}");
+                assert!(
+                    last["message"].as_str().unwrap().starts_with("store I/O"),
+                    "{last}"
+                );
+                assert!(err.is_empty(), "{err}");
+                pg.start_again();
+            }
+        }
         run
     })
     .await
     .unwrap();
     assert!(!run.is_empty());
-    let out = run_cmd(research_cmd(
-        data.path(),
-        &server.url(),
-        &["--json", "--resume", &run],
-    ))
-    .await;
+    let out = run_cmd(command(&["--json", "--resume", &run])).await;
     assert!(
         out.status.success(),
         "{}",
@@ -893,7 +937,10 @@ async fn kill_9_after_the_tools_then_resume_writes_the_report_without_running_a_
     assert_eq!(events[0]["resumed"], true);
     assert_eq!(events.last().unwrap()["state"]["status"], "complete");
     assert_eq!(server.requests().len(), 4);
-    let store = support::store::open(&data.path().join("glassbox.redb")).unwrap();
+    let store = match &store_url {
+        Some(url) => support::store::open_url(url).unwrap(),
+        None => support::store::open(&data.path().join("glassbox.redb")).unwrap(),
+    };
     let session: glassbox::store::SessionId =
         events[0]["sessionId"].as_str().unwrap().parse().unwrap();
     let nodes = store.session_nodes(session).unwrap();
@@ -917,4 +964,14 @@ async fn kill_9_after_the_tools_then_resume_writes_the_report_without_running_a_
         reports,
         vec![&NodeStatus::Interrupted, &NodeStatus::Complete]
     );
+}
+
+#[tokio::test]
+async fn kill_9_after_the_tools_then_resume_writes_the_report_without_running_a_tool_twice() {
+    cut_after_the_tools_then_resume(Cut::Kill).await;
+}
+
+#[tokio::test]
+async fn a_lost_store_connection_fails_the_run_resumably() {
+    cut_after_the_tools_then_resume(Cut::StoreLost).await;
 }

@@ -24,6 +24,16 @@ use std::sync::atomic::{AtomicU32, Ordering};
 /// ([`stand_in_url`]); unset, empty or `redb` keeps the redb files.
 pub const SUITE_STORE_VAR: &str = "STORE_UNDER_TEST";
 
+/// How a test cuts a running glassbox off part way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cut {
+    /// SIGKILL: no cleanup runs.
+    Kill,
+    /// Its PostgreSQL server stops ([`TempPostgres::stop`]): the run fails on its next store
+    /// call.
+    StoreLost,
+}
+
 /// Whether this test run keeps its stores on PostgreSQL ([`SUITE_STORE_VAR`]). Panics on
 /// a value it does not know, so a typo never runs the suite on the wrong backend.
 pub fn suite_on_postgres() -> bool {

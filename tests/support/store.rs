@@ -11,12 +11,15 @@ use glassbox::store::{Result, Store};
 pub fn open(path: &Path) -> Result<Store> {
     match super::pg::stand_in_url(path) {
         None => Store::open(path),
-        Some(url) => {
-            let backend = PgBackend::connect(&url)?;
-            let label = backend.url().to_string();
-            Store::open_backend(Arc::new(backend), label)
-        }
+        Some(url) => open_url(&url),
     }
+}
+
+/// Opens the PostgreSQL store at `url`.
+pub fn open_url(url: &str) -> Result<Store> {
+    let backend = PgBackend::connect(url)?;
+    let label = backend.url().to_string();
+    Store::open_backend(Arc::new(backend), label)
 }
 
 /// The bytes of the store of data dir `data`: its redb file or, on a PostgreSQL run, a copy
