@@ -437,6 +437,7 @@ async fn enter_alone_after_c_answers_the_selected_question_again_as_a_branch() {
 async fn the_ledger_workspace_follows_thoughts_written_by_another_writer() {
     let dir = tempfile::tempdir().unwrap();
     let mut app = loaded_app(dir.path(), "dark").await;
+    app.follow_store();
     press(&mut app, KeyCode::Esc);
     press(&mut app, KeyCode::Char('3'));
     assert_eq!(app.state.workspace, ledger::ID);
@@ -463,11 +464,14 @@ async fn the_ledger_workspace_follows_thoughts_written_by_another_writer() {
             Ok(())
         })
         .unwrap();
-    app.poll_store();
+    // The follower thread sees the commit (at once on PostgreSQL, within its 500 ms look on
+    // a redb file) with no key pressed.
+    let seen = std::time::Instant::now();
     pump_until(&mut app, |a| {
         a.ws::<ledger::Ledger>().model().thoughts().len() == 3
     })
     .await;
+    assert!(seen.elapsed() < std::time::Duration::from_secs(5));
     let screen = draw(&mut app, 120, 30).backend().to_string();
     assert!(screen.contains("thought number 3"), "{screen}");
     assert!(screen.contains("mcp ledger"), "{screen}");

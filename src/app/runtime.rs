@@ -24,8 +24,7 @@ use super::workspaces::{Workspaces, think};
 use crate::config::providers as factory;
 use crate::engines::memory::Memory;
 use crate::engines::orchestrator::{Orchestrator, Router, TurnRequest, heads_output_tokens};
-use crate::store::Store;
-use crate::store::{NodeId, SessionId};
+use crate::store::{Change, NodeId, SessionId, Store};
 use crate::views;
 use crate::views::graph_model::{NodeEntry, Tree};
 use crate::views::markdown::HighlightCache;
@@ -89,6 +88,12 @@ pub struct ModelHandle {
     pub model: String,
 }
 
+/// How often the follower looks at the journal of a store that cannot tell of commits (a
+/// redb file), and the longest it waits for a commit on one that can (PostgreSQL).
+const FOLLOW_EVERY: Duration = Duration::from_millis(500);
+/// Journal entries read at once.
+const FOLLOW_BATCH: usize = 10_000;
+
 /// The running TUI, minus the terminal.
 pub struct App {
     pub state: State,
@@ -120,6 +125,8 @@ pub struct App {
     /// Hash of the answer whose code blocks were last sent for highlighting.
     highlighted_source: u64,
     last_seq: u64,
+    /// What other processes changed, from the follower thread ([`App::follow_store`]).
+    followed: Option<mpsc::UnboundedReceiver<Vec<(u64, Change)>>>,
     /// Something changed since the last frame.
     pub dirty: bool,
 }
@@ -214,6 +221,7 @@ impl App {
             markdown: Default::default(),
             highlighted_source: 0,
             last_seq,
+            followed: None,
             dirty: true,
         }
     }
@@ -346,14 +354,25 @@ impl App {
             self.store_highlight(h);
             any = true;
         }
+        while let Some(Ok(changes)) = self.followed.as_mut().map(|rx| rx.try_recv()) {
+            self.apply_changes(changes);
+            any = true;
+        }
         any
     }
 
     /// Waits for the next engine, store or highlighter message and handles it.
     pub async fn next(&mut self) {
+        let followed = async {
+            match &mut self.followed {
+                Some(rx) => rx.recv().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             Some(msg) = self.rx.recv() => self.dispatch(msg),
             Some(h) = self.highlighted.recv() => self.store_highlight(h),
+            Some(changes) = followed => self.apply_changes(changes),
         }
     }
 
@@ -365,11 +384,44 @@ impl App {
         self.dirty = true;
     }
 
-    /// Reloads what other processes changed since the last look.
-    pub fn poll_store(&mut self) {
-        let Ok(changes) = self.store.follow(self.last_seq, 10_000) else {
-            return;
+    /// Follows the store's journal on a thread of its own, which sends what other processes
+    /// change: on PostgreSQL as soon as they commit (LISTEN/NOTIFY ends its wait), on a redb
+    /// file at the next look, every `FOLLOW_EVERY`. The thread ends once the app is gone.
+    pub fn follow_store(&mut self) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        self.followed = Some(rx);
+        let (store, mut since) = (self.store.clone(), self.last_seq);
+        let tells = store.tells_of_changes();
+        let follower = move || {
+            let mut look = true;
+            while !tx.is_closed() {
+                if look {
+                    match store.follow(since, FOLLOW_BATCH) {
+                        Ok(changes) if !changes.is_empty() => {
+                            since = changes.last().map_or(since, |(seq, _)| *seq);
+                            if tx.send(changes).is_err() {
+                                return;
+                            }
+                            continue;
+                        }
+                        Ok(_) => {}
+                        Err(e) => tracing::debug!(error = %e, "following the store"),
+                    }
+                }
+                look = store.wait_for_change(FOLLOW_EVERY) || !tells;
+            }
         };
+        if let Err(e) = std::thread::Builder::new()
+            .name("store follower".into())
+            .spawn(follower)
+        {
+            self.state.notice = Some((format!("cannot follow the store: {e}"), Level::Error));
+        }
+    }
+
+    /// Reloads what `changes` touched; entries already seen are skipped.
+    fn apply_changes(&mut self, mut changes: Vec<(u64, Change)>) {
+        changes.retain(|(seq, _)| *seq > self.last_seq);
         let Some((seq, _)) = changes.last() else {
             return;
         };

@@ -20,8 +20,6 @@ use crate::views::theme::ColorDepth;
 
 /// Shortest time between two frames.
 const FRAME: Duration = Duration::from_millis(16);
-/// How often the store is checked for other processes' commits.
-const FOLLOW_EVERY: Duration = Duration::from_millis(500);
 
 /// The TUI's store page cache (see `Store::open_with_cache`).
 const TUI_CACHE_BYTES: usize = 16 << 20;
@@ -100,8 +98,7 @@ pub async fn run_with(ctx: &Ctx, setup: impl FnOnce(&mut App)) -> Result<ExitCod
 
 async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> Result<()> {
     let mut events = EventStream::new();
-    let mut follow = tokio::time::interval(FOLLOW_EVERY);
-    follow.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    app.follow_store();
     let mut last_frame = Instant::now() - FRAME;
     loop {
         if app.state.quit {
@@ -132,7 +129,6 @@ async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> R
                 None => return Ok(()),
             },
             _ = app.next() => {}
-            _ = follow.tick() => app.poll_store(),
             _ = async { if let Some(w) = wake { tokio::time::sleep_until(w).await } else { std::future::pending::<()>().await } } => {}
         }
         // Take everything else that is already waiting before the next frame.

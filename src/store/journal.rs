@@ -60,6 +60,15 @@ impl Store {
         }
     }
 
+    /// Whether [`Store::wait_for_change`] tells of commits (PostgreSQL), so that `false`
+    /// means nothing changed; a redb file and the in-memory backend cannot tell.
+    pub fn tells_of_changes(&self) -> bool {
+        match &*self.db {
+            kv::Db::Bytes(backend) => backend.tells_of_changes(),
+            kv::Db::Redb(_) => false,
+        }
+    }
+
     /// Starts listening for commits on a backend that tells of them.
     fn listen(&self) -> Result<()> {
         match &*self.db {

@@ -869,5 +869,6 @@ fn without_notifications_a_wait_sleeps_and_answers_false() {
         let start = Instant::now();
         assert!(!store.wait_for_change(Duration::from_millis(30)));
         assert!(start.elapsed() >= Duration::from_millis(30));
+        assert!(!store.tells_of_changes());
     }
 }

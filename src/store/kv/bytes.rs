@@ -118,4 +118,10 @@ pub trait ByteBackend: Send + Sync {
         std::thread::sleep(timeout);
         Ok(false)
     }
+
+    /// Whether [`ByteBackend::wait_for_change`] tells of commits (so a `false` from it means
+    /// nothing changed), or cannot tell.
+    fn tells_of_changes(&self) -> bool {
+        false
+    }
 }

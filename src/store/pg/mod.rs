@@ -492,4 +492,8 @@ impl ByteBackend for PgBackend {
     fn wait_for_change(&self, timeout: Duration) -> Result<bool> {
         PgBackend::wait_for_change(self, timeout)
     }
+
+    fn tells_of_changes(&self) -> bool {
+        true
+    }
 }

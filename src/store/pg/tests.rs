@@ -936,6 +936,7 @@ fn called_from_async_code(runtime: &tokio::runtime::Runtime) {
         let seen = store.last_seq().unwrap();
         let s = Session::new("from the event loop", SessionSource::Glassbox);
         store.write(|w| w.put_session(&s)).unwrap();
+        assert!(store.tells_of_changes());
         assert!(store.wait_for_change(Duration::from_secs(1)));
         assert!(!store.follow(seen, 100).unwrap().is_empty());
         let other = store.clone();
