@@ -28,6 +28,47 @@ pub struct MiniLm {
     device: Device,
     /// Texts per forward pass.
     batch_size: usize,
+    /// Longest input in model tokens; the rest of a text is cut.
+    max_tokens: usize,
+}
+
+/// The start of `text` that holds its first `words` whitespace-separated words. Each such
+/// word is at least one token (the tokenizer splits on the same whitespace, then further),
+/// so a text cut here still has every token the model reads: the tokenizer need not walk
+/// the whole of a long text only to truncate it.
+fn first_words(text: &str, words: usize) -> &str {
+    let mut seen = 0;
+    let mut in_word = false;
+    for (i, c) in text.char_indices() {
+        if c.is_whitespace() {
+            if in_word {
+                seen += 1;
+                if seen == words {
+                    return &text[..i];
+                }
+            }
+            in_word = false;
+        } else {
+            in_word = true;
+        }
+    }
+    text
+}
+
+/// Splits indices sorted by length into batches of at most `size` whose longest text is at
+/// most twice the shortest (plus a few tokens), so short texts are not padded to long ones.
+fn length_batches(order: &[usize], len: impl Fn(usize) -> usize, size: usize) -> Vec<&[usize]> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for end in 1..=order.len() {
+        let full = end - start == size;
+        let last = end == order.len();
+        if full || last || len(order[end]) > 2 * len(order[start]) + 8 {
+            out.push(&order[start..end]);
+            start = end;
+        }
+    }
+    out
 }
 
 impl std::fmt::Debug for MiniLm {
@@ -102,6 +143,7 @@ impl MiniLm {
             tokenizer,
             device,
             batch_size: params.batch_size.max(1),
+            max_tokens,
         })
     }
 
@@ -165,15 +207,19 @@ impl Embedder for MiniLm {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        let encodings = if texts.len() == 1 {
+        let heads: Vec<&str> = texts
+            .iter()
+            .map(|t| first_words(t, self.max_tokens))
+            .collect();
+        let encodings = if heads.len() == 1 {
             vec![
                 self.tokenizer
-                    .encode_fast(texts[0], true)
+                    .encode_fast(heads[0], true)
                     .map_err(|e| failed("tokenising", e))?,
             ]
         } else {
             self.tokenizer
-                .encode_batch_fast(texts.to_vec(), true)
+                .encode_batch_fast(heads, true)
                 .map_err(|e| failed("tokenising", e))?
         };
 
@@ -182,7 +228,7 @@ impl Embedder for MiniLm {
         order.sort_by_key(|&i| encodings[i].len());
 
         let mut out = vec![Vec::new(); texts.len()];
-        for chunk in order.chunks(self.batch_size) {
+        for chunk in length_batches(&order, |i| encodings[i].len(), self.batch_size) {
             let batch: Vec<&tokenizers::Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
             for (&i, v) in chunk.iter().zip(self.forward(&batch)?) {
                 out[i] = v;
@@ -290,6 +336,37 @@ mod tests {
             assert!(dot(a, b) > 0.9999);
         }
         assert!(m.embed(&[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_long_text_is_cut_to_the_words_that_can_hold_its_tokens() {
+        assert_eq!(first_words("one two  three\nfour", 2), "one two");
+        assert_eq!(first_words("  one two", 1), "  one");
+        assert_eq!(first_words("one two", 5), "one two");
+        assert_eq!(first_words("", 3), "");
+        let Some(m) = load() else { return };
+        // Cutting first gives the vector the whole text gives.
+        let long = "the budget weighs every option again; ".repeat(400);
+        let whole = {
+            let enc = m.tokenizer.encode_fast(long.as_str(), true).unwrap();
+            m.forward(&[&enc]).unwrap().remove(0)
+        };
+        let cut = m.embed(&[&long]).unwrap().remove(0);
+        assert!(dot(&whole, &cut) > 0.99999);
+    }
+
+    #[test]
+    fn batches_hold_texts_of_like_length() {
+        let lens = [3, 4, 10, 30, 31, 200, 256];
+        let order: Vec<usize> = (0..lens.len()).collect();
+        let got: Vec<Vec<usize>> = length_batches(&order, |i| lens[i], 32)
+            .into_iter()
+            .map(<[usize]>::to_vec)
+            .collect();
+        assert_eq!(got, vec![vec![0, 1, 2], vec![3, 4], vec![5, 6]]);
+        let got = length_batches(&order[..2], |i| lens[i], 1);
+        assert_eq!(got, vec![&[0][..], &[1][..]]);
+        assert!(length_batches(&[], |i| lens[i], 4).is_empty());
     }
 
     #[test]
