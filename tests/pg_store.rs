@@ -208,6 +208,7 @@ fn doctor_reports_the_server_and_never_the_password() {
         "{shown}"
     );
     assert!(shown.contains("round trip"), "{shown}");
+    assert!(shown.contains("searched exactly by glassbox"), "{shown}");
     assert!(
         !shown.contains("free ") && !shown.contains("compression"),
         "{shown}"

@@ -111,6 +111,7 @@ fn postgres_store(url: &str) -> Value {
         "server_version_num": info.version_num,
         "tls": info.tls,
         "latency_ms": info.latency.as_secs_f64() * 1e3,
+        "pgvector": info.pgvector,
     });
     match crate::store::Store::open_backend(std::sync::Arc::new(backend), info.url.clone()) {
         Ok(s) => {
@@ -267,6 +268,14 @@ pub fn run(ctx: &Ctx, json_out: bool, compact: bool) -> Result<ExitCode> {
             if st["tls"] == true { "yes" } else { "no" },
             st["latency_ms"].as_f64().unwrap_or(0.0)
         );
+        match st["pgvector"].as_str() {
+            Some(v) => println!(
+                "  vectors    searched exactly by glassbox (the server offers pgvector {v}; it is not needed)"
+            ),
+            None => println!(
+                "  vectors    searched exactly by glassbox (no pgvector on the server; none is needed)"
+            ),
+        }
         if let Some(c) = st["counts"].as_object() {
             let parts: Vec<String> = c.iter().map(|(k, n)| format!("{k} {n}")).collect();
             println!("             {}", parts.join("  "));

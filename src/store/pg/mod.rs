@@ -150,6 +150,9 @@ pub struct ServerInfo {
     pub tls: bool,
     /// The median of a few empty round trips.
     pub latency: Duration,
+    /// The version of the `vector` extension (pgvector) the server offers, if any. Vectors
+    /// are stored as arrays and searched exactly in glassbox either way: it is never needed.
+    pub pgvector: Option<String>,
 }
 
 impl PgBackend {
@@ -225,7 +228,8 @@ impl PgBackend {
                 let row = conn.client.query_one(
                     "SELECT current_setting('server_version'), \
                      current_setting('server_version_num')::int, \
-                     coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false)",
+                     coalesce((SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()), false), \
+                     (SELECT default_version FROM pg_available_extensions WHERE name = 'vector')",
                     &[],
                 )?;
                 let mut trips = Vec::with_capacity(5);
@@ -241,6 +245,7 @@ impl PgBackend {
                     version_num: u32::try_from(row.try_get::<_, i32>(1)?).unwrap_or(0),
                     tls: row.try_get(2)?,
                     latency: trips[trips.len() / 2],
+                    pgvector: row.try_get(3)?,
                 })
             })();
             match out {

@@ -836,6 +836,17 @@ fn server_info_names_version_and_latency() {
         "{info:?}"
     );
     assert!(info.latency < Duration::from_secs(1), "{info:?}");
+    // pgvector is reported when the server has it (Debian's package puts its control file
+    // beside the server's other extensions), and never needed.
+    let control = format!(
+        "/usr/share/postgresql/{}/extension/vector.control",
+        info.version_num / 10_000
+    );
+    assert_eq!(
+        info.pgvector.is_some(),
+        std::path::Path::new(&control).exists(),
+        "{info:?}"
+    );
     assert!(!info.url.contains(server().password()), "{info:?}");
     assert_eq!(info.url, backend.url());
 }
