@@ -109,6 +109,21 @@ impl PgTxn {
         self.with(|conn, known| table_exists(conn, known, name))
     }
 
+    /// The value held back under `key` of `table`, if it was put and not yet sent.
+    fn held_back(&self, table: &str, key: &[u8]) -> Option<Vec<u8>> {
+        self.state()
+            .pending
+            .get(table)
+            .and_then(|p| p.rows.get(key).cloned())
+    }
+
+    /// Whether store table `name` exists on the server (rows held back for it are not sent:
+    /// a point read answers them from memory).
+    fn exists_on_server(&self, name: &str) -> Result<bool> {
+        check_name(name)?;
+        self.with(|conn, known| table_exists(conn, known, name))
+    }
+
     /// Creates store table `name` (already checked) unless it exists.
     fn create(&self, name: &str) -> Result<()> {
         let create = format!(
@@ -231,8 +246,13 @@ fn shape(bound: Bound<&[u8]>) -> Bound<()> {
 }
 
 impl ByteRead for PgTxn {
+    /// A row held back is answered from memory; any other from the server, without sending
+    /// what is held back (a held-back row never changes another key).
     fn get(&self, table: &str, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        if !self.exists(table)? {
+        if let Some(v) = self.held_back(table, key) {
+            return Ok(Some(v));
+        }
+        if !self.exists_on_server(table)? {
             return Ok(None);
         }
         let sql = format!("SELECT v FROM {} WHERE k = $1", quoted(table));
@@ -245,13 +265,26 @@ impl ByteRead for PgTxn {
         })
     }
 
-    /// One `SELECT … WHERE k = ANY($1)` per [`BATCH_ROWS`] keys or [`BATCH_BYTES`] of keys,
-    /// after sending the rows put into the table and held back.
+    /// One `SELECT … WHERE k = ANY($1)` per [`BATCH_ROWS`] keys or [`BATCH_BYTES`] of keys;
+    /// rows held back are answered from memory, as [`ByteRead::get`] does.
     fn get_many(&self, table: &str, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         check_keys(table, keys)?;
         check_name(table)?;
-        if keys.is_empty() || !self.exists(table)? {
-            return Ok(vec![None; keys.len()]);
+        let held: HashMap<&[u8], Vec<u8>> = {
+            let state = self.state();
+            match state.pending.get(table) {
+                Some(p) => keys
+                    .iter()
+                    .filter_map(|k| Some((*k, p.rows.get(*k)?.clone())))
+                    .collect(),
+                None => HashMap::new(),
+            }
+        };
+        if held.len() == keys.len() {
+            return Ok(keys.iter().map(|k| held.get(k).cloned()).collect());
+        }
+        if keys.is_empty() || !self.exists_on_server(table)? {
+            return Ok(keys.iter().map(|k| held.get(k).cloned()).collect());
         }
         // How many times each key is asked for: its last answer takes the value, the
         // earlier ones a copy.
@@ -261,7 +294,10 @@ impl ByteRead for PgTxn {
         }
         let distinct: Vec<&[u8]> = {
             let mut seen = std::collections::HashSet::with_capacity(wanted.len());
-            keys.iter().copied().filter(|k| seen.insert(*k)).collect()
+            keys.iter()
+                .copied()
+                .filter(|k| !held.contains_key(k) && seen.insert(*k))
+                .collect()
         };
         let sql = format!(
             "SELECT k, v FROM {} WHERE k = ANY($1::bytea[])",
@@ -289,6 +325,9 @@ impl ByteRead for PgTxn {
         Ok(keys
             .iter()
             .map(|key| {
+                if let Some(v) = held.get(key) {
+                    return Some(v.clone());
+                }
                 let left = wanted.get_mut(key)?;
                 *left -= 1;
                 if *left == 0 {

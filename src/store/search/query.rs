@@ -108,30 +108,31 @@ impl Store {
         let postings = RunReader::open(&r)?;
         let docs = r.open_table(SEARCH_DOC_NODES)?;
         let want = session.map(SessionId::to_bytes);
+        let lists = terms
+            .iter()
+            .map(|term| postings.postings(term.as_bytes()))
+            .collect::<Result<Vec<_>>>()?;
         // Per doc number: its node and token count, or `None` when it is left out (another
-        // session's).
-        let mut info: HashMap<u32, Option<([u8; 16], f64)>> = HashMap::new();
+        // session's). Read in one batch: a byte backend answers it in one round trip.
+        let mut wanted: Vec<u32> = lists.iter().flatten().map(|&(doc, _)| doc).collect();
+        wanted.sort_unstable();
+        wanted.dedup();
+        let mut info: HashMap<u32, Option<([u8; 16], f64)>> = HashMap::with_capacity(wanted.len());
+        for (doc, v) in wanted.iter().zip(docs.get_many(&wanted)?) {
+            let i = v.and_then(|v| {
+                let (node, sess, len) = decode_doc_node(&v.value());
+                want.is_none_or(|w| w == sess)
+                    .then_some((node, f64::from(len)))
+            });
+            info.insert(*doc, i);
+        }
         let mut scores: HashMap<u32, f64> = HashMap::new();
-        for term in &terms {
-            let list = postings.postings(term.as_bytes())?;
+        for list in &lists {
             let idf = bm25_idf(n_docs, list.len() as f64);
-            for (doc, tf) in list {
-                let found = match info.get(&doc) {
-                    Some(i) => *i,
-                    None => {
-                        let i = match docs.get(doc)? {
-                            Some(v) => {
-                                let (node, sess, len) = decode_doc_node(&v.value());
-                                want.is_none_or(|w| w == sess)
-                                    .then_some((node, f64::from(len)))
-                            }
-                            None => None,
-                        };
-                        info.insert(doc, i);
-                        i
-                    }
+            for &(doc, tf) in list {
+                let Some(Some((_, len))) = info.get(&doc).copied() else {
+                    continue;
                 };
-                let Some((_, len)) = found else { continue };
                 *scores.entry(doc).or_insert(0.0) += idf * bm25_tf(f64::from(tf), len, avg_len);
             }
         }
@@ -143,9 +144,10 @@ impl Store {
         ranked.sort_by(|a, b| b.1.total_cmp(&a.1).then(b.0.cmp(&a.0)));
         ranked.truncate(limit);
         let nodes = r.open_table(NODES)?;
+        let ids: Vec<[u8; 16]> = ranked.iter().map(|(id, _)| *id).collect();
         let mut out = Vec::with_capacity(ranked.len());
-        for (id, score) in ranked {
-            let Some(v) = nodes.get(id)? else { continue };
+        for ((_, score), v) in ranked.into_iter().zip(nodes.get_many(&ids)?) {
+            let Some(v) = v else { continue };
             let node: Node = codec::decode("nodes", v.value())?;
             let (snippet, highlights) = snippet(&indexed_text(&node), &terms);
             out.push(SearchHit {
