@@ -166,11 +166,28 @@ impl Writer<'_> {
         let mut outcomes = Vec::with_capacity(nodes.len());
         // The newest changed node of each session, for the journal.
         let mut changed: BTreeMap<SessionId, NodeId> = BTreeMap::new();
-        for p in nodes {
-            let (outcome, old) = match table.get(p.id.to_bytes())? {
+        // What the store holds under each id, read in one batch each (a byte backend answers
+        // a batch in one round trip); an id met again in `nodes` is read again, after its
+        // first put.
+        let ids: Vec<[u8; 16]> = nodes.iter().map(|p| p.id.to_bytes()).collect();
+        let stored = read_many(&table, &ids)?;
+        let stored_docs = read_many(&docs, &ids)?;
+        let mut seen: std::collections::HashSet<NodeId> =
+            std::collections::HashSet::with_capacity(nodes.len());
+        for ((p, first_read), first_doc) in nodes.iter().zip(stored).zip(stored_docs) {
+            let (now, doc_now) = if seen.insert(p.id) {
+                (first_read, first_doc)
+            } else {
+                let id = [p.id.to_bytes()];
+                (
+                    read_many(&table, &id)?.remove(0),
+                    read_many(&docs, &id)?.remove(0),
+                )
+            };
+            let (outcome, old) = match now {
                 None => (PutOutcome::Created, None),
-                Some(old) if p.same_as(old.value()) => (PutOutcome::Unchanged, None),
-                Some(old) => (PutOutcome::Updated, Some(old.value().to_vec())),
+                Some(old) if p.same_as(old.as_slice()) => (PutOutcome::Unchanged, None),
+                Some(old) => (PutOutcome::Updated, Some(old)),
             };
             outcomes.push(outcome);
             if outcome == PutOutcome::Unchanged {
@@ -182,7 +199,7 @@ impl Writer<'_> {
                 p.head.as_slice(),
             )?;
             if let Some(text) = &p.text {
-                search::index_prepared(
+                search::index_prepared_over(
                     self.txn,
                     &mut docs,
                     &mut self.index,
@@ -190,6 +207,7 @@ impl Writer<'_> {
                     p.session,
                     text,
                     old.as_deref(),
+                    doc_now.as_deref(),
                 )?;
             }
             changed.insert(p.session, p.id);
@@ -434,6 +452,18 @@ impl Writer<'_> {
         self.journal(ChangeKind::SessionDeleted, Some(id), Some(id.0))?;
         Ok(true)
     }
+}
+
+/// The values under `keys` of a table keyed by id, copied out, in one batch.
+fn read_many(
+    table: &crate::store::kv::Table<'_, [u8; 16], &[u8]>,
+    keys: &[[u8; 16]],
+) -> Result<Vec<Option<Vec<u8>>>> {
+    Ok(table
+        .get_many(keys)?
+        .into_iter()
+        .map(|v| v.map(|v| v.value().to_vec()))
+        .collect())
 }
 
 #[cfg(test)]

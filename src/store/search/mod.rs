@@ -452,11 +452,34 @@ pub(super) fn index_prepared(
     p: &PreparedText,
     old_node: Option<&[u8]>,
 ) -> Result<()> {
+    let old_doc = docs.get(node.to_bytes())?.map(|v| v.value().to_vec());
+    index_prepared_over(
+        txn,
+        docs,
+        pending,
+        node,
+        session,
+        p,
+        old_node,
+        old_doc.as_deref(),
+    )
+}
+
+/// [`index_prepared`] with the node's `search_docs` record already read (`old_doc`, as it
+/// is in this transaction): a caller indexing many nodes reads them in one batch.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn index_prepared_over(
+    txn: &WriteTxn,
+    docs: &mut crate::store::kv::Table<'_, [u8; 16], &[u8]>,
+    pending: &mut PendingIndex,
+    node: NodeId,
+    session: SessionId,
+    p: &PreparedText,
+    old_node: Option<&[u8]>,
+    old_doc: Option<&[u8]>,
+) -> Result<()> {
     let id = node.to_bytes();
-    let old = match docs.get(id)? {
-        Some(v) => Some(DocRecord::decode(v.value())?),
-        None => None,
-    };
+    let old = old_doc.map(DocRecord::decode).transpose()?;
     if old.as_ref().is_some_and(|o| o.hash == p.hash) {
         return Ok(());
     }
