@@ -7,8 +7,6 @@
 mod support;
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +20,7 @@ use glassbox::engines::pipeline::{
 use glassbox::engines::prompts::Prompts;
 use glassbox::store::{EdgeType, Node, NodeStatus, NodeType, RunId, RunKind, RunStatus, Store};
 use serde_json::{Value, json};
-use support::bin::glassbox;
+use support::bin::{glassbox, run_until};
 use support::pg::Cut;
 use support::{Script, ScriptedServer, Step};
 use tokio::sync::mpsc;
@@ -519,14 +517,14 @@ fn lines(out: &[u8]) -> Vec<Value> {
 /// Runs `ask` with `args` off the runtime; fails the test on a bad exit, else returns its
 /// `--json` events.
 async fn ask_events(data: &std::path::Path, url: &str, args: &[&str]) -> Vec<Value> {
-    let (data, url) = (data.to_path_buf(), url.to_string());
-    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-    let out = tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        ask_cmd(&data, &url, &args).output().unwrap()
-    })
-    .await
-    .unwrap();
+    events_of(ask_cmd(data, url, args)).await
+}
+
+/// Runs `cmd` off the runtime; fails the test on a bad exit, else returns its events.
+async fn events_of(mut cmd: std::process::Command) -> Vec<Value> {
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
     assert!(
         out.status.success(),
         "{}",
@@ -588,7 +586,6 @@ async fn ask_mode_deep_json_prints_the_seed_events() {
 /// Cuts a deep run off after its critic (`cut`), then resumes it: no layer runs twice and
 /// each leaves one node.
 async fn cut_after_the_critic_then_resume(cut: Cut) {
-    use std::io::Read;
     let pg = (cut == Cut::StoreLost).then(|| support::pg::TempPostgres::start().unwrap());
     let store_url = pg.as_ref().map(|pg| pg.socket_url(&pg.create_database()));
     let server = ScriptedServer::start(Script::forever(slow(&every(95), 400))).await;
@@ -606,45 +603,18 @@ async fn cut_after_the_critic_then_resume(cut: Cut) {
     };
     let first = command.clone();
     let (run_id, pg) = tokio::task::spawn_blocking(move || {
-        let mut child = first(&["--mode", "deep", "--json", "Rent or buy?"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut run = String::new();
-        for line in out.by_ref().lines() {
-            let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
-            if v["type"] == "start" {
-                run = v["runId"].as_str().unwrap().to_string();
-            }
-            if v["type"] == "layer_complete" && v["layer"] == "fast_critic" {
-                break;
-            }
-        }
-        match &pg {
-            None => {
-                child.kill().unwrap();
-                child.wait().unwrap();
-            }
+        let started = run_until(first(&["--mode", "deep", "--json", "Rent or buy?"]), |v| {
+            v["type"] == "layer_complete" && v["layer"] == "fast_critic"
+        });
+        let run = match &pg {
+            None => started.kill(),
             Some(pg) => {
                 pg.stop();
-                let mut rest = String::new();
-                out.read_to_string(&mut rest).unwrap();
-                assert!(
-                    !child.wait().unwrap().success(),
-                    "the run fails without its store"
-                );
-                // With --json the failure is the last event: one line naming the store.
-                let last: Value = serde_json::from_str(rest.lines().last().unwrap()).unwrap();
-                assert_eq!(last["type"], "error", "{rest}");
-                assert!(
-                    last["message"].as_str().unwrap().starts_with("store I/O"),
-                    "{last}"
-                );
+                let run = started.fails_on_lost_store();
                 pg.start_again();
+                run
             }
-        }
+        };
         (run, pg)
     })
     .await
@@ -652,17 +622,7 @@ async fn cut_after_the_critic_then_resume(cut: Cut) {
     assert!(!run_id.is_empty());
     let before = server.requests().len();
     let suffix = run_id[run_id.len() - 8..].to_string();
-    let out = tokio::task::spawn_blocking(move || {
-        command(&["--resume", &suffix, "--json"]).output().unwrap()
-    })
-    .await
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let ev = lines(&out.stdout);
+    let ev = events_of(command(&["--resume", &suffix, "--json"])).await;
     assert_eq!(ev[0]["type"], "start");
     assert_eq!(ev[0]["resumed"], true);
     let replayed: Vec<&str> = ev

@@ -21,7 +21,7 @@ use glassbox::engines::research::{
 };
 use glassbox::store::{NodeStatus, NodeType, RunStatus, Store};
 use serde_json::{Value, json};
-use support::bin::glassbox;
+use support::bin::{glassbox, run_until};
 use support::pg::Cut;
 use support::{Script, ScriptedServer, Step};
 use tokio::sync::mpsc;
@@ -842,7 +842,6 @@ async fn with_the_network_allowed_web_search_and_fetch_url_reach_their_servers()
 /// Cuts a research run off after its tools ran, then resumes it: the report is written
 /// without running a tool twice, and the report cut off is left interrupted.
 async fn cut_after_the_tools_then_resume(cut: Cut) {
-    use std::io::{BufRead, BufReader, Read};
     let pg = (cut == Cut::StoreLost).then(|| Arc::new(support::pg::TempPostgres::start().unwrap()));
     let store_url = pg.as_ref().map(|pg| pg.socket_url(&pg.create_database()));
     let late = if cut == Cut::Kill { 20 } else { 2 };
@@ -870,27 +869,13 @@ async fn cut_after_the_tools_then_resume(cut: Cut) {
     };
     let (first, server_pg, http) = (command.clone(), pg.clone(), server.clone());
     let run = tokio::task::spawn_blocking(move || {
-        let mut child = first(&["--approve", "--json", "Tea?"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut out = BufReader::new(child.stdout.take().unwrap());
-        let mut run = String::new();
-        for line in out.by_ref().lines() {
-            let v: Value = serde_json::from_str(&line.unwrap()).unwrap();
-            if v["type"] == "start" {
-                run = v["runId"].as_str().unwrap().to_string();
-            }
-            if v["type"] == "research" && v["node"] == "tool_executor" {
-                break;
-            }
-        }
+        let started = run_until(first(&["--approve", "--json", "Tea?"]), |v| {
+            v["type"] == "research" && v["node"] == "tool_executor"
+        });
         match server_pg {
             None => {
                 std::thread::sleep(std::time::Duration::from_millis(300));
-                child.kill().unwrap();
-                child.wait().unwrap();
+                started.kill()
             }
             Some(pg) => {
                 // The report is asked for and its node stored as streaming: then the
@@ -900,29 +885,11 @@ async fn cut_after_the_tools_then_resume(cut: Cut) {
                 }
                 std::thread::sleep(std::time::Duration::from_millis(300));
                 pg.stop();
-                let mut rest = String::new();
-                out.read_to_string(&mut rest).unwrap();
-                let status = child.wait().unwrap();
-                let mut err = String::new();
-                child
-                    .stderr
-                    .take()
-                    .unwrap()
-                    .read_to_string(&mut err)
-                    .unwrap();
-                assert!(!status.success(), "the run fails without its store");
-                // With --json the failure is the last event: one line naming the store.
-                let last: Value = serde_json::from_str(rest.lines().last().unwrap()).unwrap();
-                assert_eq!(last["type"], "error", "{rest}");
-                assert!(
-                    last["message"].as_str().unwrap().starts_with("store I/O"),
-                    "{last}"
-                );
-                assert!(err.is_empty(), "{err}");
+                let run = started.fails_on_lost_store();
                 pg.start_again();
+                run
             }
         }
-        run
     })
     .await
     .unwrap();

@@ -139,6 +139,7 @@ impl Writer<'_> {
         match prepared {
             Some(p) => {
                 let mut docs = self.txn.open_table(SEARCH_DOCS)?;
+                let old_doc = search::stored_doc(&docs, n.id)?;
                 search::index_prepared(
                     self.txn,
                     &mut docs,
@@ -147,6 +148,7 @@ impl Writer<'_> {
                     n.session,
                     &p,
                     old.as_deref(),
+                    old_doc.as_deref(),
                 )?;
             }
             None => search::index_node(self.txn, &mut self.index, n, old.as_deref())?,
@@ -199,7 +201,7 @@ impl Writer<'_> {
                 p.head.as_slice(),
             )?;
             if let Some(text) = &p.text {
-                search::index_prepared_over(
+                search::index_prepared(
                     self.txn,
                     &mut docs,
                     &mut self.index,

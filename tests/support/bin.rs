@@ -109,3 +109,72 @@ impl Project {
         serde_json::from_slice(&self.run(args).stdout).unwrap()
     }
 }
+
+/// A `--json` run started by [`run_until`]: the process, what is left of its stdout, and
+/// the run id its `start` event named.
+pub struct JsonRun {
+    child: std::process::Child,
+    out: std::io::BufReader<std::process::ChildStdout>,
+    pub run: String,
+}
+
+/// Starts `cmd` (a `--json` run; stdout and stderr piped) and reads its events until `stop`
+/// holds for one.
+// The child is handed back and waited for by `JsonRun::kill` or `fails_on_lost_store`; only
+// a failed test leaves it, and the test process ends then.
+#[allow(clippy::zombie_processes)]
+pub fn run_until(mut cmd: Command, stop: impl Fn(&serde_json::Value) -> bool) -> JsonRun {
+    use std::io::BufRead;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut run = String::new();
+    let mut line = String::new();
+    loop {
+        line.clear();
+        if out.read_line(&mut line).unwrap() == 0 {
+            let status = child.wait().unwrap();
+            panic!("the run ended ({status}) before the event waited for");
+        }
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+        if v["type"] == "start" {
+            run = v["runId"].as_str().unwrap().to_string();
+        }
+        if stop(&v) {
+            return JsonRun { child, out, run };
+        }
+    }
+}
+
+impl JsonRun {
+    /// SIGKILL: no cleanup runs.
+    pub fn kill(mut self) -> String {
+        self.child.kill().unwrap();
+        self.child.wait().unwrap();
+        self.run
+    }
+
+    /// Waits for a run whose store went away: it fails, its last event is one error line
+    /// naming the store, and stderr is empty.
+    pub fn fails_on_lost_store(mut self) -> String {
+        use std::io::Read;
+        let mut rest = String::new();
+        self.out.read_to_string(&mut rest).unwrap();
+        let status = self.child.wait().unwrap();
+        let mut err = String::new();
+        let mut stderr = self.child.stderr.take().unwrap();
+        stderr.read_to_string(&mut err).unwrap();
+        assert!(!status.success(), "the run fails without its store");
+        let last: serde_json::Value = serde_json::from_str(rest.lines().last().unwrap()).unwrap();
+        assert_eq!(last["type"], "error", "{rest}");
+        assert!(
+            last["message"].as_str().unwrap().starts_with("store I/O"),
+            "{last}"
+        );
+        assert!(err.is_empty(), "{err}");
+        self.run
+    }
+}

@@ -422,7 +422,25 @@ pub(super) fn index_node(
         return Ok(());
     };
     let mut docs = txn.open_table(SEARCH_DOCS)?;
-    index_prepared(txn, &mut docs, pending, n.id, n.session, &prepared, old)
+    let old_doc = stored_doc(&docs, n.id)?;
+    index_prepared(
+        txn,
+        &mut docs,
+        pending,
+        n.id,
+        n.session,
+        &prepared,
+        old,
+        old_doc.as_deref(),
+    )
+}
+
+/// The `search_docs` record of `node`, copied out.
+pub(super) fn stored_doc(
+    docs: &crate::store::kv::Table<'_, [u8; 16], &[u8]>,
+    node: NodeId,
+) -> Result<Option<Vec<u8>>> {
+    Ok(docs.get(node.to_bytes())?.map(|v| v.value().to_vec()))
 }
 
 /// The terms of a node's stored record: those it was indexed under.
@@ -441,34 +459,11 @@ fn stored_terms(old: Option<&[u8]>) -> Result<Vec<Vec<u8>>> {
         .collect())
 }
 
-/// [`index_node`] with the text already prepared (by [`prepare`] on this node) and the
-/// `search_docs` table already open.
-pub(super) fn index_prepared(
-    txn: &WriteTxn,
-    docs: &mut crate::store::kv::Table<'_, [u8; 16], &[u8]>,
-    pending: &mut PendingIndex,
-    node: NodeId,
-    session: SessionId,
-    p: &PreparedText,
-    old_node: Option<&[u8]>,
-) -> Result<()> {
-    let old_doc = docs.get(node.to_bytes())?.map(|v| v.value().to_vec());
-    index_prepared_over(
-        txn,
-        docs,
-        pending,
-        node,
-        session,
-        p,
-        old_node,
-        old_doc.as_deref(),
-    )
-}
-
-/// [`index_prepared`] with the node's `search_docs` record already read (`old_doc`, as it
-/// is in this transaction): a caller indexing many nodes reads them in one batch.
+/// [`index_node`] with the text already prepared (by [`prepare`] on this node), the
+/// `search_docs` table already open and the node's record in it already read (`old_doc`,
+/// as it is in this transaction: a caller indexing many nodes reads them in one batch).
 #[allow(clippy::too_many_arguments)]
-pub(super) fn index_prepared_over(
+pub(super) fn index_prepared(
     txn: &WriteTxn,
     docs: &mut crate::store::kv::Table<'_, [u8; 16], &[u8]>,
     pending: &mut PendingIndex,
