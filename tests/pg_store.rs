@@ -496,15 +496,26 @@ fn the_ledger_waits_out_a_stopped_server_and_stores_each_call_once() {
         }
     });
     let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
-    let answer = |id: u64| loop {
-        let line = rx
-            .recv_timeout(Duration::from_secs(120))
-            .unwrap_or_else(|_| panic!("no answer to request {id}"));
-        let v: Value = serde_json::from_str(&line).unwrap();
-        if v["id"] == id {
-            assert!(v["result"]["isError"] != true, "request {id}: {v}");
-            return v;
-        }
+    // Answers come in the order the calls finish: one that comes before the one waited
+    // for is kept for later.
+    let mut early: std::collections::HashMap<u64, Value> = Default::default();
+    let mut answer = |id: u64| {
+        let v = loop {
+            if let Some(v) = early.remove(&id) {
+                break v;
+            }
+            let line = rx
+                .recv_timeout(Duration::from_secs(120))
+                .unwrap_or_else(|_| {
+                    let log =
+                        std::fs::read_to_string(data.join("glassbox.log")).unwrap_or_default();
+                    panic!("no answer to request {id}; the server's log:\n{log}")
+                });
+            let v: Value = serde_json::from_str(&line).unwrap();
+            early.insert(v["id"].as_u64().unwrap(), v);
+        };
+        assert!(v["result"]["isError"] != true, "request {id}: {v}");
+        v
     };
     let thought = |id: u64, n: u64| {
         serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {
