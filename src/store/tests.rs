@@ -558,6 +558,24 @@ fn prepared_puts_skip_unchanged_nodes_and_journal_once_per_session(fx: &Fixture)
     let again = store.write(|w| w.put_prepared_nodes(&batch)).unwrap();
     assert!(again.iter().all(|o| *o == PutOutcome::Unchanged));
     assert_eq!(store.follow(before, 100).unwrap().len(), 1);
+    // A node met twice in one batch (its stored record is read once for the batch): the
+    // second sees the first, and the index holds the last text only.
+    let docs = store.search_doc_count().unwrap();
+    let mut twice = Node::new(s.id, NodeType::Response, "zebrafirst");
+    let first = PreparedNode::new(&twice).unwrap();
+    twice.text = "quaggasecond".into();
+    let second = PreparedNode::new(&twice).unwrap();
+    let outcomes = store
+        .write(|w| w.put_prepared_nodes(&[first, second]))
+        .unwrap();
+    assert_eq!(outcomes, [PutOutcome::Created, PutOutcome::Updated]);
+    assert_eq!(store.node(twice.id).unwrap().unwrap().text, "quaggasecond");
+    assert!(store.search("zebrafirst", None, 5).unwrap().is_empty());
+    assert_eq!(
+        store.search("quaggasecond", None, 5).unwrap()[0].node,
+        twice.id
+    );
+    assert_eq!(store.search_doc_count().unwrap(), docs + 1);
 }
 
 fn a_record_encoded_differently_but_equal_counts_as_unchanged(fx: &Fixture) {
