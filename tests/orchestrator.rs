@@ -339,3 +339,76 @@ async fn a_provider_compaction_becomes_a_boundary_node_and_goes_back_instead_of_
     let header = store.raw_stream(second.stream).unwrap().unwrap();
     assert!(header.nodes.contains(&node));
 }
+
+/// A long thinking streamed in many reads, words cut between them: the turn finds its words
+/// as they arrive, and the index holds what indexing the stored nodes afresh gives (the same
+/// hits, scored the same). The raw record, stored compressed, reads back byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_turn_is_indexed_as_its_whole_text_and_its_raw_record_reads_back() {
+    let pieces: Vec<String> = (0..400)
+        .map(|i| format!("Step {i} weighs the zygo"))
+        .chain(std::iter::once(
+            "morphic option. Größe ÉTÉ 東京 ".to_string(),
+        ))
+        .collect();
+    let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    let body =
+        support::wire::anthropic_frames(&pieces, &["The ans", "wer is Zygo", "morphic."]).concat();
+    let step = Step::sse(&body)
+        .split(&body, support::ChunkBy::Frames)
+        .delay_each(std::time::Duration::from_micros(200));
+    let server = ScriptedServer::start(Script::new(vec![step])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
+    let orch = anthropic_orchestrator(&store, &server.url());
+    let (out, _) = ask(&orch, None, "which option?").await.unwrap();
+    assert_eq!(out.error, None);
+    let thinking = store.node(out.thinking.unwrap()).unwrap().unwrap();
+    assert!(
+        thinking
+            .text
+            .ends_with("zygomorphic option. Größe ÉTÉ 東京 ")
+    );
+
+    // The same nodes indexed the usual way, in a store of their own.
+    let nodes = store.session_nodes(out.session).unwrap();
+    let fresh = support::store::open(&dir.path().join("fresh.redb")).unwrap();
+    let session = store.session(out.session).unwrap().unwrap();
+    fresh
+        .write(|w| {
+            w.put_session(&session)?;
+            for n in &nodes {
+                w.put_node(n)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    for q in [
+        "zygomorphic",
+        "step 17",
+        "größe",
+        "東京",
+        "weighs option",
+        "answer",
+    ] {
+        let hits = |s: &Store| -> Vec<(NodeId, String)> {
+            s.search(q, None, 10)
+                .unwrap()
+                .into_iter()
+                .map(|h| (h.node, format!("{:.9}", h.score)))
+                .collect()
+        };
+        let got = hits(&store);
+        assert!(!got.is_empty(), "{q}");
+        assert_eq!(got, hits(&fresh), "{q}");
+    }
+
+    let streams = store.session_streams(out.session).unwrap();
+    let raw: Vec<u8> = store
+        .raw_chunks(streams[0].id)
+        .unwrap()
+        .into_iter()
+        .flat_map(|c| c.bytes)
+        .collect();
+    assert_eq!(raw, body.as_bytes());
+}

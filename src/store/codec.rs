@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::{Edge, EdgeType, NodeId, StoreError};
+use super::{Edge, EdgeType, NodeId, StoreError, StoredChunk};
 
 /// The format byte of JSON-encoded values.
 pub const FORMAT_JSON: u8 = 1;
@@ -74,29 +74,96 @@ fn compress_into(plain: &[u8], buf: &mut Vec<u8>) -> Option<Vec<u8>> {
     if json.len() <= COMPRESS_ABOVE {
         return None;
     }
+    let body = zstd_into(json, buf)?;
+    let mut v = Vec::with_capacity(body.len() + 1);
+    v.push(FORMAT_ZSTD_JSON);
+    v.extend_from_slice(body);
+    Some(v)
+}
+
+/// `data` compressed into `buf` with the thread's compressor; `None` when that saves nothing
+/// (or the compressor failed: the plain form is just as valid).
+fn zstd_into<'b>(data: &[u8], buf: &'b mut Vec<u8>) -> Option<&'b [u8]> {
     buf.clear();
-    buf.reserve(zstd::zstd_safe::compress_bound(json.len()));
+    buf.reserve(zstd::zstd_safe::compress_bound(data.len()));
     let written = COMPRESSOR.with(|c| {
         let mut c = c.borrow_mut();
         if c.is_none() {
             *c = Some(zstd::bulk::Compressor::new(ZSTD_LEVEL)?);
         }
         match c.as_mut() {
-            Some(c) => c.compress_to_buffer(json, &mut *buf),
+            Some(c) => c.compress_to_buffer(data, &mut *buf),
             None => Err(std::io::Error::other("no zstd compressor")),
         }
     });
     match written {
-        Ok(n) if n < json.len() => {
-            let body = buf.get(..n)?;
-            let mut v = Vec::with_capacity(n + 1);
-            v.push(FORMAT_ZSTD_JSON);
-            v.extend_from_slice(body);
-            Some(v)
-        }
-        // Incompressible (or the compressor failed): the plain form is just as valid.
+        Ok(n) if n < data.len() => buf.get(..n),
         _ => None,
     }
+}
+
+/// The bit of a raw chunk's offset header that says its bytes are a zstd frame (schema v13
+/// on; no offset in microseconds comes near it). Chunks without it hold their bytes as
+/// received.
+const CHUNK_PACKED: u64 = 1 << 63;
+
+/// A raw chunk as its `raw_chunks` value: its offset (µs, u64 big-endian) and its bytes,
+/// zstd-compressed when that makes them smaller. A provider's stream is JSON repeated
+/// thousands of times and shrinks ten times or more, so a long turn's record is mostly not
+/// written at all (and compressing it is cheaper than writing it).
+pub fn encode_raw_chunk(offset_us: u64, bytes: &[u8]) -> Vec<u8> {
+    let offset_us = offset_us & !CHUNK_PACKED;
+    let mut buf = Vec::new();
+    let (head, body) = match (bytes.len() > COMPRESS_ABOVE)
+        .then(|| zstd_into(bytes, &mut buf))
+        .flatten()
+    {
+        Some(packed) => (offset_us | CHUNK_PACKED, packed),
+        None => (offset_us, bytes),
+    };
+    let mut v = Vec::with_capacity(8 + body.len());
+    v.extend_from_slice(&head.to_be_bytes());
+    v.extend_from_slice(body);
+    v
+}
+
+/// The compressed form of a `raw_chunks` value written before chunks were compressed;
+/// `None` for one that is compressed already, or that compressing would not shrink.
+pub fn packed_raw_chunk(v: &[u8]) -> Option<Vec<u8>> {
+    let (head, body) = v.split_first_chunk::<8>()?;
+    let offset_us = u64::from_be_bytes(*head);
+    if offset_us & CHUNK_PACKED != 0 {
+        return None;
+    }
+    let packed = encode_raw_chunk(offset_us, body);
+    (packed.len() < v.len()).then_some(packed)
+}
+
+/// Reads a `raw_chunks` value written by [`encode_raw_chunk`] or before it (bytes as they
+/// came).
+pub fn decode_raw_chunk(v: &[u8]) -> Result<StoredChunk, StoreError> {
+    let corrupt = |why: &str| StoreError::Corrupt(format!("raw_chunks: {why}"));
+    let (head, body) = v
+        .split_first_chunk::<8>()
+        .ok_or_else(|| corrupt("value shorter than its header"))?;
+    let head = u64::from_be_bytes(*head);
+    if head & CHUNK_PACKED == 0 {
+        return Ok(StoredChunk {
+            offset_us: head,
+            bytes: body.to_vec(),
+        });
+    }
+    let mut bytes = Vec::new();
+    DECODING
+        .with(|d| match d.try_borrow_mut() {
+            Ok(mut d) => decompress_into(&mut d.0, body, &mut bytes),
+            Err(_) => decompress_into(&mut None, body, &mut bytes),
+        })
+        .map_err(|e| corrupt(&format!("a compressed chunk does not decompress: {e}")))?;
+    Ok(StoredChunk {
+        offset_us: head & !CHUNK_PACKED,
+        bytes,
+    })
 }
 
 /// Largest decompressed size taken from a frame's header and reserved up front.
@@ -229,5 +296,51 @@ mod tests {
         let cut = &bytes[..bytes.len() / 2];
         let err = decode::<Vec<String>>("nodes", cut).unwrap_err().to_string();
         assert!(err.contains("nodes: undecodable value"), "{err}");
+    }
+
+    #[test]
+    fn raw_chunks_are_stored_compressed_and_read_back_as_they_came() {
+        let sse: Vec<u8> = (0..400)
+            .flat_map(|i| {
+                format!("event: content_block_delta\ndata: {{\"text\":\"step {i}\"}}\n\n")
+                    .into_bytes()
+            })
+            .collect();
+        let packed = encode_raw_chunk(1_234, &sse);
+        assert!(
+            packed.len() * 5 < sse.len(),
+            "{} of {}",
+            packed.len(),
+            sse.len()
+        );
+        assert_eq!(packed[0] & 0x80, 0x80, "marked compressed");
+        let back = decode_raw_chunk(&packed).unwrap();
+        assert_eq!(
+            (back.offset_us, back.bytes.as_slice()),
+            (1_234, sse.as_slice())
+        );
+        // A short chunk, and one written before compression: offset then the bytes.
+        for v in [
+            encode_raw_chunk(7, b"data: {}\n\n"),
+            [7u64.to_be_bytes().as_slice(), b"data: {}\n\n"].concat(),
+        ] {
+            assert_eq!(&v[8..], b"data: {}\n\n");
+            let back = decode_raw_chunk(&v).unwrap();
+            assert_eq!(
+                (back.offset_us, back.bytes.as_slice()),
+                (7, b"data: {}\n\n".as_slice())
+            );
+        }
+        // A marked value that is no zstd frame is reported, not read as bytes.
+        let mut broken = packed.clone();
+        broken.truncate(20);
+        assert!(matches!(
+            decode_raw_chunk(&broken),
+            Err(StoreError::Corrupt(_))
+        ));
+        assert!(matches!(
+            decode_raw_chunk(&[1, 2, 3]),
+            Err(StoreError::Corrupt(_))
+        ));
     }
 }

@@ -31,13 +31,15 @@
 //!   with the default weight and no meta is stored as an empty value (its key says it all).
 //!   The runs and edges are re-encoded. (From v12 on, the v3 → v4 step leaves the index to
 //!   this one, which builds it over the nodes when it finds none.)
+//! - v13: raw chunks are stored zstd-compressed (a bit of their offset header says so, see
+//!   `codec::encode_raw_chunk`); the chunks written before are compressed.
 
 use super::kv::{ReadTxn, ReadableTable, WriteTxn};
 use super::tables::*;
 use super::{Store, StoreError, codec, search};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 12;
+pub const SCHEMA_VERSION: u32 = 13;
 
 const VERSION_KEY: &str = "schema_version";
 
@@ -102,6 +104,7 @@ pub(super) fn ensure_schema(store: &Store) -> Result<(), StoreError> {
                 9 => migrate_v9_to_v10(&txn)?,
                 10 => migrate_v10_to_v11(&txn)?,
                 11 => migrate_v11_to_v12(&txn)?,
+                12 => migrate_v12_to_v13(&txn)?,
                 other => {
                     return Err(StoreError::Corrupt(format!(
                         "no migration from schema {other}"
@@ -391,16 +394,25 @@ fn migrate_v11_to_v12(txn: &WriteTxn) -> Result<(), StoreError> {
     Ok(())
 }
 
+fn migrate_v12_to_v13(txn: &WriteTxn) -> Result<(), StoreError> {
+    let packed = rewrite_values(txn, RAW_CHUNKS, codec::packed_raw_chunk)?;
+    tracing::info!(
+        chunks = packed,
+        "migration v12 -> v13: raw chunks compressed"
+    );
+    Ok(())
+}
+
 /// Replaces each value of `table` for which `new` gives one, a slice of keys at a time (a
 /// table cannot be written while it is read). Returns how many were replaced.
-fn rewrite_values(
+fn rewrite_values<const N: usize>(
     txn: &WriteTxn,
-    table: crate::store::kv::TableDefinition<[u8; 16], &[u8]>,
+    table: crate::store::kv::TableDefinition<[u8; N], &[u8]>,
     new: impl Fn(&[u8]) -> Option<Vec<u8>>,
 ) -> Result<u64, StoreError> {
     const SLICE: usize = 2048;
     let mut t = txn.open_table(table)?;
-    let mut after: Option<[u8; 16]> = None;
+    let mut after: Option<[u8; N]> = None;
     let mut replaced = 0u64;
     loop {
         let mut changes = Vec::new();
@@ -408,9 +420,9 @@ fn rewrite_values(
         {
             let range = match after {
                 Some(k) => {
-                    t.range::<[u8; 16]>((std::ops::Bound::Excluded(k), std::ops::Bound::Unbounded))?
+                    t.range::<[u8; N]>((std::ops::Bound::Excluded(k), std::ops::Bound::Unbounded))?
                 }
-                None => t.range::<[u8; 16]>(..)?,
+                None => t.range::<[u8; N]>(..)?,
             };
             for row in range.take(SLICE) {
                 let (k, v) = row?;

@@ -47,7 +47,7 @@ pub use search::SearchHit;
 pub use stats::{Compression, TableSize, is_search_table};
 use tables::*;
 pub use types::*;
-pub use write::{EncodedNode, PreparedNode, PutOutcome, Writer};
+pub use write::{EncodedChunk, EncodedNode, PreparedNode, PutOutcome, Writer};
 
 /// Store failures, each with a message fit for a one-line error.
 #[derive(Clone, Debug, thiserror::Error)]

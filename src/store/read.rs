@@ -314,7 +314,7 @@ impl Store {
         let mut out = Vec::new();
         for row in t.range(chunk_key(id.to_bytes(), 0)..=chunk_key(id.to_bytes(), u32::MAX))? {
             let (_, v) = row?;
-            out.push(decode_chunk(v.value())?);
+            out.push(codec::decode_raw_chunk(v.value())?);
         }
         Ok(out)
     }
@@ -393,20 +393,6 @@ fn joined<T: serde::de::DeserializeOwned>(
         out.push(codec::decode(name, v.value())?);
     }
     Ok(out)
-}
-
-fn decode_chunk(v: &[u8]) -> Result<StoredChunk> {
-    if v.len() < 8 {
-        return Err(StoreError::Corrupt(
-            "raw_chunks: value shorter than its header".into(),
-        ));
-    }
-    let mut off = [0u8; 8];
-    off.copy_from_slice(&v[..8]);
-    Ok(StoredChunk {
-        offset_us: u64::from_be_bytes(off),
-        bytes: v[8..].to_vec(),
-    })
 }
 
 fn get16<T: serde::de::DeserializeOwned>(

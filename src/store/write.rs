@@ -81,10 +81,37 @@ impl EncodedNode {
                 prepared,
             });
         }
+        Self::without_terms(n)
+    }
+
+    /// A node's record alone, for [`EncodedNode::with_terms`] to complete.
+    pub fn without_terms(n: &Node) -> Result<Self> {
         Ok(Self {
             bytes: codec::encode(n)?,
             prepared: None,
         })
+    }
+
+    /// This record of `n` with the words of its text found as it streamed (`terms` read the
+    /// whole text), so that the put does not find them again.
+    pub fn with_terms(self, n: &Node, terms: search::PreparedText) -> Self {
+        // A streaming node is not indexed yet, and a tool call is found by more than its text.
+        let indexed = n.status != NodeStatus::Streaming && n.kind != NodeType::ToolCall;
+        Self {
+            prepared: indexed.then_some(terms),
+            ..self
+        }
+    }
+}
+
+/// A raw chunk's record, made (compressed) before the transaction that puts it
+/// ([`Writer::put_raw_chunks`]).
+pub struct EncodedChunk(Vec<u8>);
+
+impl EncodedChunk {
+    /// The chunk that arrived `offset_us` µs after its request was sent.
+    pub fn new(offset_us: u64, bytes: &[u8]) -> Self {
+        Self(codec::encode_raw_chunk(offset_us, bytes))
     }
 }
 
@@ -318,36 +345,28 @@ impl Writer<'_> {
         index: u32,
         chunk: &StoredChunk,
     ) -> Result<()> {
-        let mut v = Vec::with_capacity(8 + chunk.bytes.len());
-        v.extend_from_slice(&chunk.offset_us.to_be_bytes());
-        v.extend_from_slice(&chunk.bytes);
+        let v = codec::encode_raw_chunk(chunk.offset_us, &chunk.bytes);
         self.txn
             .open_table(RAW_CHUNKS)?
             .put(chunk_key(stream.to_bytes(), index), v.as_slice())?;
         Ok(())
     }
 
-    /// Stores chunks `first`, `first + 1`, … of a raw stream, each given as its offset (µs)
-    /// and bytes: what [`Writer::put_raw_chunk`] does for each, with the table opened once
-    /// and the bytes copied once.
+    /// Stores chunks `first`, `first + 1`, … of a raw stream, encoded ahead (off the
+    /// writing thread) by [`EncodedChunk::new`], with the table opened once.
     pub fn put_raw_chunks<'c>(
         &mut self,
         stream: StreamId,
         first: u32,
-        chunks: impl IntoIterator<Item = (u64, &'c [u8])>,
+        chunks: impl IntoIterator<Item = &'c EncodedChunk>,
     ) -> Result<()> {
         let mut table = self.txn.open_table(RAW_CHUNKS)?;
-        let mut v = Vec::new();
-        for (i, (offset_us, bytes)) in chunks.into_iter().enumerate() {
+        for (i, chunk) in chunks.into_iter().enumerate() {
             let index = u32::try_from(i)
                 .ok()
                 .and_then(|i| first.checked_add(i))
                 .ok_or_else(|| StoreError::Invalid("a raw stream of over 2^32 chunks".into()))?;
-            v.clear();
-            v.reserve(8 + bytes.len());
-            v.extend_from_slice(&offset_us.to_be_bytes());
-            v.extend_from_slice(bytes);
-            table.put(chunk_key(stream.to_bytes(), index), v.as_slice())?;
+            table.put(chunk_key(stream.to_bytes(), index), chunk.0.as_slice())?;
         }
         Ok(())
     }

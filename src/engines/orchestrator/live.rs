@@ -10,6 +10,7 @@
 //! so a long stream costs a bounded number of whole-node writes. A kill loses at most what
 //! arrived after the last committed node write; the raw chunks hold more.
 
+use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -19,9 +20,10 @@ use tokio::task::JoinHandle;
 use super::TurnEvent;
 use crate::engines::llm::RawChunk;
 use crate::engines::thinkgraph::{GraphUpdate, ThinkGraphBuilder};
+use crate::store::search::{PreparedText, StreamedTerms};
 use crate::store::{
-    DecisionId, DecisionPoint, EncodedNode, Node, NodeId, NodeStatus, NodeType, RawStream,
-    SessionId, Store, StoreError, StreamId,
+    DecisionId, DecisionPoint, EncodedChunk, EncodedNode, Node, NodeId, NodeStatus, NodeType,
+    RawStream, SessionId, Store, StoreError, StreamId,
 };
 
 /// How often streamed text is committed to the store.
@@ -72,6 +74,47 @@ async fn finished(task: Flush) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// A streamed node's words, found on a thread of their own as its text arrives, so that
+/// the turn's last write does not read megabytes of text again (see [`StreamedTerms`]).
+struct Indexer {
+    text: std_mpsc::Sender<String>,
+    done: std::thread::JoinHandle<(usize, PreparedText)>,
+}
+
+impl Indexer {
+    fn start() -> Option<Self> {
+        let (text, pieces) = std_mpsc::channel::<String>();
+        let done = std::thread::Builder::new()
+            .name("glassbox-index".into())
+            .spawn(move || {
+                let mut terms = StreamedTerms::new();
+                for piece in pieces {
+                    terms.push(&piece);
+                }
+                (terms.len(), terms.finish())
+            })
+            .ok()?;
+        Some(Self { text, done })
+    }
+
+    /// The node encoded with the words found, when they are those of its whole text; else
+    /// encoded the usual way. The record is encoded while the thread finishes.
+    fn encode(self, n: &Node) -> Result<EncodedNode, StoreError> {
+        drop(self.text);
+        let bytes = EncodedNode::without_terms(n)?;
+        let t0 = Instant::now();
+        let done = self.done.join();
+        tracing::debug!(
+            wait_ms = t0.elapsed().as_millis() as u64,
+            "streamed words found"
+        );
+        match done {
+            Ok((len, terms)) if len == n.text.len() => Ok(bytes.with_terms(n, terms)),
+            _ => EncodedNode::new(n),
+        }
+    }
+}
+
 /// Nodes being streamed into, and what is still to be committed.
 pub(super) struct Live {
     pub(super) session: SessionId,
@@ -99,6 +142,8 @@ pub(super) struct Live {
     written_at: Instant,
     /// The flush under way.
     in_flight: Option<Flush>,
+    /// Word finders of the thinking and the response node, fed what is appended to them.
+    indexers: [Option<Indexer>; 2],
 }
 
 impl Live {
@@ -121,6 +166,7 @@ impl Live {
             written: [0; 2],
             written_at: Instant::now(),
             in_flight: None,
+            indexers: [None, None],
         }
     }
 
@@ -139,6 +185,22 @@ impl Live {
             n.raw_stream = Some(self.stream);
             n
         })
+    }
+
+    /// Appends `text` to the thinking or the response node.
+    pub(super) fn append(&mut self, kind: NodeType, text: &str) {
+        self.node(kind).text.push_str(text);
+        let slot = usize::from(kind != NodeType::Thinking);
+        let indexer = &mut self.indexers[slot];
+        if indexer.is_none() {
+            *indexer = Indexer::start();
+        }
+        if let Some(i) = indexer
+            && i.text.send(text.to_owned()).is_err()
+        {
+            // The thread is gone: the last write finds the words itself.
+            *indexer = None;
+        }
     }
 
     /// Records ThinkGraph's findings on the thinking node and reports them.
@@ -267,7 +329,9 @@ impl Live {
             .chain(self.response.iter())
             .map(|n| n.id)
             .collect();
+        let mut indexers = [None, None];
         let nodes = if self.dirty && pick == Pick::Last {
+            indexers = std::mem::take(&mut self.indexers);
             [self.thinking.take(), self.response.take()]
         } else if self.dirty && pick != Pick::None {
             let pick = |slot: usize, n: &Option<Node>| {
@@ -307,35 +371,44 @@ impl Live {
         let header = header.clone();
         let store = store.clone();
         Some(tokio::spawn(async move {
-            // Encoding a large node is most of a flush: it is done before the transaction,
-            // beside the commit of the flush before this one.
-            let nodes = if wrote_nodes {
-                tokio::task::spawn_blocking(move || {
-                    nodes.map(|n| {
-                        n.map(|n| {
-                            let encoded = EncodedNode::new(&n);
-                            (n, encoded)
-                        })
+            // Encoding a large node and compressing the raw chunks are most of a flush: they
+            // are done before the transaction, beside the commit of the flush before this one.
+            let (nodes, chunks) = tokio::task::spawn_blocking(move || {
+                let t0 = Instant::now();
+                let chunks: Vec<EncodedChunk> = chunks
+                    .iter()
+                    .map(|c| {
+                        let offset_us = c.offset.as_micros().min(u128::from(u64::MAX)) as u64;
+                        EncodedChunk::new(offset_us, &c.bytes)
                     })
-                })
-                .await
-                .map_err(|e| StoreError::Io(format!("a flush did not finish: {e}")))?
-            } else {
-                [None, None]
-            };
+                    .collect();
+                let t1 = Instant::now();
+                let mut nodes = nodes.into_iter().zip(indexers).map(|(n, indexer)| {
+                    n.map(|n| {
+                        let encoded = match indexer {
+                            Some(i) => i.encode(&n),
+                            None => EncodedNode::new(&n),
+                        };
+                        (n, encoded)
+                    })
+                });
+                let nodes = [nodes.next().flatten(), nodes.next().flatten()];
+                tracing::debug!(
+                    chunks = chunks.len(),
+                    chunks_ms = (t1 - t0).as_millis() as u64,
+                    nodes_ms = t1.elapsed().as_millis() as u64,
+                    "flush encoded"
+                );
+                (nodes, chunks)
+            })
+            .await
+            .map_err(|e| StoreError::Io(format!("a flush did not finish: {e}")))?;
             if let Some(before) = before {
                 finished(before).await?;
             }
             store
                 .write_async(move |w| {
-                    w.put_raw_chunks(
-                        header.id,
-                        first,
-                        chunks.iter().map(|c| {
-                            let offset_us = c.offset.as_micros().min(u128::from(u64::MAX)) as u64;
-                            (offset_us, &c.bytes[..])
-                        }),
-                    )?;
+                    w.put_raw_chunks(header.id, first, &chunks)?;
                     w.put_raw_stream(&header)?;
                     let mut written: Written = [None, None];
                     for (slot, n) in nodes.into_iter().enumerate() {

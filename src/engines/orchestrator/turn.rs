@@ -135,10 +135,11 @@ fn text_from(node: Option<&Node>, from: Option<usize>) -> String {
 }
 
 /// Appends a delta (`text`, which `paragraph` may have put a separator before: the delta is
-/// its last `delta_len` bytes) to `node`, noting in `from` where the first delta began.
-fn append(node: &mut Node, text: &str, delta_len: usize, from: &mut Option<usize>) {
-    from.get_or_insert(node.text.len() + (text.len() - delta_len));
-    node.text.push_str(text);
+/// its last `delta_len` bytes) to the thinking or the response node, noting in `from` where
+/// the first delta began.
+fn append(live: &mut Live, kind: NodeType, text: &str, delta_len: usize, from: &mut Option<usize>) {
+    from.get_or_insert(live.node(kind).text.len() + (text.len() - delta_len));
+    live.append(kind, text);
 }
 
 /// `text` as it joins `node`: after a blank line when it is the first piece of a call that
@@ -455,7 +456,7 @@ impl Orchestrator {
                                 StreamEvent::ThinkingDelta { text } => {
                                     let delta_len = text.len();
                                     let text = paragraph(&mut said.new_thinking, live.thinking.as_ref(), text);
-                                    append(live.node(NodeType::Thinking), &text, delta_len, &mut said.open_from);
+                                    append(&mut live, NodeType::Thinking, &text, delta_len, &mut said.open_from);
                                     live.dirty = true;
                                     looped = loops
                                         .push(NodeType::Thinking, &text)
@@ -502,7 +503,7 @@ impl Orchestrator {
                                 StreamEvent::TextDelta { text } => {
                                     let delta_len = text.len();
                                     let text = paragraph(&mut said.new_text, live.response.as_ref(), text);
-                                    append(live.node(NodeType::Response), &text, delta_len, &mut said.text_from);
+                                    append(&mut live, NodeType::Response, &text, delta_len, &mut said.text_from);
                                     live.dirty = true;
                                     looped = loops
                                         .push(NodeType::Response, &text)

@@ -254,13 +254,46 @@ fn count_terms(text: &str) -> (TermCounts<'_>, u32) {
     (counts, total)
 }
 
-/// Adds the words of `text` to `counts` and `total`, without allocating for a word that is
-/// already lowercase or was seen before: ASCII is classified byte by byte, and the last
-/// non-ASCII character's class is remembered (the same arrow or dash starts every line of
-/// some tool output, and looking a character up in Unicode's tables is what costs).
-/// Counting the pieces of a text separated by non-word characters this way gives the same
-/// counts as counting the whole.
+/// Adds the terms of `text` to `counts` and `total` (see [`each_term`]), allocating only
+/// for a word that lowercasing changed and that was not seen before.
 fn count_terms_into<'a>(text: &'a str, counts: &mut TermCounts<'a>, total: &mut u32) {
+    each_term(text, |w| {
+        *total = total.saturating_add(1);
+        match w {
+            Term::InText(w) => *counts.entry(std::borrow::Cow::Borrowed(w)).or_insert(0) += 1,
+            Term::Lowered(w) => match counts.get_mut(w) {
+                Some(c) => *c += 1,
+                None => {
+                    counts.insert(std::borrow::Cow::Owned(w.to_owned()), 1);
+                }
+            },
+        }
+    });
+}
+
+/// A term as [`each_term`] finds it.
+enum Term<'a, 'b> {
+    /// A word of the text that is its own term (lowercase already).
+    InText(&'a str),
+    /// A word lowercased, in a buffer that is reused for the next one.
+    Lowered(&'b str),
+}
+
+impl Term<'_, '_> {
+    fn as_str(&self) -> &str {
+        match self {
+            Term::InText(w) | Term::Lowered(w) => w,
+        }
+    }
+}
+
+/// Calls `f` with each term of `text` in order: the same words as [`tokenize`], found
+/// without allocating for a word that is already lowercase: ASCII is classified byte by
+/// byte, and the last non-ASCII character's class is remembered (the same arrow or dash
+/// starts every line of some tool output, and looking a character up in Unicode's tables is
+/// what costs). Walking the pieces of a text separated by non-word characters finds the same
+/// terms as walking the whole.
+fn each_term<'a>(text: &'a str, mut f: impl for<'b> FnMut(Term<'a, 'b>)) {
     let bytes = text.as_bytes();
     let mut lower = String::new();
     let mut last: (char, bool) = ('\0', false);
@@ -305,9 +338,8 @@ fn count_terms_into<'a>(text: &'a str, counts: &mut TermCounts<'a>, total: &mut 
         if chars < MIN_TOKEN_CHARS || w.len() > MAX_TOKEN_BYTES {
             continue;
         }
-        *total = total.saturating_add(1);
         if ascii && !upper {
-            *counts.entry(std::borrow::Cow::Borrowed(w)).or_insert(0) += 1;
+            f(Term::InText(w));
             continue;
         }
         lower.clear();
@@ -317,12 +349,7 @@ fn count_terms_into<'a>(text: &'a str, counts: &mut TermCounts<'a>, total: &mut 
         } else {
             lower.push_str(&w.to_lowercase());
         }
-        match counts.get_mut(lower.as_str()) {
-            Some(c) => *c += 1,
-            None => {
-                counts.insert(std::borrow::Cow::Owned(lower.clone()), 1);
-            }
-        }
+        f(Term::Lowered(&lower));
     }
 }
 
@@ -334,8 +361,8 @@ fn count_terms_into<'a>(text: &'a str, counts: &mut TermCounts<'a>, total: &mut 
 pub struct PreparedText {
     hash: [u8; 8],
     tokens: u32,
-    /// The distinct terms, one after another (in no particular order: the index sorts its
-    /// changes when it writes them).
+    /// The distinct terms, one after another (in no particular order, or sorted when
+    /// streamed: the index sorts its changes when it writes them).
     words: String,
     /// Where each term ends in `words`, and its frequency.
     ends: Vec<(u32, u32)>,
@@ -390,21 +417,112 @@ pub fn prepare(n: &Node) -> Option<PreparedText> {
         sha.update(piece.as_bytes());
         count_terms_into(piece, &mut counts, &mut tokens);
     }
-    let digest = sha.finalize();
-    let mut hash = [0u8; 8];
-    hash.copy_from_slice(&digest[..8]);
-    let mut words = String::with_capacity(counts.keys().map(|k| k.len()).sum());
-    let mut ends = Vec::with_capacity(counts.len());
-    for (term, tf) in counts {
-        words.push_str(&term);
-        ends.push((words.len() as u32, tf));
+    Some(PreparedText::of(sha, tokens, counts))
+}
+
+impl PreparedText {
+    /// The index form from a finished digest of the text, its token count and its terms,
+    /// in the order `terms` gives them.
+    fn of<K: AsRef<str>>(
+        sha: Sha256,
+        tokens: u32,
+        terms: impl IntoIterator<Item = (K, u32), IntoIter: ExactSizeIterator>,
+    ) -> Self {
+        let terms = terms.into_iter();
+        let digest = sha.finalize();
+        let mut hash = [0u8; 8];
+        hash.copy_from_slice(&digest[..8]);
+        let mut words = String::new();
+        let mut ends = Vec::with_capacity(terms.len());
+        for (term, tf) in terms {
+            words.push_str(term.as_ref());
+            ends.push((words.len() as u32, tf));
+        }
+        Self {
+            hash,
+            tokens,
+            words,
+            ends,
+        }
     }
-    Some(PreparedText {
-        hash,
-        tokens,
-        words,
-        ends,
-    })
+}
+
+/// The index form of a text that arrives in pieces (a node as it streams), found piece by
+/// piece: [`StreamedTerms::finish`] gives what [`prepare`] gives for the whole text, with
+/// the terms sorted (the index then has little left to sort), and without reading the text
+/// again once it is complete.
+#[derive(Default)]
+pub struct StreamedTerms {
+    counts: HashMap<String, u32, std::hash::BuildHasherDefault<TermHasher>>,
+    sha: Sha256,
+    tokens: u32,
+    /// Text from the last non-word character on: a word that may go on in the next piece.
+    tail: String,
+    /// Bytes pushed.
+    len: usize,
+}
+
+impl StreamedTerms {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Reads the next piece of the text.
+    pub fn push(&mut self, piece: &str) {
+        self.len += piece.len();
+        self.sha.update(piece.as_bytes());
+        // Counted up to the last ASCII character that is not a letter or digit: no word goes
+        // across it, and counting a text in pieces cut between words counts the whole.
+        match piece
+            .bytes()
+            .rposition(|b| b.is_ascii() && !b.is_ascii_alphanumeric())
+        {
+            Some(cut) => {
+                let (done, rest) = piece.split_at(cut + 1);
+                if self.tail.is_empty() {
+                    self.count(done);
+                } else {
+                    let mut text = std::mem::take(&mut self.tail);
+                    text.push_str(done);
+                    self.count(&text);
+                }
+                self.tail.push_str(rest);
+            }
+            None => self.tail.push_str(piece),
+        }
+    }
+
+    fn count(&mut self, text: &str) {
+        let (counts, tokens) = (&mut self.counts, &mut self.tokens);
+        each_term(text, |w| {
+            *tokens = tokens.saturating_add(1);
+            let w = w.as_str();
+            match counts.get_mut(w) {
+                Some(n) => *n += 1,
+                None => {
+                    counts.insert(w.to_owned(), 1);
+                }
+            }
+        });
+    }
+
+    /// Bytes of text read so far.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The index form of everything pushed.
+    pub fn finish(mut self) -> PreparedText {
+        let tail = std::mem::take(&mut self.tail);
+        self.count(&tail);
+        let mut terms: Vec<(String, u32)> = self.counts.into_iter().collect();
+        terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        PreparedText::of(self.sha, self.tokens, terms)
+    }
 }
 
 /// Brings the index entries of `n` up to date with its text: its `search_docs` record at

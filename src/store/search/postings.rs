@@ -40,6 +40,10 @@ pub(super) type Posting = (u32, u32);
 /// A posting of schema v4 to v11: node id and frequency. Only migrations read them.
 pub(in crate::store) type LegacyPosting = ([u8; 16], u32);
 
+/// A log of up to this many sorted runs is merged rather than sorted (see
+/// `PendingIndex::rows`).
+const FEW_RUNS: usize = 8;
+
 /// One run of the index.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(in crate::store) struct Run {
@@ -356,13 +360,26 @@ impl PendingIndex {
         let mut ops = std::mem::take(&mut self.ops);
         let term = |o: &Op| &words[o.start..o.start + o.len as usize];
         // The changes of one term and doc stay in the order they were made: a later change
-        // has its term later in `words`. (An unstable sort needs no buffer of half the log.)
-        ops.sort_unstable_by(|a, b| {
+        // has its term later in `words`, so no two ops compare equal and any sort gives one
+        // order. A log of a few sorted runs (streamed nodes give their terms sorted) is
+        // merged by the stable sort in linear time; any other is sorted in place (an
+        // unstable sort needs no buffer of half the log).
+        let order = |a: &Op, b: &Op| {
             term(a)
                 .cmp(term(b))
                 .then(a.doc.cmp(&b.doc))
                 .then(a.start.cmp(&b.start))
-        });
+        };
+        let runs = 1 + ops
+            .windows(2)
+            .filter(|w| order(&w[0], &w[1]).is_gt())
+            .take(FEW_RUNS)
+            .count();
+        if runs <= FEW_RUNS {
+            ops.sort_by(order);
+        } else {
+            ops.sort_unstable_by(order);
+        }
         let mut out = Rows {
             words: Vec::with_capacity(words.len()),
             rows: Vec::new(),

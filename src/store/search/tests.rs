@@ -13,6 +13,7 @@ on_every_arm!(
     runs_merge_and_newer_runs_shadow_older_ones,
     v8_segments_become_the_oldest_run,
     v11_index_and_edges_become_doc_numbers_and_empty_edge_values,
+    few_runs_merge_like_a_sort,
 );
 
 #[test]
@@ -578,4 +579,100 @@ fn v11_index_and_edges_become_doc_numbers_and_empty_edge_values(fx: &Fixture) {
     store.write(|w| w.compact_search_index()).unwrap();
     assert_eq!(store.search("alpha", None, 100).unwrap().len(), 31);
     assert_eq!(store.search("word8", None, 100).unwrap().len(), 0);
+}
+
+/// A text cut anywhere (inside words and inside multi-byte characters' neighbours) and
+/// streamed piece by piece has the index form of the whole text, with its terms sorted.
+fn streamed_equals_whole(text: &str, cuts: &[usize]) {
+    let mut n = Node::new(SessionId::new(), NodeType::Thinking, text);
+    n.status = crate::store::NodeStatus::Complete;
+    let whole = prepare(&n).unwrap();
+    let mut streamed = StreamedTerms::new();
+    let mut at = 0;
+    let mut cuts: Vec<usize> = cuts.iter().map(|c| c % (text.len() + 1)).collect();
+    cuts.sort_unstable();
+    for cut in cuts {
+        if cut > at && text.is_char_boundary(cut) {
+            streamed.push(&text[at..cut]);
+            at = cut;
+        }
+    }
+    streamed.push(&text[at..]);
+    assert_eq!(streamed.len(), text.len());
+    let got = streamed.finish();
+    assert_eq!(got.hash, whole.hash);
+    assert_eq!(got.tokens, whole.tokens);
+    let got_terms: Vec<(String, u32)> = got.terms().map(|(t, n)| (t.to_string(), n)).collect();
+    let mut want: Vec<(String, u32)> = whole.terms().map(|(t, n)| (t.to_string(), n)).collect();
+    want.sort();
+    assert_eq!(got_terms, want, "{text:?}");
+}
+
+#[test]
+fn a_streamed_text_is_indexed_as_the_whole_text() {
+    let text = "Größe: a ÉTÉ x2 über_alles — 東京 ok? The the THE tHe; step 12 weighs budget12 ";
+    streamed_equals_whole(text, &[]);
+    streamed_equals_whole(text, &(0..text.len()).collect::<Vec<_>>());
+    streamed_equals_whole("", &[0]);
+    streamed_equals_whole("oneword", &[3]);
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn any_cut_of_a_streamed_text_indexes_as_the_whole(
+        words in proptest::collection::vec("[a-zA-Z0-9]{1,6}|Größe|東京|é+|[ .,;\n—→]{1,3}", 0..60),
+        cuts in proptest::collection::vec(0usize..400, 0..12),
+    ) {
+        streamed_equals_whole(&words.concat(), &cuts);
+    }
+}
+
+/// Postings written from a log of a few sorted runs (the way streamed nodes give their
+/// terms) and from the same log unsorted are the same index.
+fn few_runs_merge_like_a_sort(fx: &Fixture) {
+    let s = fx.open();
+    let session = Session::new("runs", SessionSource::Glassbox);
+    let texts = [
+        "zeta alpha mid alpha",
+        "alpha beta zeta omega",
+        "mid mid omega beta",
+    ];
+    let nodes: Vec<Node> = texts
+        .iter()
+        .map(|t| {
+            let mut n = Node::new(session.id, NodeType::Response, *t);
+            n.status = crate::store::NodeStatus::Complete;
+            n
+        })
+        .collect();
+    s.write(|w| {
+        w.put_session(&session)?;
+        for n in &nodes {
+            let mut streamed = StreamedTerms::new();
+            streamed.push(&n.text);
+            let encoded =
+                crate::store::EncodedNode::without_terms(n)?.with_terms(n, streamed.finish());
+            w.put_encoded_node(n, encoded)?;
+        }
+        Ok(())
+    })
+    .unwrap();
+    for (term, want) in [
+        ("alpha", vec![0, 1]),
+        ("mid", vec![0, 2]),
+        ("zeta", vec![0, 1]),
+        ("omega", vec![1, 2]),
+    ] {
+        let hits = s.search(term, None, 10).unwrap();
+        let mut got: Vec<usize> = hits
+            .iter()
+            .map(|h| nodes.iter().position(|n| n.id == h.node).unwrap())
+            .collect();
+        got.sort_unstable();
+        assert_eq!(got, want, "{term}");
+    }
+    let alpha = s.search("alpha", None, 10).unwrap();
+    assert_eq!(alpha[0].node, nodes[0].id, "two hits rank above one");
 }
