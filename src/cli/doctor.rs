@@ -85,6 +85,11 @@ fn redb_store(store_path: &std::path::Path) -> Value {
                 "node_bytes_plain": c.plain,
                 "ratio": c.ratio(),
             })),
+            "raw_compression": s.raw_compression().ok().map(|c| json!({
+                "bytes_stored": c.stored,
+                "bytes_received": c.plain,
+                "ratio": c.ratio(),
+            })),
             "search_runs": s.search_runs().ok(),
         }),
         Err(e) => json!({"backend": "redb", "path": store_path, "error": e.to_string()}),
@@ -343,6 +348,18 @@ pub fn run(ctx: &Ctx, json_out: bool, compact: bool) -> Result<ExitCode> {
                 "  nodes      {} stored for {} of JSON ({:.1}× compression)",
                 human_size(stored),
                 human_size(plain),
+                c["ratio"].as_f64().unwrap_or(1.0)
+            );
+        }
+        let c = &st["raw_compression"];
+        if let (Some(stored), Some(received)) =
+            (c["bytes_stored"].as_u64(), c["bytes_received"].as_u64())
+            && stored > 0
+        {
+            println!(
+                "  raw        {} stored for {} of provider streams ({:.1}× compression)",
+                human_size(stored),
+                human_size(received),
                 c["ratio"].as_f64().unwrap_or(1.0)
             );
         }

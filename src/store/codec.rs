@@ -139,6 +139,21 @@ pub fn packed_raw_chunk(v: &[u8]) -> Option<Vec<u8>> {
     (packed.len() < v.len()).then_some(packed)
 }
 
+/// Bytes a `raw_chunks` value would take with its bytes as received (its own size for one
+/// that is not compressed, or whose frame does not record its size).
+pub fn raw_chunk_plain_len(v: &[u8]) -> usize {
+    match v.split_first_chunk::<8>() {
+        Some((head, body)) if u64::from_be_bytes(*head) & CHUNK_PACKED != 0 => {
+            zstd::zstd_safe::get_frame_content_size(body)
+                .ok()
+                .flatten()
+                .and_then(|n| usize::try_from(n).ok())
+                .map_or(v.len(), |n| 8 + n)
+        }
+        _ => v.len(),
+    }
+}
+
 /// Reads a `raw_chunks` value written by [`encode_raw_chunk`] or before it (bytes as they
 /// came).
 pub fn decode_raw_chunk(v: &[u8]) -> Result<StoredChunk, StoreError> {

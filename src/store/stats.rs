@@ -2,7 +2,7 @@
 //! scale benchmarks.
 
 use super::kv::ReadableTable;
-use super::tables::NODES;
+use super::tables::{NODES, RAW_CHUNKS};
 use super::{Result, Store, codec};
 
 /// One table's footprint in the store file.
@@ -29,9 +29,9 @@ impl TableSize {
 /// How well the node records compress.
 #[derive(Clone, Copy, Debug, Default, serde::Serialize)]
 pub struct Compression {
-    /// Bytes of the node records as stored.
+    /// Bytes of the records as stored.
     pub stored: u64,
-    /// Bytes of the same records as plain JSON.
+    /// Bytes of the same records uncompressed (plain JSON; raw bytes as received).
     pub plain: u64,
 }
 
@@ -62,6 +62,20 @@ impl Store {
             let v = v.value();
             c.stored += v.len() as u64;
             c.plain += codec::plain_len(v) as u64;
+        }
+        Ok(c)
+    }
+
+    /// The raw chunks' size as stored and as received (reads every chunk's header).
+    pub fn raw_compression(&self) -> Result<Compression> {
+        let r = self.db.begin_read()?;
+        let t = r.open_table(RAW_CHUNKS)?;
+        let mut c = Compression::default();
+        for row in t.iter()? {
+            let (_, v) = row?;
+            let v = v.value();
+            c.stored += v.len() as u64;
+            c.plain += codec::raw_chunk_plain_len(v) as u64;
         }
         Ok(c)
     }
