@@ -1,7 +1,7 @@
 //! What the store file is made of: each table's share of the file, for `doctor` and the
 //! scale benchmarks.
 
-use super::kv::ReadableTable;
+use super::kv::{ReadableTable, TableDefinition};
 use super::tables::{NODES, RAW_CHUNKS};
 use super::{Result, Store, codec};
 
@@ -54,28 +54,28 @@ pub fn is_search_table(name: &str) -> bool {
 impl Store {
     /// The node records' size as stored and as plain JSON (reads every record's header).
     pub fn node_compression(&self) -> Result<Compression> {
-        let r = self.db.begin_read()?;
-        let t = r.open_table(NODES)?;
-        let mut c = Compression::default();
-        for row in t.iter()? {
-            let (_, v) = row?;
-            let v = v.value();
-            c.stored += v.len() as u64;
-            c.plain += codec::plain_len(v) as u64;
-        }
-        Ok(c)
+        self.compression(NODES, codec::plain_len)
     }
 
     /// The raw chunks' size as stored and as received (reads every chunk's header).
     pub fn raw_compression(&self) -> Result<Compression> {
+        self.compression(RAW_CHUNKS, codec::raw_chunk_plain_len)
+    }
+
+    /// The size of `table`'s values as stored, and uncompressed as `plain_len` gives it.
+    fn compression<const N: usize>(
+        &self,
+        table: TableDefinition<[u8; N], &[u8]>,
+        plain_len: fn(&[u8]) -> usize,
+    ) -> Result<Compression> {
         let r = self.db.begin_read()?;
-        let t = r.open_table(RAW_CHUNKS)?;
+        let t = r.open_table(table)?;
         let mut c = Compression::default();
         for row in t.iter()? {
             let (_, v) = row?;
             let v = v.value();
             c.stored += v.len() as u64;
-            c.plain += codec::raw_chunk_plain_len(v) as u64;
+            c.plain += plain_len(v) as u64;
         }
         Ok(c)
     }

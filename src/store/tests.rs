@@ -931,4 +931,11 @@ fn v12_raw_chunks_are_compressed(fx: &Fixture) {
     assert!(stored.value().len() * 4 < 8 + long.len(), "compressed");
     let short = t.get(chunk_key(stream.to_bytes(), 1)).unwrap().unwrap();
     assert_eq!(&short.value()[8..], b"data: {}\n\n");
+    // What `doctor` reports: the bytes as stored, and as they came.
+    let c = store.raw_compression().unwrap();
+    assert_eq!(
+        c.stored,
+        (stored.value().len() + short.value().len()) as u64
+    );
+    assert_eq!(c.plain, (8 + long.len() + 8 + 10) as u64);
 }
