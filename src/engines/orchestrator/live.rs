@@ -142,7 +142,8 @@ pub(super) struct Live {
     written_at: Instant,
     /// The flush under way.
     in_flight: Option<Flush>,
-    /// Word finders of the thinking and the response node, fed what is appended to them.
+    /// Word finders of the thinking and the response node, started with the node and fed
+    /// what is appended to it.
     indexers: [Option<Indexer>; 2],
 }
 
@@ -177,9 +178,12 @@ impl Live {
             &mut self.response
         };
         let created = &mut self.created;
+        let indexer = &mut self.indexers[usize::from(kind != NodeType::Thinking)];
         slot.get_or_insert_with(|| {
             let mut n = Node::new(self.session, kind, "");
             created.push((n.id, kind));
+            // Without the thread (it could not start), the last write finds the words.
+            *indexer = Indexer::start();
             n.status = NodeStatus::Streaming;
             n.model = Some(self.model.clone());
             n.raw_stream = Some(self.stream);
@@ -190,11 +194,7 @@ impl Live {
     /// Appends `text` to the thinking or the response node.
     pub(super) fn append(&mut self, kind: NodeType, text: &str) {
         self.node(kind).text.push_str(text);
-        let slot = usize::from(kind != NodeType::Thinking);
-        let indexer = &mut self.indexers[slot];
-        if indexer.is_none() {
-            *indexer = Indexer::start();
-        }
+        let indexer = &mut self.indexers[usize::from(kind != NodeType::Thinking)];
         if let Some(i) = indexer
             && i.text.send(text.to_owned()).is_err()
         {
