@@ -220,7 +220,7 @@ fn add_to_totals(txn: &WriteTxn, docs: i64, tokens: i64) -> Result<()> {
 /// A small multiplicative hasher for the per-node term counts: the default SipHash showed
 /// up in import profiles, and the keys are the user's own words, not attacker input.
 #[derive(Default, Clone, Copy)]
-struct TermHasher(u64);
+pub(super) struct TermHasher(u64);
 
 impl std::hash::Hasher for TermHasher {
     fn write(&mut self, bytes: &[u8]) {

@@ -24,7 +24,10 @@
 //! with the nodes (a crash keeps both or neither).
 
 use super::super::tables::META;
-use super::{DOC_NODE_BYTES, SEARCH_DOC_NODES, add_to_totals};
+use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
+
+use super::{DOC_NODE_BYTES, SEARCH_DOC_NODES, TermHasher, add_to_totals};
 use crate::store::kv::{ReadTable, ReadTxn, ReadableTable, TableDefinition, WriteTxn};
 use crate::store::{Result, StoreError};
 
@@ -317,6 +320,20 @@ struct Rows {
 }
 
 impl Rows {
+    /// A row from a term's changes sorted by doc number: for each doc, the last change.
+    fn push_changes(&mut self, term: &[u8], changes: impl Iterator<Item = Posting>) {
+        let (w, p) = (self.words.len(), self.postings.len());
+        self.words.extend_from_slice(term);
+        for (doc, tf) in changes {
+            match self.postings[p..].last_mut() {
+                Some(last) if last.0 == doc => last.1 = tf,
+                _ => self.postings.push((doc, tf)),
+            }
+        }
+        self.rows
+            .push((w, self.words.len(), p, self.postings.len()));
+    }
+
     fn push(&mut self, term: &[u8], postings: &[Posting]) {
         let (w, p) = (self.words.len(), self.postings.len());
         self.words.extend_from_slice(term);
@@ -330,6 +347,104 @@ impl Rows {
             .iter()
             .map(|&(a, b, c, d)| (&self.words[a..b], &self.postings[c..d]))
     }
+}
+
+impl Op {
+    fn term<'w>(&self, words: &'w [u8]) -> &'w [u8] {
+        &words[self.start..self.start + self.len as usize]
+    }
+}
+
+/// The order of a change log: by term, then doc, then the order the changes were made (a
+/// later change has its term later in `words`, so no two ops compare equal).
+fn op_order(words: &[u8], a: &Op, b: &Op) -> std::cmp::Ordering {
+    a.term(words)
+        .cmp(b.term(words))
+        .then(a.doc.cmp(&b.doc))
+        .then(a.start.cmp(&b.start))
+}
+
+/// How many sorted runs the log is, counted up to [`FEW_RUNS`] + 1.
+fn sorted_runs(words: &[u8], ops: &[Op]) -> usize {
+    1 + ops
+        .windows(2)
+        .filter(|w| op_order(words, &w[0], &w[1]).is_gt())
+        .take(FEW_RUNS)
+        .count()
+}
+
+/// Rows from a log of a few sorted runs (streamed nodes give their terms sorted): the
+/// stable sort merges them in linear time.
+fn merged_rows(words: &[u8], ops: &mut [Op]) -> Rows {
+    ops.sort_by(|a, b| op_order(words, a, b));
+    let mut out = Rows {
+        words: Vec::with_capacity(words.len()),
+        rows: Vec::new(),
+        postings: Vec::with_capacity(ops.len()),
+    };
+    for same in ops.chunk_by(|a, b| a.term(words) == b.term(words)) {
+        out.push_changes(same[0].term(words), same.iter().map(|o| (o.doc, o.tf)));
+    }
+    out
+}
+
+/// Rows from a log in any order (an import's: each node's terms in the order it first used
+/// them). Sorting the whole log compared a term's bytes again at every step, and was most
+/// of an import's index time; instead each change is grouped under its term through a hash
+/// map, only the distinct terms are sorted, and the changes are placed term by term in the
+/// order they were made, which is doc order unless a node was indexed twice.
+fn grouped_rows(words: &[u8], ops: &[Op]) -> Rows {
+    type Ids<'w> = HashMap<&'w [u8], u32, BuildHasherDefault<TermHasher>>;
+    let mut ids = Ids::with_capacity_and_hasher(ops.len() / 4, Default::default());
+    // Per distinct term, first seen first: the term and how many changes it has.
+    let mut terms: Vec<(&[u8], u32)> = Vec::new();
+    let of_op: Vec<u32> = ops
+        .iter()
+        .map(|o| {
+            let t = o.term(words);
+            let fresh = terms.len() as u32;
+            let id = *ids.entry(t).or_insert(fresh);
+            if id == fresh {
+                terms.push((t, 0));
+            }
+            terms[id as usize].1 += 1;
+            id
+        })
+        .collect();
+    drop(ids);
+    // The stable sort: distinct terms that come in a few sorted runs are merged in linear time.
+    let mut order: Vec<u32> = (0..terms.len() as u32).collect();
+    order.sort_by(|&a, &b| terms[a as usize].0.cmp(terms[b as usize].0));
+    // Where each term's changes go, in term order; then each change put in its place.
+    let mut next = vec![0usize; terms.len()];
+    let mut at = 0;
+    for &id in &order {
+        next[id as usize] = at;
+        at += terms[id as usize].1 as usize;
+    }
+    let mut placed: Vec<Posting> = vec![(0, 0); ops.len()];
+    for (o, &id) in ops.iter().zip(&of_op) {
+        let slot = &mut next[id as usize];
+        placed[*slot] = (o.doc, o.tf);
+        *slot += 1;
+    }
+    let mut out = Rows {
+        words: Vec::with_capacity(terms.iter().map(|t| t.0.len()).sum()),
+        rows: Vec::with_capacity(terms.len()),
+        postings: Vec::with_capacity(ops.len()),
+    };
+    let mut rest = placed.as_mut_slice();
+    for &id in &order {
+        let (term, n) = terms[id as usize];
+        let (changes, tail) = std::mem::take(&mut rest).split_at_mut(n as usize);
+        rest = tail;
+        if !changes.is_sorted_by_key(|p| p.0) {
+            // Stable: the changes of one doc stay in the order they were made.
+            changes.sort_by_key(|p| p.0);
+        }
+        out.push_changes(term, changes.iter().copied());
+    }
+    out
 }
 
 impl PendingIndex {
@@ -358,48 +473,11 @@ impl PendingIndex {
     fn rows(&mut self) -> Rows {
         let words = std::mem::take(&mut self.words);
         let mut ops = std::mem::take(&mut self.ops);
-        let term = |o: &Op| &words[o.start..o.start + o.len as usize];
-        // The changes of one term and doc stay in the order they were made: a later change
-        // has its term later in `words`, so no two ops compare equal and any sort gives one
-        // order. A log of a few sorted runs (streamed nodes give their terms sorted) is
-        // merged by the stable sort in linear time; any other is sorted in place (an
-        // unstable sort needs no buffer of half the log).
-        let order = |a: &Op, b: &Op| {
-            term(a)
-                .cmp(term(b))
-                .then(a.doc.cmp(&b.doc))
-                .then(a.start.cmp(&b.start))
-        };
-        let runs = 1 + ops
-            .windows(2)
-            .filter(|w| order(&w[0], &w[1]).is_gt())
-            .take(FEW_RUNS)
-            .count();
-        if runs <= FEW_RUNS {
-            ops.sort_by(order);
+        let out = if sorted_runs(&words, &ops) <= FEW_RUNS {
+            merged_rows(&words, &mut ops)
         } else {
-            ops.sort_unstable_by(order);
-        }
-        let mut out = Rows {
-            words: Vec::with_capacity(words.len()),
-            rows: Vec::new(),
-            postings: Vec::with_capacity(ops.len()),
+            grouped_rows(&words, &ops)
         };
-        let mut postings: Vec<Posting> = Vec::new();
-        let mut i = 0;
-        while i < ops.len() {
-            let t = term(&ops[i]);
-            postings.clear();
-            while i < ops.len() && term(&ops[i]) == t {
-                let o = ops[i];
-                match postings.last_mut() {
-                    Some(last) if last.0 == o.doc => last.1 = o.tf,
-                    _ => postings.push((o.doc, o.tf)),
-                }
-                i += 1;
-            }
-            out.push(t, &postings);
-        }
         let (mut words, mut ops) = (words, ops);
         if words.capacity() + ops.capacity() * std::mem::size_of::<Op>() <= KEEP_SPARE_BYTES {
             words.clear();
@@ -747,8 +825,46 @@ fn write_run<'r>(
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used)]
+    use std::collections::BTreeMap;
+
+    use super::{Op, Posting, Rows, grouped_rows, merged_rows, sorted_runs};
     use crate::store::testing::{Fixture, on_every_arm};
     use crate::store::{Node, NodeType, Session, SessionSource};
+
+    fn as_rows(r: &Rows) -> Vec<(Vec<u8>, Vec<Posting>)> {
+        r.iter().map(|(t, p)| (t.to_vec(), p.to_vec())).collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+        /// Both ways of turning a change log into rows give, per term in term order and per
+        /// doc in doc order, the last change made: whether the log is a few sorted runs or
+        /// any order, and whatever docs were changed twice.
+        #[test]
+        fn grouped_and_merged_rows_keep_the_last_change(
+            log in proptest::collection::vec(("[a-e]{1,3}", 0u32..6, 0u32..3), 0..200),
+            runs in 1usize..12,
+        ) {
+            let mut log = log;
+            // `runs` sorted stretches, as streamed nodes give them.
+            let per = log.len().div_ceil(runs).max(1);
+            for chunk in log.chunks_mut(per) {
+                chunk.sort_by(|a, b| a.0.cmp(&b.0).then(a.1.cmp(&b.1)));
+            }
+            let (mut words, mut ops) = (Vec::new(), Vec::new());
+            let mut want: BTreeMap<Vec<u8>, BTreeMap<u32, u32>> = BTreeMap::new();
+            for (term, doc, tf) in &log {
+                ops.push(Op { start: words.len(), len: term.len() as u32, doc: *doc, tf: *tf });
+                words.extend_from_slice(term.as_bytes());
+                want.entry(term.as_bytes().to_vec()).or_default().insert(*doc, *tf);
+            }
+            let want: Vec<(Vec<u8>, Vec<Posting>)> =
+                want.into_iter().map(|(t, d)| (t, d.into_iter().collect())).collect();
+            proptest::prop_assert!(sorted_runs(&words, &ops) <= runs.min(super::FEW_RUNS + 1));
+            proptest::prop_assert_eq!(&as_rows(&grouped_rows(&words, &ops)), &want);
+            proptest::prop_assert_eq!(&as_rows(&merged_rows(&words, &mut ops.clone())), &want);
+        }
+    }
 
     on_every_arm!(small_runs_are_folded_into_a_larger_new_run,);
 
