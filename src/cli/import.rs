@@ -13,6 +13,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::{Ctx, print_json};
+use crate::store::Store;
 use crate::engines::memory::learn::extract::LearnReport;
 use crate::engines::memory::learn::queue;
 use crate::engines::transcript::{self, ImportSummary, Importer, export, watch};
@@ -75,11 +76,12 @@ pub async fn run(ctx: &Ctx, cmd: ImportCmd) -> Result<ExitCode> {
 /// stores its nodes in batches as they are read.
 fn import_json(ctx: &Ctx, file: &std::path::Path, replace: bool, json: bool) -> Result<ExitCode> {
     let checked = export::check_file(file)?;
+    let before = file_size(ctx.store_file().as_deref());
     let store = ctx.open_store()?;
     let done = export::import_checked(&store, &checked, replace)?;
     drop(store);
     if let Some(file) = ctx.store_file() {
-        give_back_free_pages(&file);
+        give_back_free_pages(&file, before, None);
     }
     if json {
         print_json(&json!({
@@ -247,6 +249,7 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
     }
 
     let store_file = ctx.store_file();
+    let before = file_size(store_file.as_deref());
     let summary = tokio::task::spawn_blocking(move || -> Result<ImportSummary> {
         let mut errors = Vec::new();
         let files = transcript::discover(&paths, &mut errors)?;
@@ -273,11 +276,11 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
         }
         let mut summary = importer.take_summary();
         summary.errors.splice(0..0, errors);
-        drop(importer);
+        let store = importer.into_store();
         if summary.bytes > 0
             && let Some(file) = &store_file
         {
-            give_back_free_pages(file);
+            give_back_free_pages(file, before, Some(store));
         }
         Ok(summary)
     })
@@ -305,25 +308,32 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Below this size a store file is not worth compacting after an import.
-const COMPACT_MIN_BYTES: u64 = 32 << 20;
-/// Share of the file that must be free pages for an import to compact the store after it.
-/// A large import leaves about a third of the file free (pages its commits and index merges
-/// replaced); giving them back takes a fraction of a second.
-const COMPACT_FREE_SHARE: f64 = 0.1;
+/// An import that grew the store file by less than this is not worth compacting after.
+const COMPACT_MIN_GROWTH: u64 = 32 << 20;
 
-/// After an import into a redb file: gives the store file's free pages back when they are a good share of a
-/// large file. Skipped while another process is reading or writing the store; a failure is
-/// reported and leaves the store as it was (what was imported is committed already).
-fn give_back_free_pages(path: &std::path::Path) {
+/// The store file's size now (0 when there is none yet).
+fn file_size(path: Option<&std::path::Path>) -> u64 {
+    path.and_then(|p| std::fs::metadata(p).ok())
+        .map_or(0, |m| m.len())
+}
+
+/// After an import into a redb file that grew it by [`COMPACT_MIN_GROWTH`] or more (from
+/// `before` bytes): gives the file's free pages back. Such an import leaves about a third of
+/// what it added free (pages its commits and index merges replaced); measuring that exactly
+/// reads every table, which costs nearly as much as compacting. Skipped while another
+/// process is reading or writing the store; a failure is reported and leaves the store as
+/// it was (what was imported is committed already). `store`: the import's own handle on
+/// it, if it is the only one (its page cache holds what was just written), else it is
+/// opened again.
+fn give_back_free_pages(path: &std::path::Path, before: u64, store: Option<Store>) {
     let attempt = || -> crate::store::Result<Option<crate::store::Compacted>> {
-        let mut store = crate::store::Store::open(path)?;
-        let file = store.file_bytes();
-        if file < COMPACT_MIN_BYTES
-            || (store.free_bytes()? as f64) < file as f64 * COMPACT_FREE_SHARE
-        {
+        if file_size(Some(path)).saturating_sub(before) < COMPACT_MIN_GROWTH {
             return Ok(None);
         }
+        let mut store = match store {
+            Some(s) if s.is_only_handle() => s,
+            _ => crate::store::Store::open(path)?,
+        };
         store.compact().map(Some)
     };
     match attempt() {

@@ -232,6 +232,12 @@ impl Store {
     }
 
     /// Gives the file's free pages back: redb moves pages down and trims the file's end.
+    /// Whether this is the only handle on the store in this process (what
+    /// [`Store::compact`] needs).
+    pub fn is_only_handle(&self) -> bool {
+        Arc::strong_count(&self.db) == 1
+    }
+
     /// Needs the only handle in this process, and no other process in a transaction on
     /// the file (another process may have the store open, but not be reading or writing
     /// at that moment). Returns the file's size before and after.
