@@ -131,18 +131,19 @@ pub(crate) struct RawMessage {
 /// would also build a [`RawLine`] from an array of its fields in order, which no transcript
 /// holds. The error is the reason the line is skipped.
 pub(crate) fn parse_line(raw: &[u8]) -> Result<RawLine, String> {
-    if let Err(e) = std::str::from_utf8(raw) {
-        return Err(format!(
+    let text = std::str::from_utf8(raw).map_err(|e| {
+        format!(
             "not UTF-8 (invalid byte at column {})",
             e.valid_up_to() + 1
-        ));
-    }
+        )
+    })?;
     match raw.iter().find(|b| !b.is_ascii_whitespace()) {
         Some(b'{') => {}
         Some(b'[') => return Err("not a JSON object (an array)".into()),
         _ => {}
     }
-    serde_json::from_slice(raw).map_err(|e| format!("invalid JSON: {e}"))
+    // From the checked text: the parser then does not check each string's UTF-8 again.
+    serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))
 }
 
 pub(super) fn parse_timestamp(s: &str) -> Option<DateTime<Utc>> {
