@@ -13,10 +13,10 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use super::{Ctx, print_json};
-use crate::store::Store;
 use crate::engines::memory::learn::extract::LearnReport;
 use crate::engines::memory::learn::queue;
 use crate::engines::transcript::{self, ImportSummary, Importer, export, watch};
+use crate::store::Store;
 use crate::store::learning::EventSource;
 
 #[derive(Debug, Subcommand)]

@@ -131,12 +131,8 @@ pub(crate) struct RawMessage {
 /// would also build a [`RawLine`] from an array of its fields in order, which no transcript
 /// holds. The error is the reason the line is skipped.
 pub(crate) fn parse_line(raw: &[u8]) -> Result<RawLine, String> {
-    let text = std::str::from_utf8(raw).map_err(|e| {
-        format!(
-            "not UTF-8 (invalid byte at column {})",
-            e.valid_up_to() + 1
-        )
-    })?;
+    let text = std::str::from_utf8(raw)
+        .map_err(|e| format!("not UTF-8 (invalid byte at column {})", e.valid_up_to() + 1))?;
     match raw.iter().find(|b| !b.is_ascii_whitespace()) {
         Some(b'{') => {}
         Some(b'[') => return Err("not a JSON object (an array)".into()),
