@@ -128,3 +128,52 @@ pub fn parse_since(text: &str) -> Result<SystemTime, TranscriptError> {
     let dt = date.and_hms_opt(0, 0, 0).ok_or_else(bad)?.and_utc();
     Ok(SystemTime::from(dt))
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use std::path::Path;
+    use std::time::{Duration, SystemTime};
+
+    use super::discover;
+
+    fn file_written(path: &Path, secs_ago: u64) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let f = std::fs::File::create(path).unwrap();
+        f.set_modified(SystemTime::now() - Duration::from_secs(secs_ago))
+            .unwrap();
+    }
+
+    /// Sessions come oldest first, whatever their names; a subagent's file comes right
+    /// after its session's main file even when it was last written before it (or after a
+    /// later session), and a subagent whose main file is not there goes by its own time.
+    #[test]
+    fn transcripts_come_oldest_first_with_subagents_after_their_session() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("-home-dev-app");
+        file_written(&p.join("aaa.jsonl"), 10);
+        file_written(&p.join("zzz.jsonl"), 300);
+        file_written(&p.join("zzz/subagents/agent-1.jsonl"), 400);
+        file_written(&p.join("mmm.jsonl"), 200);
+        file_written(&p.join("mmm/subagents/agent-2.jsonl"), 5);
+        file_written(&p.join("gone/subagents/agent-3.jsonl"), 100);
+        let mut errors = Vec::new();
+        let files = discover(&[dir.path().to_path_buf()], &mut errors).unwrap();
+        assert!(errors.is_empty(), "{errors:?}");
+        let names: Vec<String> = files
+            .iter()
+            .map(|f| f.strip_prefix(&p).unwrap().display().to_string())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "zzz.jsonl",
+                "zzz/subagents/agent-1.jsonl",
+                "mmm.jsonl",
+                "mmm/subagents/agent-2.jsonl",
+                "gone/subagents/agent-3.jsonl",
+                "aaa.jsonl",
+            ]
+        );
+    }
+}
