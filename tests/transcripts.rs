@@ -521,6 +521,28 @@ fn a_deleted_session_comes_back_on_the_next_import() {
 }
 
 #[test]
+fn a_renamed_transcript_is_not_read_again_when_unchanged() {
+    // A copy named by something other than its session id: the second run reads nothing.
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = copy_fixtures(dir.path());
+    let root = dir.path().join("renamed");
+    std::fs::create_dir_all(root.join("-home-ann-calc")).unwrap();
+    std::fs::copy(
+        fixtures.join("-home-ann-calc").join(format!("{S1}.jsonl")),
+        root.join("-home-ann-calc").join("calc-notes.jsonl"),
+    )
+    .unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
+    assert_eq!(import(&store, &root).new_nodes(), 7);
+    let again = import(&store, &root);
+    assert_eq!(
+        (again.files_read, again.files_reread, again.lines),
+        (0, 0, 0),
+        "an unchanged file is not read again"
+    );
+}
+
+#[test]
 fn a_subagent_file_imported_later_still_branches_from_its_task_call() {
     // The session's main file first, on its own; its subagent file arrives in a later run,
     // so the Task call it branches from has to be found in the store.

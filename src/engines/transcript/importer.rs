@@ -223,11 +223,14 @@ impl Importer {
                 (fresh(), true)
             }
             // The session this file fed was deleted since: read the file again to restore it.
+            // Claude Code names a session's file (and a subagent's folder) by the session id;
+            // a file named otherwise does not say which session it fed, and was read again on
+            // every run.
             Some((s, false))
                 if s.cursor.lines > 0
-                    && s.mapper
-                        .file_session()
-                        .is_some_and(|c| !self.sessions.contains_key(c)) =>
+                    && s.mapper.file_session().is_some_and(|c| {
+                        uuid::Uuid::parse_str(c).is_ok() && !self.sessions.contains_key(c)
+                    }) =>
             {
                 self.summary.files_reread += 1;
                 (fresh(), true)
