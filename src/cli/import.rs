@@ -332,7 +332,11 @@ fn give_back_free_pages(path: &std::path::Path, before: u64, store: Option<Store
         }
         let mut store = match store {
             Some(s) if s.is_only_handle() => s,
-            _ => crate::store::Store::open(path)?,
+            other => {
+                // Not held open beside the handle that compacts.
+                drop(other);
+                crate::store::Store::open(path)?
+            }
         };
         store.compact().map(Some)
     };

@@ -92,7 +92,6 @@ impl Importer {
         self.progress = Some(Box::new(f));
     }
 
-    /// The summary so far, leaving a fresh one.
     /// The store, once the import is over (with its page cache still warm).
     pub fn into_store(mut self) -> Store {
         // An import that was not finished stops its writer thread here.
@@ -100,6 +99,7 @@ impl Importer {
         self.store
     }
 
+    /// The summary so far, leaving a fresh one.
     pub fn take_summary(&mut self) -> ImportSummary {
         let mut s = std::mem::take(&mut self.summary);
         s.sessions = s.touched.len() as u64;
