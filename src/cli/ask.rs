@@ -74,7 +74,7 @@ struct Printer {
     /// Which section is being printed: 0 none, 1 thinking, 2 answer.
     section: u8,
     cancel: CancellationToken,
-    buf: String,
+    buf: Vec<u8>,
 }
 
 /// Streamed output with section headings: styled (bold headings, dim asides) on a terminal,
@@ -124,45 +124,44 @@ impl Sections {
 
 /// Writes to stdout; a closed stdout (`| head`) cancels the run instead of panicking.
 pub(crate) fn write_out(s: &str, cancel: &CancellationToken) {
+    write_bytes(s.as_bytes(), cancel);
+}
+
+/// [`write_out`] for bytes.
+fn write_bytes(s: &[u8], cancel: &CancellationToken) {
     let mut out = std::io::stdout().lock();
-    if out
-        .write_all(s.as_bytes())
-        .and_then(|_| out.flush())
-        .is_err()
-    {
+    if out.write_all(s).and_then(|_| out.flush()).is_err() {
         cancel.cancel();
     }
 }
 
 impl Printer {
     fn write(&mut self, s: &str) {
-        self.buf.push_str(s);
+        self.buf.extend_from_slice(s.as_bytes());
     }
 
     fn line(&mut self, v: serde_json::Value) {
-        use std::fmt::Write as _;
+        // Writing into a Vec cannot fail.
         let _ = writeln!(self.buf, "{v}");
     }
 
     /// Writes out what was gathered.
     fn flush(&mut self) {
         if !self.buf.is_empty() {
-            write_out(&self.buf, &self.cancel);
+            write_bytes(&self.buf, &self.cancel);
             self.buf.clear();
         }
     }
 
     /// A `{"text": …, "type": …}` line, written without building a JSON value (one per
-    /// delta: the common line).
+    /// delta: the common line), the text escaped straight into the buffer.
     fn text_line(&mut self, kind: &str, text: &str) {
-        self.buf.push_str("{\"text\":");
-        // A string always serialises.
-        if let Ok(quoted) = serde_json::to_string(text) {
-            self.buf.push_str(&quoted);
-        }
-        self.buf.push_str(",\"type\":\"");
-        self.buf.push_str(kind);
-        self.buf.push_str("\"}\n");
+        self.buf.extend_from_slice(b"{\"text\":");
+        // A string always serialises, and writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut self.buf, text);
+        self.buf.extend_from_slice(b",\"type\":\"");
+        self.buf.extend_from_slice(kind.as_bytes());
+        self.buf.extend_from_slice(b"\"}\n");
     }
 
     fn thinking(&mut self, text: &str) {
@@ -316,7 +315,7 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
         styled,
         section: 0,
         cancel: cancel.clone(),
-        buf: String::new(),
+        buf: Vec::new(),
     };
     let print = async {
         while let Some(first) = rx.recv().await {

@@ -108,7 +108,33 @@ pub(super) fn signals(text: &str) -> (Indicators, StepKind) {
 /// (see [`WordScan`]) is not run; of the others, only those the signal set finds in the text
 /// are counted (the same results, for less work on the common step that holds few or none).
 pub(super) fn signals_of(text: &str, scan: &WordScan) -> (Indicators, StepKind) {
-    // The set lines up with the regexes when every pattern compiled (a test checks they do).
+    // Words that tell every count need no regex at all (nor their compilation, which
+    // costs milliseconds on the first step of a turn).
+    let counts = if scan.told && scan.unsure == 0 {
+        Some(scan.counts)
+    } else {
+        counted_by_regex(text, scan)
+    };
+    let Some(counts) = counts else {
+        return (Indicators::of(text), classify_step(text));
+    };
+    let indicators = Indicators {
+        high: counts[0],
+        medium: counts[1],
+        low: counts[2],
+    };
+    let mut best = (StepKind::Analysis, 0);
+    for ((kind, _), &hits) in STEP_KIND_INDICATORS.iter().zip(&counts[3..]) {
+        if hits > best.1 {
+            best = (*kind, hits);
+        }
+    }
+    (indicators, best.0)
+}
+
+/// The signal counts of a step whose words left some untold; `None` when a pattern did
+/// not compile (the set would not line up with the regexes; a test checks they do).
+fn counted_by_regex(text: &str, scan: &WordScan) -> Option<[usize; SIGNALS]> {
     let (Some(set), Some(high), Some(medium), Some(low)) = (
         SIGNAL_SET
             .as_ref()
@@ -117,7 +143,7 @@ pub(super) fn signals_of(text: &str, scan: &WordScan) -> (Indicators, StepKind) 
         MEDIUM_RE.as_ref(),
         LOW_RE.as_ref(),
     ) else {
-        return (Indicators::of(text), classify_step(text));
+        return None;
     };
     let regex = |i: usize| match i {
         0 => Some(high),
@@ -133,7 +159,7 @@ pub(super) fn signals_of(text: &str, scan: &WordScan) -> (Indicators, StepKind) 
         if unsure.count_ones() == 1 {
             let i = unsure.trailing_zeros() as usize;
             counts[i] = count(i);
-        } else if unsure != 0 {
+        } else {
             let found = set.matches(text);
             for (i, n) in counts.iter_mut().enumerate() {
                 if unsure & (1 << i) != 0 {
@@ -147,18 +173,7 @@ pub(super) fn signals_of(text: &str, scan: &WordScan) -> (Indicators, StepKind) 
             counts[i] = regex(i).map_or(0, |re| re.find_iter(text).count());
         }
     }
-    let indicators = Indicators {
-        high: counts[0],
-        medium: counts[1],
-        low: counts[2],
-    };
-    let mut best = (StepKind::Analysis, 0);
-    for ((kind, _), &hits) in KIND_RES.iter().zip(&counts[3..]) {
-        if hits > best.1 {
-            best = (*kind, hits);
-        }
-    }
-    (indicators, best.0)
+    Some(counts)
 }
 
 /// Running totals behind the node confidence.

@@ -21,11 +21,10 @@
 
 mod postings;
 mod query;
+mod terms;
 #[cfg(test)]
 mod tests;
 mod upgrade;
-
-use std::collections::HashMap;
 
 use sha2::{Digest, Sha256};
 
@@ -36,6 +35,7 @@ pub(super) use postings::{
     PendingIndex, compact, decode_legacy_postings, import_oldest_legacy_run,
 };
 pub use query::{BM25_TF_MAX, bm25_idf, bm25_tf, snippet};
+use terms::TermTable;
 pub(super) use upgrade::to_doc_numbers;
 #[cfg(test)]
 pub(super) use upgrade::write_v11_layout;
@@ -241,59 +241,30 @@ impl std::hash::Hasher for TermHasher {
     }
 }
 
-/// Term counts keyed by the word itself: borrowed from the text when it is already lowercase
-/// (most words are), owned only when lowercasing changed it.
-type TermCounts<'a> =
-    HashMap<std::borrow::Cow<'a, str>, u32, std::hash::BuildHasherDefault<TermHasher>>;
-
 /// Term frequencies of `text` and its token count: the same words as [`tokenize`].
-fn count_terms(text: &str) -> (TermCounts<'_>, u32) {
-    let mut counts = TermCounts::default();
+fn count_terms(text: &str) -> (TermTable, u32) {
+    let mut counts = TermTable::default();
     let mut total = 0u32;
     count_terms_into(text, &mut counts, &mut total);
     (counts, total)
 }
 
-/// Adds the terms of `text` to `counts` and `total` (see [`each_term`]), allocating only
-/// for a word that lowercasing changed and that was not seen before.
-fn count_terms_into<'a>(text: &'a str, counts: &mut TermCounts<'a>, total: &mut u32) {
+/// Adds the terms of `text` to `counts` and `total` (see [`each_term`]).
+fn count_terms_into(text: &str, counts: &mut TermTable, total: &mut u32) {
     each_term(text, |w| {
         *total = total.saturating_add(1);
-        match w {
-            Term::InText(w) => *counts.entry(std::borrow::Cow::Borrowed(w)).or_insert(0) += 1,
-            Term::Lowered(w) => match counts.get_mut(w) {
-                Some(c) => *c += 1,
-                None => {
-                    counts.insert(std::borrow::Cow::Owned(w.to_owned()), 1);
-                }
-            },
-        }
+        counts.add(w);
     });
 }
 
-/// A term as [`each_term`] finds it.
-enum Term<'a, 'b> {
-    /// A word of the text that is its own term (lowercase already).
-    InText(&'a str),
-    /// A word lowercased, in a buffer that is reused for the next one.
-    Lowered(&'b str),
-}
-
-impl Term<'_, '_> {
-    fn as_str(&self) -> &str {
-        match self {
-            Term::InText(w) | Term::Lowered(w) => w,
-        }
-    }
-}
-
 /// Calls `f` with each term of `text` in order: the same words as [`tokenize`], found
-/// without allocating for a word that is already lowercase: ASCII is classified byte by
+/// without allocating (a word that lowercasing changes is lowered into a buffer reused for
+/// the next one): ASCII is classified byte by
 /// byte, and the last non-ASCII character's class is remembered (the same arrow or dash
 /// starts every line of some tool output, and looking a character up in Unicode's tables is
 /// what costs). Walking the pieces of a text separated by non-word characters finds the same
 /// terms as walking the whole.
-fn each_term<'a>(text: &'a str, mut f: impl for<'b> FnMut(Term<'a, 'b>)) {
+fn each_term(text: &str, mut f: impl FnMut(&str)) {
     let bytes = text.as_bytes();
     let mut lower = String::new();
     let mut last: (char, bool) = ('\0', false);
@@ -339,7 +310,7 @@ fn each_term<'a>(text: &'a str, mut f: impl for<'b> FnMut(Term<'a, 'b>)) {
             continue;
         }
         if ascii && !upper {
-            f(Term::InText(w));
+            f(w);
             continue;
         }
         lower.clear();
@@ -349,7 +320,7 @@ fn each_term<'a>(text: &'a str, mut f: impl for<'b> FnMut(Term<'a, 'b>)) {
         } else {
             lower.push_str(&w.to_lowercase());
         }
-        f(Term::Lowered(&lower));
+        f(&lower);
     }
 }
 
@@ -409,15 +380,15 @@ pub fn prepare(n: &Node) -> Option<PreparedText> {
     }
     let pieces = indexed_pieces(n);
     let mut sha = Sha256::new();
-    let len: usize = pieces.iter().map(|p| p.len()).sum();
-    // About one distinct word in 16 bytes of text, and never a huge table up front.
-    let mut counts = TermCounts::with_capacity_and_hasher((len / 16).min(4096), Default::default());
-    let mut tokens = 0u32;
-    for piece in &pieces {
-        sha.update(piece.as_bytes());
-        count_terms_into(piece, &mut counts, &mut tokens);
-    }
-    Some(PreparedText::of(sha, tokens, counts))
+    let prepared = TermTable::with_spare(|counts| {
+        let mut tokens = 0u32;
+        for piece in &pieces {
+            sha.update(piece.as_bytes());
+            count_terms_into(piece, counts, &mut tokens);
+        }
+        PreparedText::of(sha, tokens, counts.iter())
+    });
+    Some(prepared)
 }
 
 impl PreparedText {
@@ -453,7 +424,7 @@ impl PreparedText {
 /// again once it is complete.
 #[derive(Default)]
 pub struct StreamedTerms {
-    counts: HashMap<String, u32, std::hash::BuildHasherDefault<TermHasher>>,
+    counts: TermTable,
     sha: Sha256,
     tokens: u32,
     /// Text from the last non-word character on: a word that may go on in the next piece.
@@ -493,17 +464,7 @@ impl StreamedTerms {
     }
 
     fn count(&mut self, text: &str) {
-        let (counts, tokens) = (&mut self.counts, &mut self.tokens);
-        each_term(text, |w| {
-            *tokens = tokens.saturating_add(1);
-            let w = w.as_str();
-            match counts.get_mut(w) {
-                Some(n) => *n += 1,
-                None => {
-                    counts.insert(w.to_owned(), 1);
-                }
-            }
-        });
+        count_terms_into(text, &mut self.counts, &mut self.tokens);
     }
 
     /// Bytes of text read so far.
@@ -519,9 +480,7 @@ impl StreamedTerms {
     pub fn finish(mut self) -> PreparedText {
         let tail = std::mem::take(&mut self.tail);
         self.count(&tail);
-        let mut terms: Vec<(String, u32)> = self.counts.into_iter().collect();
-        terms.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        PreparedText::of(self.sha, self.tokens, terms)
+        PreparedText::of(self.sha, self.tokens, self.counts.sorted())
     }
 }
 
@@ -571,10 +530,7 @@ fn stored_terms(old: Option<&[u8]>) -> Result<Vec<Vec<u8>>> {
     let node: Node = codec::decode("nodes", bytes)?;
     let terms = indexed_text(&node);
     let (counts, _) = count_terms(&terms);
-    Ok(counts
-        .into_keys()
-        .map(|t| t.into_owned().into_bytes())
-        .collect())
+    Ok(counts.iter().map(|(t, _)| t.as_bytes().to_vec()).collect())
 }
 
 /// [`index_node`] with the text already prepared (by [`prepare`] on this node), the

@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::*;
 use crate::store::testing::{Fixture, on_every_arm};
@@ -47,7 +47,7 @@ fn term_counts_match_the_tokenizer() {
             total += 1;
         }
         let (got, got_total) = count_terms(text);
-        let got: HashMap<String, u32> = got.into_iter().map(|(k, v)| (k.into_owned(), v)).collect();
+        let got: HashMap<String, u32> = got.iter().map(|(k, v)| (k.to_string(), v)).collect();
         assert_eq!(got, want, "{text}");
         assert_eq!(got_total, total, "{text}");
     }
@@ -69,7 +69,7 @@ fn a_prepared_tool_call_counts_its_whole_indexed_text() {
     let p = prepare(&n).unwrap();
     let text = indexed_text(&n);
     let (want, total) = count_terms(&text);
-    let mut want: Vec<(String, u32)> = want.into_iter().map(|(k, v)| (k.into_owned(), v)).collect();
+    let mut want: Vec<(String, u32)> = want.iter().map(|(k, v)| (k.to_string(), v)).collect();
     let mut got: Vec<(String, u32)> = p.terms().map(|(k, v)| (k.to_string(), v)).collect();
     want.sort();
     got.sort();
