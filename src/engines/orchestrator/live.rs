@@ -18,8 +18,9 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use super::TurnEvent;
+use super::graph_feed::GraphFeed;
 use crate::engines::llm::RawChunk;
-use crate::engines::thinkgraph::{GraphUpdate, ThinkGraphBuilder};
+use crate::engines::thinkgraph::GraphUpdate;
 use crate::store::search::{PreparedText, StreamedTerms};
 use crate::store::{
     DecisionId, DecisionPoint, EncodedChunk, EncodedNode, Node, NodeId, NodeStatus, NodeType,
@@ -128,7 +129,7 @@ pub(super) struct Live {
     /// Nodes created since the last report.
     pub(super) created: Vec<(NodeId, NodeType)>,
     /// Steps and decision points of the thinking, found as it streams.
-    pub(super) graph: ThinkGraphBuilder,
+    pub(super) graph: GraphFeed,
     /// Decision points not yet committed.
     pub(super) decisions: Vec<DecisionPoint>,
     /// Raw chunks not yet committed (copied into records by the flush, off the stream).
@@ -158,7 +159,7 @@ impl Live {
             compaction: None,
             dirty: false,
             created: Vec::new(),
-            graph: ThinkGraphBuilder::new(),
+            graph: GraphFeed::new(),
             decisions: Vec::new(),
             chunks: Vec::new(),
             next_chunk: 0,

@@ -452,6 +452,11 @@ impl Orchestrator {
                                 }
                                 _ => EVENT_BYTES,
                             };
+                            if !matches!(ev, StreamEvent::ThinkingDelta { .. }) {
+                                // The thinking paused: its last steps are reported now.
+                                let updates = live.graph.settle();
+                                live.apply_graph(updates, &events);
+                            }
                             match ev {
                                 StreamEvent::ThinkingDelta { text } => {
                                     let delta_len = text.len();
