@@ -57,13 +57,28 @@ impl PreparedNode {
 /// Text size from which [`EncodedNode::new`] finds a node's words on a second thread.
 const SPLIT_PUT_BYTES: usize = 1 << 20;
 
+/// Whether words found from `n`'s text alone are its index entries: a streaming node is not
+/// indexed yet, and a tool call is found by more than its text.
+fn takes_found_words(n: &Node) -> bool {
+    n.status != NodeStatus::Streaming && n.kind != NodeType::ToolCall
+}
+
 /// A node's record, and for a large node its words, made ready before the transaction that
 /// puts it ([`Writer::put_encoded_node`]): a streamed node's final write encodes while the
 /// write before it commits.
 pub struct EncodedNode {
     bytes: Vec<u8>,
-    /// Found ahead for a large finished node; otherwise the put finds them.
-    prepared: Option<search::PreparedText>,
+    words: Words,
+}
+
+/// How the put of an [`EncodedNode`] brings the node's index entries up to date.
+enum Words {
+    /// It finds the words itself.
+    Find,
+    /// With these, found ahead (for a large finished node).
+    Found(search::PreparedText),
+    /// It leaves them: [`Writer::index_words`] did it earlier in the transaction.
+    Indexed,
 }
 
 impl EncodedNode {
@@ -78,7 +93,7 @@ impl EncodedNode {
             });
             return Ok(Self {
                 bytes: bytes?,
-                prepared,
+                words: prepared.map_or(Words::Find, Words::Found),
             });
         }
         Self::without_terms(n)
@@ -88,17 +103,28 @@ impl EncodedNode {
     pub fn without_terms(n: &Node) -> Result<Self> {
         Ok(Self {
             bytes: codec::encode(n)?,
-            prepared: None,
+            words: Words::Find,
         })
     }
 
     /// This record of `n` with the words of its text found as it streamed (`terms` read the
     /// whole text), so that the put does not find them again.
     pub fn with_terms(self, n: &Node, terms: search::PreparedText) -> Self {
-        // A streaming node is not indexed yet, and a tool call is found by more than its text.
-        let indexed = n.status != NodeStatus::Streaming && n.kind != NodeType::ToolCall;
         Self {
-            prepared: indexed.then_some(terms),
+            words: if takes_found_words(n) {
+                Words::Found(terms)
+            } else {
+                Words::Find
+            },
+            ..self
+        }
+    }
+
+    /// This record, for a node whose index entries [`Writer::index_words`] brought up to
+    /// date in the transaction that puts it.
+    pub fn indexed(self) -> Self {
+        Self {
+            words: Words::Indexed,
             ..self
         }
     }
@@ -153,7 +179,7 @@ impl Writer<'_> {
     /// [`EncodedNode::new`] on `n` as it is now), perhaps on another thread while another
     /// transaction was under way.
     pub fn put_encoded_node(&mut self, n: &Node, encoded: EncodedNode) -> Result<()> {
-        let EncodedNode { bytes, prepared } = encoded;
+        let EncodedNode { bytes, words } = encoded;
         let old = self
             .txn
             .open_table(NODES)?
@@ -163,25 +189,57 @@ impl Writer<'_> {
             key32(n.session.to_bytes(), n.id.to_bytes()),
             NodeHead::of(n).encode()?.as_slice(),
         )?;
-        match prepared {
-            Some(p) => {
-                let mut docs = self.txn.open_table(SEARCH_DOCS)?;
-                let old_doc = search::stored_doc(&docs, n.id)?;
-                search::index_prepared(
-                    self.txn,
-                    &mut docs,
-                    &mut self.index,
-                    n.id,
-                    n.session,
-                    &p,
-                    old.as_deref(),
-                    old_doc.as_deref(),
-                )?;
-            }
-            None => search::index_node(self.txn, &mut self.index, n, old.as_deref())?,
+        match words {
+            Words::Found(p) => self.index_found(n, &p, old.as_deref())?,
+            Words::Find => search::index_node(self.txn, &mut self.index, n, old.as_deref())?,
+            Words::Indexed => {}
         }
         super::leases::note(self.txn, n)?;
         self.journal(ChangeKind::NodePut, Some(n.session), Some(n.id.0))
+    }
+
+    /// Brings `n`'s full-text index entries up to date from `words` (found from its whole
+    /// text) before its record is put, with an [`EncodedNode::indexed`] record, later in
+    /// this transaction: a long trace's record can then be encoded on another thread while
+    /// its words go into the index.
+    pub fn index_words(&mut self, n: &Node, words: &search::PreparedText) -> Result<()> {
+        let old = self
+            .txn
+            .open_table(NODES)?
+            .get(n.id.to_bytes())?
+            .map(|v| v.value().to_vec());
+        if takes_found_words(n) {
+            self.index_found(n, words, old.as_deref())
+        } else {
+            search::index_node(self.txn, &mut self.index, n, old.as_deref())
+        }
+    }
+
+    /// Merges the index changes gathered so far now, rather than when the transaction
+    /// commits (see [`Writer::index_words`]).
+    pub fn apply_index(&mut self) -> Result<()> {
+        self.index.apply(self.txn)
+    }
+
+    /// Indexes `n` under words found ahead; `old` is its record before this put.
+    fn index_found(
+        &mut self,
+        n: &Node,
+        words: &search::PreparedText,
+        old: Option<&[u8]>,
+    ) -> Result<()> {
+        let mut docs = self.txn.open_table(SEARCH_DOCS)?;
+        let old_doc = search::stored_doc(&docs, n.id)?;
+        search::index_prepared(
+            self.txn,
+            &mut docs,
+            &mut self.index,
+            n.id,
+            n.session,
+            words,
+            old,
+            old_doc.as_deref(),
+        )
     }
 
     /// Puts many nodes, skipping those the store already holds unchanged: the same records
@@ -493,7 +551,10 @@ mod tests {
     use super::*;
     use crate::store::testing::{Fixture, on_every_arm};
 
-    on_every_arm!(a_large_node_is_encoded_ahead_and_indexed_once_finished,);
+    on_every_arm!(
+        a_large_node_is_encoded_ahead_and_indexed_once_finished,
+        words_indexed_ahead_in_the_transaction_leave_the_index_of_a_plain_put,
+    );
 
     /// A node large enough to find its words on a second thread, put while streaming and then
     /// finished (one encoded ahead of its transaction): stored whole, found by its words once
@@ -514,10 +575,69 @@ mod tests {
         assert!(store.search("word149999", None, 10).unwrap().is_empty());
         n.status = NodeStatus::Complete;
         let encoded = EncodedNode::new(&n).unwrap();
-        assert!(encoded.prepared.is_some());
+        assert!(matches!(encoded.words, Words::Found(_)));
         store.write(|w| w.put_encoded_node(&n, encoded)).unwrap();
         assert_eq!(store.node(n.id).unwrap().unwrap(), n);
         assert_eq!(store.search("word149999", None, 10).unwrap()[0].node, n.id);
         assert_eq!(store.search_doc_count().unwrap(), 1);
+    }
+
+    /// A streamed node finished the way a turn's last write finishes it (its words indexed
+    /// and merged first, its record put after, in one transaction) is found exactly as the
+    /// same node put plainly in another store; a tool call's words still come from the put.
+    fn words_indexed_ahead_in_the_transaction_leave_the_index_of_a_plain_put(fx: &Fixture) {
+        let ahead = fx.open();
+        let other = Fixture::redb();
+        let plain = other.open();
+        let s = Session::new("t", SessionSource::Glassbox);
+        let text: String = (0..3_000)
+            .map(|i| format!("word{} step ", i % 700))
+            .collect();
+        let mut n = Node::new(s.id, NodeType::Thinking, text);
+        let mut call = Node::new(s.id, NodeType::ToolCall, "grep word7");
+        call.meta.insert("tool".into(), serde_json::json!("Grep"));
+        n.status = NodeStatus::Streaming;
+        for store in [&ahead, &plain] {
+            store
+                .write(|w| {
+                    w.put_session(&s)?;
+                    w.put_node(&n)
+                })
+                .unwrap();
+        }
+        n.status = NodeStatus::Complete;
+        let words = search::prepare(&n).unwrap();
+        let call_words = search::prepare(&call).unwrap();
+        ahead
+            .write(|w| {
+                w.index_words(&n, &words)?;
+                w.index_words(&call, &call_words)?;
+                w.apply_index()?;
+                w.put_encoded_node(&n, EncodedNode::without_terms(&n)?.indexed())?;
+                w.put_encoded_node(&call, EncodedNode::without_terms(&call)?.indexed())
+            })
+            .unwrap();
+        plain
+            .write(|w| {
+                w.put_node(&n)?;
+                w.put_node(&call)
+            })
+            .unwrap();
+        for store in [&ahead, &plain] {
+            assert_eq!(store.node(n.id).unwrap().unwrap(), n);
+            assert_eq!(store.search_doc_count().unwrap(), 2);
+        }
+        for q in ["word699", "step", "grep", "word7"] {
+            let hits = |store: &Store| -> Vec<(NodeId, String)> {
+                store
+                    .search(q, None, 10)
+                    .unwrap()
+                    .into_iter()
+                    .map(|h| (h.node, format!("{:.6}", h.score)))
+                    .collect()
+            };
+            assert_eq!(hits(&ahead), hits(&plain), "{q}");
+            assert!(!hits(&ahead).is_empty(), "{q}");
+        }
     }
 }

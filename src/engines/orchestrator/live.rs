@@ -4,7 +4,10 @@
 //! A flush runs beside the stream: the tick hands a snapshot to a store task and the turn
 //! reads on. One flush is under way at a time; a tick that finds the last one still running
 //! leaves its work to the next. A flush encodes its nodes before its transaction; the flush
-//! that ends a call encodes while the one under way commits, and commits after it. Raw
+//! that ends a call encodes while the one under way commits, and commits after it. The
+//! turn's last flush instead waits there for the words of its streamed nodes (found on
+//! threads of their own as the text arrived), and in its transaction encodes their records
+//! on another thread while those words are merged into the index. Raw
 //! chunks go out with every flush. A node's text goes out with every flush while it is small; once it is large (re-encoding and compressing it is
 //! most of a flush) it is written again only when it grew by a quarter or a second passed,
 //! so a long stream costs a bounded number of whole-node writes. A kill loses at most what
@@ -24,7 +27,7 @@ use crate::engines::thinkgraph::GraphUpdate;
 use crate::store::search::{PreparedText, StreamedTerms};
 use crate::store::{
     DecisionId, DecisionPoint, EncodedChunk, EncodedNode, Node, NodeId, NodeStatus, NodeType,
-    RawStream, SessionId, Store, StoreError, StreamId,
+    RawStream, SessionId, Store, StoreError, StreamId, Writer,
 };
 
 /// How often streamed text is committed to the store.
@@ -98,11 +101,9 @@ impl Indexer {
         Some(Self { text, done })
     }
 
-    /// The node encoded with the words found, when they are those of its whole text; else
-    /// encoded the usual way. The record is encoded while the thread finishes.
-    fn encode(self, n: &Node) -> Result<EncodedNode, StoreError> {
+    /// The words found, when they are those of `n`'s whole text.
+    fn words(self, n: &Node) -> Option<PreparedText> {
         drop(self.text);
-        let bytes = EncodedNode::without_terms(n)?;
         let t0 = Instant::now();
         let done = self.done.join();
         tracing::debug!(
@@ -110,10 +111,60 @@ impl Indexer {
             "streamed words found"
         );
         match done {
-            Ok((len, terms)) if len == n.text.len() => Ok(bytes.with_terms(n, terms)),
-            _ => EncodedNode::new(n),
+            Ok((len, terms)) if len == n.text.len() => Some(terms),
+            _ => None,
         }
     }
+}
+
+/// A node of a flush, made ready for its transaction: encoded, or (a streamed node at the
+/// turn's end) with the words found as it streamed, its record to be encoded in the
+/// transaction while the words go into the index.
+enum Ready {
+    Encoded(Result<EncodedNode, StoreError>),
+    Words(Option<PreparedText>),
+}
+
+/// Puts the nodes of a flush; returns what it committed, for the log.
+fn put_nodes(w: &mut Writer<'_>, nodes: [Option<(Node, Ready)>; 2]) -> Result<Written, StoreError> {
+    // The records of the nodes that come with their words are encoded on another thread
+    // while those words are merged into the index: for a long trace the two are most of the
+    // turn's last write.
+    let (mut encoded, indexed) = std::thread::scope(|s| {
+        let encoding = s.spawn(|| {
+            nodes.each_ref().map(|slot| match slot {
+                Some((n, Ready::Words(_))) => Some(EncodedNode::without_terms(n)),
+                _ => None,
+            })
+        });
+        let mut indexed = [false; 2];
+        for (slot, entry) in nodes.iter().enumerate() {
+            if let Some((n, Ready::Words(Some(words)))) = entry {
+                w.index_words(n, words)?;
+                indexed[slot] = true;
+            }
+        }
+        if indexed.contains(&true) {
+            w.apply_index()?;
+        }
+        let encoded = encoding
+            .join()
+            .map_err(|_| StoreError::Encode("a node's record could not be encoded".into()))?;
+        Ok::<_, StoreError>((encoded, indexed))
+    })?;
+    let mut written: Written = [None, None];
+    for (slot, entry) in nodes.into_iter().enumerate() {
+        let Some((n, ready)) = entry else { continue };
+        let record = match (ready, encoded[slot].take()) {
+            (Ready::Encoded(record), _) => record?,
+            (Ready::Words(_), Some(record)) if indexed[slot] => record?.indexed(),
+            (Ready::Words(_), Some(record)) => record?,
+            (Ready::Words(_), None) => EncodedNode::new(&n)?,
+        };
+        w.put_encoded_node(&n, record)?;
+        written[slot] = Some((n.id, n.text.len()));
+    }
+    Ok(written)
 }
 
 /// Nodes being streamed into, and what is still to be committed.
@@ -386,11 +437,11 @@ impl Live {
                 let t1 = Instant::now();
                 let mut nodes = nodes.into_iter().zip(indexers).map(|(n, indexer)| {
                     n.map(|n| {
-                        let encoded = match indexer {
-                            Some(i) => i.encode(&n),
-                            None => EncodedNode::new(&n),
+                        let ready = match indexer {
+                            Some(i) => Ready::Words(i.words(&n)),
+                            None => Ready::Encoded(EncodedNode::new(&n)),
                         };
-                        (n, encoded)
+                        (n, ready)
                     })
                 });
                 let nodes = [nodes.next().flatten(), nodes.next().flatten()];
@@ -411,17 +462,10 @@ impl Live {
                 .write_async(move |w| {
                     w.put_raw_chunks(header.id, first, &chunks)?;
                     w.put_raw_stream(&header)?;
-                    let mut written: Written = [None, None];
-                    for (slot, n) in nodes.into_iter().enumerate() {
-                        if let Some((n, encoded)) = n {
-                            w.put_encoded_node(&n, encoded?)?;
-                            written[slot] = Some((n.id, n.text.len()));
-                        }
-                    }
                     for d in &decisions {
                         w.put_decision_point(d)?;
                     }
-                    Ok(written)
+                    put_nodes(w, nodes)
                 })
                 .await
         }))
