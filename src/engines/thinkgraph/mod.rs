@@ -31,7 +31,7 @@ use text::{
 };
 
 pub use confidence::classify_step;
-pub use patterns::DECISION_PATTERN_NAMES;
+pub use patterns::{DECISION_PATTERN_NAMES, warm_up};
 
 /// The role a reasoning step plays.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

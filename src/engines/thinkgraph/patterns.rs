@@ -865,3 +865,25 @@ pub(super) static SIGNAL_SET: LazyLock<Option<RegexSet>> = LazyLock::new(|| {
 pub(super) static PATH_CUT_RE: LazyLock<Option<Regex>> = LazyLock::new(|| compile(PATH_CUT));
 pub(super) static PATH_LEAD_RE: LazyLock<Option<Regex>> = LazyLock::new(|| compile(PATH_LEAD));
 pub(super) static LIST_SPLIT_RE: LazyLock<Option<Regex>> = LazyLock::new(|| compile(LIST_SPLIT));
+
+/// Builds the word table and compiles the regexes now, rather than on the first step that
+/// needs each: for a caller about to analyse many texts, on a thread that would otherwise
+/// wait (the first text then does not pay tens of milliseconds of compilation).
+pub fn warm_up() {
+    LazyLock::force(&WORD_TABLE);
+    for res in [&DECISION_RES, &CHOICE_RES, &REJECTION_RES, &OPTION_RES] {
+        LazyLock::force(res);
+    }
+    for re in [
+        &HIGH_RE,
+        &MEDIUM_RE,
+        &LOW_RE,
+        &PATH_CUT_RE,
+        &PATH_LEAD_RE,
+        &LIST_SPLIT_RE,
+    ] {
+        LazyLock::force(re);
+    }
+    LazyLock::force(&KIND_RES);
+    LazyLock::force(&SIGNAL_SET);
+}
