@@ -99,25 +99,12 @@ impl EncodedNode {
         Self::without_terms(n)
     }
 
-    /// A node's record alone, for [`EncodedNode::with_terms`] to complete.
+    /// A node's record alone: its put finds the words, unless it is [`EncodedNode::indexed`].
     pub fn without_terms(n: &Node) -> Result<Self> {
         Ok(Self {
             bytes: codec::encode(n)?,
             words: Words::Find,
         })
-    }
-
-    /// This record of `n` with the words of its text found as it streamed (`terms` read the
-    /// whole text), so that the put does not find them again.
-    pub fn with_terms(self, n: &Node, terms: search::PreparedText) -> Self {
-        Self {
-            words: if takes_found_words(n) {
-                Words::Found(terms)
-            } else {
-                Words::Find
-            },
-            ..self
-        }
     }
 
     /// This record, for a node whose index entries [`Writer::index_words`] brought up to

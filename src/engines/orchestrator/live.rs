@@ -157,9 +157,14 @@ fn put_nodes(w: &mut Writer<'_>, nodes: [Option<(Node, Ready)>; 2]) -> Result<Wr
         let Some((n, ready)) = entry else { continue };
         let record = match (ready, encoded[slot].take()) {
             (Ready::Encoded(record), _) => record?,
-            (Ready::Words(_), Some(record)) if indexed[slot] => record?.indexed(),
-            (Ready::Words(_), Some(record)) => record?,
-            (Ready::Words(_), None) => EncodedNode::new(&n)?,
+            (Ready::Words(_), record) => {
+                let record = record.unwrap_or_else(|| EncodedNode::new(&n))?;
+                if indexed[slot] {
+                    record.indexed()
+                } else {
+                    record
+                }
+            }
         };
         w.put_encoded_node(&n, record)?;
         written[slot] = Some((n.id, n.text.len()));

@@ -652,9 +652,9 @@ fn few_runs_merge_like_a_sort(fx: &Fixture) {
         for n in &nodes {
             let mut streamed = StreamedTerms::new();
             streamed.push(&n.text);
-            let encoded =
-                crate::store::EncodedNode::without_terms(n)?.with_terms(n, streamed.finish());
-            w.put_encoded_node(n, encoded)?;
+            // As a turn's last write puts a streamed node: its words first, its record after.
+            w.index_words(n, &streamed.finish())?;
+            w.put_encoded_node(n, crate::store::EncodedNode::without_terms(n)?.indexed())?;
         }
         Ok(())
     })
