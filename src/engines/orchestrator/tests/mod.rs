@@ -153,6 +153,23 @@ fn routes_by_pattern_and_length() {
 }
 
 #[test]
+fn an_invalid_routing_pattern_is_skipped_and_the_others_still_match() {
+    let mut r = routing();
+    r.complex_patterns.insert(0, "(unclosed".into());
+    r.simple_patterns.push("[z-a]".into());
+    assert_eq!(classify("Please DEBUG this", &r), Route::Complex);
+    assert_eq!(classify("hi there", &r), Route::Simple);
+    r.complex_patterns = vec!["(".into(), "[".into()];
+    assert_eq!(
+        classify(
+            "Please debug this: it is long enough to be a standard question",
+            &r
+        ),
+        Route::Standard
+    );
+}
+
+#[test]
 fn output_tokens_add_up_over_responses() {
     let s = SessionId::new();
     let mut a = Node::new(s, NodeType::Response, "a");
