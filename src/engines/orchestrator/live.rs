@@ -63,6 +63,9 @@ impl From<bool> for Pick {
 
 /// The ids and text sizes a flush committed, for the log.
 type Written = [Option<(NodeId, usize)>; 2];
+/// More writes for a flush's transaction: the turn's last flush also commits the turn's
+/// edges and session.
+pub(super) type Also = Box<dyn FnOnce(&mut Writer<'_>) -> Result<(), StoreError> + Send>;
 /// A flush under way.
 type Flush = JoinHandle<Result<Written, StoreError>>;
 
@@ -321,7 +324,7 @@ impl Live {
             return Ok(());
         }
         self.settle().await?;
-        self.in_flight = self.start(store, header, Pick::from(nodes), None);
+        self.in_flight = self.start(store, header, Pick::from(nodes), None, None);
         Ok(())
     }
 
@@ -333,19 +336,21 @@ impl Live {
         header: &mut RawStream,
     ) -> Result<(), StoreError> {
         let before = self.in_flight.take();
-        self.in_flight = self.start(store, header, Pick::All, before);
+        self.in_flight = self.start(store, header, Pick::All, before, None);
         self.settle().await
     }
 
     /// The turn's last flush: [`Live::flush`], with the nodes handed to it rather than
-    /// copied (a long trace is megabytes). The thinking and response nodes are gone after.
+    /// copied (a long trace is megabytes), and `also` in the same transaction. The thinking
+    /// and response nodes are gone after.
     pub(super) async fn finish(
         &mut self,
         store: &Store,
         header: &mut RawStream,
+        also: Also,
     ) -> Result<(), StoreError> {
         let before = self.in_flight.take();
-        self.in_flight = self.start(store, header, Pick::Last, before);
+        self.in_flight = self.start(store, header, Pick::Last, before, Some(also));
         self.settle().await
     }
 
@@ -367,15 +372,16 @@ impl Live {
             || self.written_at.elapsed() >= NODE_WRITE_EVERY
     }
 
-    /// Hands what is to be committed to a store task, the nodes as `pick` says. The task
-    /// encodes the nodes, waits for `before` (the flush under way) and commits. `before`
-    /// when there is nothing to commit, else the task.
+    /// Hands what is to be committed to a store task, the nodes as `pick` says, and `also`.
+    /// The task encodes the nodes, waits for `before` (the flush under way) and commits.
+    /// `before` when there is nothing to commit, else the task.
     fn start(
         &mut self,
         store: &Store,
         header: &mut RawStream,
         pick: Pick,
         before: Option<Flush>,
+        also: Option<Also>,
     ) -> Option<Flush> {
         let all = matches!(pick, Pick::All | Pick::Last);
         // The stream's nodes, listed before the last flush takes them.
@@ -399,7 +405,7 @@ impl Live {
             [None, None]
         };
         let wrote_nodes = nodes.iter().any(Option::is_some);
-        if !wrote_nodes && self.chunks.is_empty() && self.decisions.is_empty() {
+        if !wrote_nodes && self.chunks.is_empty() && self.decisions.is_empty() && also.is_none() {
             return before;
         }
         // Nodes left out this time stay dirty for the next flush.
@@ -470,7 +476,11 @@ impl Live {
                     for d in &decisions {
                         w.put_decision_point(d)?;
                     }
-                    put_nodes(w, nodes)
+                    let written = put_nodes(w, nodes)?;
+                    if let Some(also) = also {
+                        also(w)?;
+                    }
+                    Ok(written)
                 })
                 .await
         }))

@@ -715,10 +715,12 @@ impl Orchestrator {
             .as_ref()
             .filter(|_| self.knowledge.is_some() && final_status == NodeStatus::Complete)
             .map(|n| (n.id, n.text.clone()));
-        live.finish(store, &mut header).await?;
+        // The turn's edges and its session go out in the last flush's transaction.
         let (query_id, mut s) = (query.id, session.clone());
-        store
-            .write_async(move |w| {
+        live.finish(
+            store,
+            &mut header,
+            Box::new(move |w| {
                 match (t, r) {
                     (Some(t), Some(r)) => {
                         w.put_edge(&Edge::new(query_id, EdgeType::Influences, t))?;
@@ -732,8 +734,9 @@ impl Orchestrator {
                 }
                 s.updated_at = Utc::now();
                 w.put_session(&s)
-            })
-            .await?;
+            }),
+        )
+        .await?;
         if let (Some(k), Some(answer)) = (self.knowledge.clone(), answer) {
             let turn = FinishedTurn {
                 session: session.id,
