@@ -805,3 +805,67 @@ fn titles_skip_system_payloads_and_render_slash_commands() {
     assert_eq!(session_by_claude_id(&store, a).title, "/create-beads foo");
     assert_eq!(session_by_claude_id(&store, c).title, "login work");
 }
+
+#[test]
+fn a_large_first_import_trains_the_stores_dictionary_and_reads_back_through_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("projects/-nowhere-proj-x");
+    std::fs::create_dir_all(&root).unwrap();
+    let words = [
+        "the", "importer", "reads", "each", "line", "maps", "its", "message", "and", "writes",
+        "nodes", "with", "their", "edges", "cursor", "batch", "commit", "index",
+    ];
+    // Four sessions of 300 questions of about a kilobyte each: over a megabyte of records.
+    for s in 0..4u32 {
+        let sid = format!("{s:08x}-0000-4000-8000-000000000000");
+        let lines: Vec<String> = (0..300u32)
+            .map(|i| {
+                let text: Vec<String> = (0..160u32)
+                    .map(|j| match (s * 300 + i + j * 7) % 19 {
+                        0 => format!("item{}", s * 100_000 + i * 160 + j),
+                        k => words[k as usize % words.len()].to_string(),
+                    })
+                    .collect();
+                line(
+                    &sid,
+                    &format!("{s:08x}-{i:04x}-4000-8000-000000000000"),
+                    (i > 0)
+                        .then(|| format!("{s:08x}-{:04x}-4000-8000-000000000000", i - 1))
+                        .as_deref(),
+                    &format!("2026-01-0{}T10:{:02}:{:02}Z", s + 1, i / 60, i % 60),
+                    &text.join(" "),
+                )
+            })
+            .collect();
+        std::fs::write(root.join(format!("{sid}.jsonl")), lines.join("\n") + "\n").unwrap();
+    }
+    let path = dir.path().join("s.redb");
+    let store = support::store::open(&path).unwrap();
+    assert!(store.record_dict().is_none());
+    let first = import(&store, &dir.path().join("projects"));
+    assert_eq!(first.new_nodes(), 1200);
+    let dict = store
+        .record_dict()
+        .expect("a dictionary trained on the first megabyte");
+    assert!(dict.len() > 1000, "{} bytes", dict.len());
+    let sessions = store.sessions().unwrap();
+    assert_eq!(sessions.len(), 4);
+    let nodes: Vec<Node> = sessions
+        .iter()
+        .flat_map(|s| store.session_nodes(s.id).unwrap())
+        .collect();
+    assert_eq!(nodes.len(), 1200);
+    assert!(nodes.iter().all(|n| n.text.split(' ').count() == 160));
+    // Records compressed with it or before it, an import of the same files changes nothing.
+    let again = import(&store, &dir.path().join("projects"));
+    assert_eq!(again.new_nodes(), 0);
+    assert_eq!(again.nodes_updated, 0);
+    // Opened again, the store still has it and reads every record.
+    drop(store);
+    let store = support::store::open(&path).unwrap();
+    assert_eq!(store.record_dict().map(|d| d.id()), Some(dict.id()));
+    let hits = store.search("item200814", None, 5).unwrap();
+    assert_eq!(hits.len(), 1);
+    let n = store.node(hits[0].node).unwrap().unwrap();
+    assert!(n.text.contains("item200814"));
+}

@@ -84,6 +84,7 @@ fn redb_store(store_path: &std::path::Path) -> Value {
                 "node_bytes_stored": c.stored,
                 "node_bytes_plain": c.plain,
                 "ratio": c.ratio(),
+                "dictionary": s.record_dict().map(|d| json!({"id": d.id(), "bytes": d.len()})),
             })),
             "raw_compression": s.raw_compression().ok().map(|c| json!({
                 "bytes_stored": c.stored,
@@ -344,8 +345,17 @@ pub fn run(ctx: &Ctx, json_out: bool, compact: bool) -> Result<ExitCode> {
             c["node_bytes_stored"].as_u64(),
             c["node_bytes_plain"].as_u64(),
         ) {
+            let dict = c["dictionary"]["bytes"]
+                .as_u64()
+                .map(|b| {
+                    format!(
+                        ", with a {} dictionary of this store's records",
+                        human_size(b)
+                    )
+                })
+                .unwrap_or_default();
             println!(
-                "  nodes      {} stored for {} of JSON ({:.1}× compression)",
+                "  nodes      {} stored for {} of JSON ({:.1}× compression{dict})",
                 human_size(stored),
                 human_size(plain),
                 c["ratio"].as_f64().unwrap_or(1.0)

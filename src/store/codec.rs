@@ -2,24 +2,29 @@
 //! fields readable by older code and lets migrations rewrite records field by field. Format 2
 //! is the same JSON compressed with zstd: what a record longer than [`COMPRESS_ABOVE`] bytes
 //! is written as (thinking, answers and tool results are most of a store, and text
-//! compresses three to five times). Readers take either.
+//! compresses three to five times). Format 4 (node records, schema v14 on) is the JSON
+//! compressed with one of the store's dictionaries, whose id the zstd frame carries
+//! (`store/dict.rs`). Readers take any.
 
 use std::cell::RefCell;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use super::dict::{self, RecordDict};
 use super::{Edge, EdgeType, NodeId, StoreError, StoredChunk};
 
 /// The format byte of JSON-encoded values.
 pub const FORMAT_JSON: u8 = 1;
 /// The format byte of zstd-compressed JSON values.
 pub const FORMAT_ZSTD_JSON: u8 = 2;
+/// The format byte of JSON values compressed with a dictionary ([`RecordDict`]).
+pub const FORMAT_DICT_JSON: u8 = 4;
 /// JSON bodies up to this many bytes are stored as they are: compressing them saves little.
-const COMPRESS_ABOVE: usize = 200;
+pub(super) const COMPRESS_ABOVE: usize = 200;
 /// zstd's fastest level: importing is bound by the encoding thread, and higher levels gain
 /// little on short records.
-const ZSTD_LEVEL: i32 = 1;
+pub(super) const ZSTD_LEVEL: i32 = 1;
 
 /// A buffer kept for a thread's next encode, unless it grew past this many bytes (one huge
 /// record should not pin its size for the thread's lifetime).
@@ -27,19 +32,29 @@ const KEEP_BUFFER_BYTES: usize = 4 << 20;
 
 thread_local! {
     static COMPRESSOR: RefCell<Option<zstd::bulk::Compressor<'static>>> = const { RefCell::new(None) };
+    /// A context for compressing with a dictionary (the dictionary comes with each call).
+    static DICT_COMPRESSOR: RefCell<Option<zstd::zstd_safe::CCtx<'static>>> = const { RefCell::new(None) };
     /// The JSON of the value being encoded and its compressed form: reused, so encoding a
     /// record allocates only the bytes it returns.
     static BUFFERS: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
 }
 
 pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
+    encode_with_dict(value, None)
+}
+
+/// [`encode`], compressing with `dict` when one is given (format 4).
+pub fn encode_with_dict<T: Serialize>(
+    value: &T,
+    dict: Option<&RecordDict>,
+) -> Result<Vec<u8>, StoreError> {
     BUFFERS.with(|b| {
         let Ok(mut b) = b.try_borrow_mut() else {
             // Encoding from inside an encode (nothing does): no shared buffers then.
-            return encode_with(value, &mut Vec::new(), &mut Vec::new());
+            return encode_with(value, dict, &mut Vec::new(), &mut Vec::new());
         };
         let (plain, packed) = &mut *b;
-        let out = encode_with(value, plain, packed);
+        let out = encode_with(value, dict, plain, packed);
         for buf in [plain, packed] {
             if buf.capacity() > KEEP_BUFFER_BYTES {
                 *buf = Vec::new();
@@ -49,16 +64,46 @@ pub fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>, StoreError> {
     })
 }
 
-/// [`encode`] with the buffers to use.
+/// [`encode_with_dict`] with the buffers to use.
 fn encode_with<T: Serialize>(
     value: &T,
+    dict: Option<&RecordDict>,
     plain: &mut Vec<u8>,
     packed: &mut Vec<u8>,
 ) -> Result<Vec<u8>, StoreError> {
     plain.clear();
     plain.push(FORMAT_JSON);
     serde_json::to_writer(&mut *plain, value).map_err(|e| StoreError::Encode(e.to_string()))?;
-    Ok(compress_into(plain, packed).unwrap_or_else(|| plain.clone()))
+    let compressed = match dict {
+        Some(d) => compress_with_dict(plain, d, packed),
+        None => compress_into(plain, packed),
+    };
+    Ok(compressed.unwrap_or_else(|| plain.clone()))
+}
+
+/// A format-1 value compressed with `dict` (format 4), when that is worth keeping.
+fn compress_with_dict(plain: &[u8], dict: &RecordDict, buf: &mut Vec<u8>) -> Option<Vec<u8>> {
+    let (&FORMAT_JSON, json) = plain.split_first()? else {
+        return None;
+    };
+    if json.len() <= COMPRESS_ABOVE {
+        return None;
+    }
+    buf.clear();
+    buf.reserve(zstd::zstd_safe::compress_bound(json.len()));
+    let written = DICT_COMPRESSOR.with(|c| {
+        let mut c = c.try_borrow_mut().ok()?;
+        let ctx = c.get_or_insert_with(zstd::zstd_safe::CCtx::create);
+        ctx.compress_using_cdict(&mut *buf, json, dict.encoder().as_cdict())
+            .ok()
+    })?;
+    if written >= json.len() {
+        return None;
+    }
+    let mut v = Vec::with_capacity(written + 1);
+    v.push(FORMAT_DICT_JSON);
+    v.extend_from_slice(buf.get(..written)?);
+    Some(v)
 }
 
 /// The compressed form of a format-1 value, when it has one worth keeping.
@@ -238,6 +283,10 @@ pub fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T, Store
             }
             value
         }),
+        Some((&FORMAT_DICT_JSON, body)) => {
+            let json = decompress_with_dict(body).map_err(|e| undecodable(&e))?;
+            serde_json::from_slice(&json).map_err(|e| undecodable(&e))
+        }
         Some((other, _)) => Err(StoreError::Corrupt(format!(
             "{table}: unknown value format byte {other}"
         ))),
@@ -245,13 +294,51 @@ pub fn decode<T: DeserializeOwned>(table: &str, bytes: &[u8]) -> Result<T, Store
     }
 }
 
+thread_local! {
+    /// A thread's context for decompressing with a dictionary.
+    static DICT_DECODING: RefCell<Option<zstd::zstd_safe::DCtx<'static>>> = const { RefCell::new(None) };
+}
+
+/// The JSON of a format-4 body: its frame names the dictionary it needs.
+fn decompress_with_dict(body: &[u8]) -> std::io::Result<Vec<u8>> {
+    let id = zstd::zstd_safe::get_dict_id_from_frame(body)
+        .ok_or_else(|| std::io::Error::other("the frame names no dictionary"))?
+        .get();
+    let dict = dict::find(id).ok_or_else(|| {
+        std::io::Error::other(format!(
+            "needs compression dictionary {id}, which this process has not loaded (if another \
+             glassbox just added it, the next read takes it in)"
+        ))
+    })?;
+    let size = zstd::zstd_safe::get_frame_content_size(body)
+        .ok()
+        .flatten()
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|&n| n <= RESERVE_UP_TO)
+        .ok_or_else(|| std::io::Error::other("the frame does not say its size"))?;
+    let mut out = Vec::with_capacity(size);
+    DICT_DECODING.with(|d| {
+        let mut fresh = None;
+        let mut held = d.try_borrow_mut().ok();
+        let ctx = match held.as_deref_mut() {
+            Some(slot) => slot.get_or_insert_with(zstd::zstd_safe::DCtx::create),
+            None => fresh.get_or_insert_with(zstd::zstd_safe::DCtx::create),
+        };
+        ctx.decompress_using_ddict(&mut out, body, dict.decoder().as_ddict())
+            .map_err(|code| std::io::Error::other(zstd::zstd_safe::get_error_name(code)))
+    })?;
+    Ok(out)
+}
+
 /// The JSON length of an encoded value (its size before compression).
 pub fn plain_len(bytes: &[u8]) -> usize {
     match bytes.split_first() {
-        Some((&FORMAT_ZSTD_JSON, body)) => zstd::zstd_safe::get_frame_content_size(body)
-            .ok()
-            .flatten()
-            .map_or(bytes.len(), |n| n as usize + 1),
+        Some((&FORMAT_ZSTD_JSON | &FORMAT_DICT_JSON, body)) => {
+            zstd::zstd_safe::get_frame_content_size(body)
+                .ok()
+                .flatten()
+                .map_or(bytes.len(), |n| n as usize + 1)
+        }
         _ => bytes.len(),
     }
 }

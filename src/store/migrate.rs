@@ -33,13 +33,16 @@
 //!   this one, which builds it over the nodes when it finds none.)
 //! - v13: raw chunks are stored zstd-compressed (a bit of their offset header says so, see
 //!   `codec::encode_raw_chunk`); the chunks written before are compressed.
+//! - v14: node records may be compressed with a dictionary trained on the store's own
+//!   records (format byte 4, the dictionaries in `record_dicts`, see `store/dict.rs`).
+//!   Nothing is rewritten: the step only creates the table.
 
 use super::kv::{ReadTxn, ReadableTable, WriteTxn};
 use super::tables::*;
 use super::{Store, StoreError, codec, search};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 13;
+pub const SCHEMA_VERSION: u32 = 14;
 
 const VERSION_KEY: &str = "schema_version";
 
@@ -105,6 +108,8 @@ pub(super) fn ensure_schema(store: &Store) -> Result<(), StoreError> {
                 10 => migrate_v10_to_v11(&txn)?,
                 11 => migrate_v11_to_v12(&txn)?,
                 12 => migrate_v12_to_v13(&txn)?,
+                // `create_tables` made `record_dicts`.
+                13 => {}
                 other => {
                     return Err(StoreError::Corrupt(format!(
                         "no migration from schema {other}"
@@ -129,6 +134,7 @@ fn has_legacy_data(txn: &WriteTxn) -> Result<bool, StoreError> {
 
 fn create_tables(txn: &WriteTxn) -> Result<(), StoreError> {
     txn.open_table(META)?;
+    txn.open_table(RECORD_DICTS)?;
     txn.open_table(SESSIONS)?;
     txn.open_table(NODES)?;
     txn.open_table(SESSION_HEADS)?;
@@ -257,6 +263,8 @@ fn migrate_v5_to_v6(txn: &WriteTxn) -> Result<(), StoreError> {
         txn,
         next_seq,
         index: search::PendingIndex::default(),
+        dict: None,
+        new_dict: None,
     };
     for e in entries.iter().filter(|e| e.tier != super::MemoryTier::Core) {
         w.adopt_memory(e)?;

@@ -14,6 +14,7 @@
 
 mod codec;
 mod copy;
+pub mod dict;
 mod heads;
 mod journal;
 mod knowledge;
@@ -152,6 +153,8 @@ pub struct Store {
     db: Arc<Db>,
     /// The file, or for a byte backend the label it was opened with.
     path: PathBuf,
+    /// The dictionary new node records are compressed with, if the store has one.
+    dict: Arc<std::sync::RwLock<Option<Arc<dict::RecordDict>>>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -210,10 +213,23 @@ impl Store {
         let store = Self {
             db: Arc::new(db),
             path,
+            dict: Arc::default(),
         };
         migrate::ensure_schema(&store)?;
+        store.set_record_dict(dict::load(&store.db)?);
         store.settle_orphans()?;
         Ok(store)
+    }
+
+    /// The dictionary new node records are compressed with ([`dict::DictFeed`] trains one).
+    pub fn record_dict(&self) -> Option<Arc<dict::RecordDict>> {
+        self.dict.read().ok().and_then(|d| d.clone())
+    }
+
+    fn set_record_dict(&self, dict: Option<Arc<dict::RecordDict>>) {
+        if let Ok(mut d) = self.dict.write() {
+            *d = dict;
+        }
     }
 
     /// The store file, or the label a byte backend was opened with.
@@ -277,6 +293,9 @@ impl Store {
     /// journalled. Nothing is written if `f` fails.
     pub fn write<T>(&self, f: impl FnOnce(&mut Writer<'_>) -> Result<T>) -> Result<T> {
         let txn = self.db.begin_write()?;
+        if self.db.is_redb() || dict::missed() {
+            dict::refresh(&txn.open_table(tables::RECORD_DICTS)?)?;
+        }
         let next_seq = {
             let journal = txn.open_table(JOURNAL)?;
             journal.last()?.map(|(k, _)| k.value() + 1).unwrap_or(1)
@@ -285,6 +304,8 @@ impl Store {
             txn: &txn,
             next_seq,
             index: search::PendingIndex::default(),
+            dict: self.record_dict(),
+            new_dict: None,
         };
         let t0 = std::time::Instant::now();
         let out = f(&mut w)?;
@@ -292,7 +313,11 @@ impl Store {
         // Postings gathered by the puts and deletes are merged in the same transaction.
         w.index.apply(&txn)?;
         let t2 = std::time::Instant::now();
+        let new_dict = w.new_dict.take();
         txn.commit()?;
+        if new_dict.is_some() {
+            self.set_record_dict(new_dict);
+        }
         tracing::debug!(
             puts_ms = (t1 - t0).as_millis() as u64,
             index_ms = (t2 - t1).as_millis() as u64,
@@ -302,8 +327,18 @@ impl Store {
         Ok(out)
     }
 
+    /// A read transaction. Dictionaries another process added to the store are taken in
+    /// first: on every transaction of a redb file (a lookup in a table of one or two rows),
+    /// and on a byte backend after a record named one not known here (that read failed;
+    /// the next one finds it).
     fn read(&self) -> Result<ReadTxn> {
-        self.db.begin_read()
+        let txn = self.db.begin_read()?;
+        if self.db.is_redb() || dict::missed() {
+            if let Some(t) = txn.open_table_if_exists(tables::RECORD_DICTS)? {
+                dict::refresh(&t)?;
+            }
+        }
+        Ok(txn)
     }
 
     pub fn schema_version(&self) -> Result<u32> {

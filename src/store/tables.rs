@@ -92,6 +92,9 @@ pub const SEARCH_TERMS_V3: TableDefinition<&[u8], u32> = TableDefinition::new("s
 /// for a node, so an unchanged text is skipped. (Before schema v10 the node's distinct terms
 /// followed, joined by 0x00; they are now read from its stored text when it is re-indexed.)
 pub const SEARCH_DOCS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("search_docs");
+/// zstd dictionary id → the dictionary: what node records of format 4 were compressed with
+/// (schema v14 on; see `store/dict.rs`).
+pub const RECORD_DICTS: TableDefinition<u32, &[u8]> = TableDefinition::new("record_dicts");
 /// document id → KnowledgeDoc: the knowledge base's documents (schema v7 on).
 pub const KNOWLEDGE_DOCS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("knowledge_docs");
 /// document id ‖ chunk index (u32 big-endian) → KnowledgeChunk: a document's chunks in order.

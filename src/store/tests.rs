@@ -536,7 +536,7 @@ fn prepared_puts_skip_unchanged_nodes_and_journal_once_per_session(fx: &Fixture)
     let fresh = Node::new(s.id, NodeType::Response, "new");
     let batch: Vec<PreparedNode> = [&nodes[0], &changed, &fresh]
         .into_iter()
-        .map(|n| PreparedNode::new(n).unwrap())
+        .map(|n| PreparedNode::new(n, None).unwrap())
         .collect();
     let outcomes = store.write(|w| w.put_prepared_nodes(&batch)).unwrap();
     assert_eq!(
@@ -563,9 +563,9 @@ fn prepared_puts_skip_unchanged_nodes_and_journal_once_per_session(fx: &Fixture)
     // second sees the first, and the index holds the last text only.
     let docs = store.search_doc_count().unwrap();
     let mut twice = Node::new(s.id, NodeType::Response, "zebrafirst");
-    let first = PreparedNode::new(&twice).unwrap();
+    let first = PreparedNode::new(&twice, None).unwrap();
     twice.text = "quaggasecond".into();
-    let second = PreparedNode::new(&twice).unwrap();
+    let second = PreparedNode::new(&twice, None).unwrap();
     let outcomes = store
         .write(|w| w.put_prepared_nodes(&[first, second]))
         .unwrap();
@@ -592,7 +592,7 @@ fn a_record_encoded_differently_but_equal_counts_as_unchanged(fx: &Fixture) {
             Ok(())
         })
         .unwrap();
-    let p = PreparedNode::new(&nodes[0]).unwrap();
+    let p = PreparedNode::new(&nodes[0], None).unwrap();
     let outcome = store.write(|w| w.put_prepared_nodes(&[p])).unwrap();
     assert_eq!(outcome, [PutOutcome::Unchanged]);
 }

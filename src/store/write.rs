@@ -21,12 +21,14 @@ pub struct PreparedNode {
 }
 
 impl PreparedNode {
-    pub fn new(node: &Node) -> Result<Self> {
+    /// The node's record compressed with `dict`, if one is given (the store's, or an
+    /// import's [`dict::DictFeed`]).
+    pub fn new(node: &Node, dict: Option<&dict::RecordDict>) -> Result<Self> {
         Ok(Self {
             id: node.id,
             session: node.session,
             kind: node.kind,
-            bytes: codec::encode(node)?,
+            bytes: codec::encode_with_dict(node, dict)?,
             head: NodeHead::of(node).encode()?,
             text: search::prepare(node),
         })
@@ -82,13 +84,15 @@ enum Words {
 }
 
 impl EncodedNode {
-    pub fn new(n: &Node) -> Result<Self> {
+    /// The node's record (compressed with `dict`, if one is given: the store's,
+    /// [`Store::record_dict`]) and, for a large node, its words.
+    pub fn new(n: &Node, dict: Option<&dict::RecordDict>) -> Result<Self> {
         // A large node is encoded on this thread while another finds its words: the two
         // are most of the cost of putting it, and neither needs the other.
         if n.text.len() >= SPLIT_PUT_BYTES && n.status != NodeStatus::Streaming {
             let (bytes, prepared) = std::thread::scope(|s| {
                 let words = s.spawn(|| search::prepare(n));
-                let bytes = codec::encode(n);
+                let bytes = codec::encode_with_dict(n, dict);
                 (bytes, words.join().ok().flatten())
             });
             return Ok(Self {
@@ -96,13 +100,13 @@ impl EncodedNode {
                 words: prepared.map_or(Words::Find, Words::Found),
             });
         }
-        Self::without_terms(n)
+        Self::without_terms(n, dict)
     }
 
     /// A node's record alone: its put finds the words, unless it is [`EncodedNode::indexed`].
-    pub fn without_terms(n: &Node) -> Result<Self> {
+    pub fn without_terms(n: &Node, dict: Option<&dict::RecordDict>) -> Result<Self> {
         Ok(Self {
-            bytes: codec::encode(n)?,
+            bytes: codec::encode_with_dict(n, dict)?,
             words: Words::Find,
         })
     }
@@ -144,6 +148,10 @@ pub struct Writer<'t> {
     pub(super) next_seq: u64,
     /// Full-text index changes of this transaction, merged just before it commits.
     pub(super) index: search::PendingIndex,
+    /// The dictionary node records are compressed with.
+    pub(super) dict: Option<Arc<dict::RecordDict>>,
+    /// A dictionary this transaction stored, for the store's handle once it commits.
+    pub(super) new_dict: Option<Arc<dict::RecordDict>>,
 }
 
 impl Writer<'_> {
@@ -157,8 +165,13 @@ impl Writer<'_> {
 
     /// Inserts or replaces a node, indexes it under its session and, unless it is still
     /// streaming, brings its full-text index entries up to date.
+    /// The dictionary node records written in this transaction are compressed with.
+    pub fn record_dict(&self) -> Option<Arc<dict::RecordDict>> {
+        self.dict.clone()
+    }
+
     pub fn put_node(&mut self, n: &Node) -> Result<()> {
-        let encoded = EncodedNode::new(n)?;
+        let encoded = EncodedNode::new(n, self.dict.as_deref())?;
         self.put_encoded_node(n, encoded)
     }
 
@@ -561,7 +574,7 @@ mod tests {
             .unwrap();
         assert!(store.search("word149999", None, 10).unwrap().is_empty());
         n.status = NodeStatus::Complete;
-        let encoded = EncodedNode::new(&n).unwrap();
+        let encoded = EncodedNode::new(&n, None).unwrap();
         assert!(matches!(encoded.words, Words::Found(_)));
         store.write(|w| w.put_encoded_node(&n, encoded)).unwrap();
         assert_eq!(store.node(n.id).unwrap().unwrap(), n);
@@ -600,8 +613,8 @@ mod tests {
                 w.index_words(&n, &words)?;
                 w.index_words(&call, &call_words)?;
                 w.apply_index()?;
-                w.put_encoded_node(&n, EncodedNode::without_terms(&n)?.indexed())?;
-                w.put_encoded_node(&call, EncodedNode::without_terms(&call)?.indexed())
+                w.put_encoded_node(&n, EncodedNode::without_terms(&n, None)?.indexed())?;
+                w.put_encoded_node(&call, EncodedNode::without_terms(&call, None)?.indexed())
             })
             .unwrap();
         plain

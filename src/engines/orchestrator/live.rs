@@ -133,10 +133,11 @@ fn put_nodes(w: &mut Writer<'_>, nodes: [Option<(Node, Ready)>; 2]) -> Result<Wr
     // The records of the nodes that come with their words are encoded on another thread
     // while those words are merged into the index: for a long trace the two are most of the
     // turn's last write.
+    let dict = w.record_dict();
     let (mut encoded, indexed) = std::thread::scope(|s| {
         let encoding = s.spawn(|| {
             nodes.each_ref().map(|slot| match slot {
-                Some((n, Ready::Words(_))) => Some(EncodedNode::without_terms(n)),
+                Some((n, Ready::Words(_))) => Some(EncodedNode::without_terms(n, dict.as_deref())),
                 _ => None,
             })
         });
@@ -161,7 +162,7 @@ fn put_nodes(w: &mut Writer<'_>, nodes: [Option<(Node, Ready)>; 2]) -> Result<Wr
         let record = match (ready, encoded[slot].take()) {
             (Ready::Encoded(record), _) => record?,
             (Ready::Words(_), record) => {
-                let record = record.unwrap_or_else(|| EncodedNode::new(&n))?;
+                let record = record.unwrap_or_else(|| EncodedNode::new(&n, dict.as_deref()))?;
                 if indexed[slot] {
                     record.indexed()
                 } else {
@@ -433,6 +434,7 @@ impl Live {
         header.nodes = stream_nodes;
         let header = header.clone();
         let store = store.clone();
+        let dict = store.record_dict();
         Some(tokio::spawn(async move {
             // Encoding a large node and compressing the raw chunks are most of a flush: they
             // are done before the transaction, beside the commit of the flush before this one.
@@ -450,7 +452,7 @@ impl Live {
                     n.map(|n| {
                         let ready = match indexer {
                             Some(i) => Ready::Words(i.words(&n)),
-                            None => Ready::Encoded(EncodedNode::new(&n)),
+                            None => Ready::Encoded(EncodedNode::new(&n, dict.as_deref())),
                         };
                         (n, ready)
                     })

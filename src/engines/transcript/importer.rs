@@ -429,7 +429,9 @@ impl Importer {
                 pipe.send(batch, cursor.clone())?;
             }
             None => {
-                let done = WriteJob::new(batch, cursor.clone())?.commit(&self.store)?;
+                // Without the threads no dictionary is trained: the store's is used.
+                let mut feed = crate::store::dict::DictFeed::existing(&self.store);
+                let done = WriteJob::new(batch, cursor.clone(), &mut feed)?.commit(&self.store)?;
                 done.add_to(&mut self.summary);
             }
         }

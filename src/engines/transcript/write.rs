@@ -9,6 +9,7 @@ use serde_json::json;
 use super::claude_code::{Batch, SessionDelta, analyse_thinking};
 use super::title::set_title;
 use super::{ImportSummary, TranscriptError};
+use crate::store::dict::{DictFeed, RecordDict};
 use crate::store::{
     PreparedNode, PutOutcome, Session, SessionId, SessionSource, Store, StoreError,
     TranscriptCursor,
@@ -41,6 +42,9 @@ pub(super) struct WriteJob {
     decisions: Vec<crate::store::DecisionPoint>,
     sessions: BTreeMap<SessionId, SessionDelta>,
     cursor: TranscriptCursor,
+    /// The dictionary this batch's records were the first to be compressed with: it is
+    /// stored in the same transaction.
+    dict: Option<std::sync::Arc<RecordDict>>,
 }
 
 /// What a committed [`WriteJob`] added, for the summary.
@@ -68,9 +72,13 @@ impl Committed {
 }
 
 impl WriteJob {
-    /// Runs ThinkGraph over the batch's new thinking, then encodes and tokenizes its nodes (the
-    /// CPU work that needs no store).
-    pub(super) fn new(batch: Batch, cursor: TranscriptCursor) -> Result<Self, TranscriptError> {
+    /// Runs ThinkGraph over the batch's new thinking, then encodes (with `feed`'s dictionary)
+    /// and tokenizes its nodes (the CPU work that needs no store).
+    pub(super) fn new(
+        batch: Batch,
+        cursor: TranscriptCursor,
+        feed: &mut DictFeed,
+    ) -> Result<Self, TranscriptError> {
         let Batch {
             mut nodes,
             edges,
@@ -84,9 +92,11 @@ impl WriteJob {
                 analyse_thinking(n, &mut decisions);
             }
         }
+        feed.observe(&nodes);
+        let dict = feed.dict();
         let nodes = nodes
             .iter()
-            .map(PreparedNode::new)
+            .map(|n| PreparedNode::new(n, dict))
             .collect::<Result<Vec<_>, StoreError>>()?;
         Ok(Self {
             nodes,
@@ -94,6 +104,7 @@ impl WriteJob {
             decisions,
             sessions,
             cursor,
+            dict: feed.take_new(),
         })
     }
 
@@ -123,6 +134,9 @@ impl WriteJob {
     }
 
     fn write_into(&self, w: &mut crate::store::Writer<'_>) -> Result<Committed, StoreError> {
+        if let Some(d) = &self.dict {
+            w.put_record_dict(d)?;
+        }
         {
             let mut done = Committed {
                 edges: self.edges.len() as u64,
@@ -200,14 +214,16 @@ impl WritePipe {
             std::sync::Condvar::new(),
         ));
         let shared = state.clone();
+        let writer_store = store.clone();
         let writer = std::thread::Builder::new()
             .name("import-writer".into())
-            .spawn(move || writer_loop(&rx, &store, &shared))
+            .spawn(move || writer_loop(&rx, &writer_store, &shared))
             .ok()?;
         let shared = state.clone();
+        let mut feed = DictFeed::new(&store);
         let preparer = std::thread::Builder::new()
             .name("import-prepare".into())
-            .spawn(move || prepare_loop(&raw_rx, &tx, &shared));
+            .spawn(move || prepare_loop(&raw_rx, &tx, &shared, &mut feed));
         let Ok(preparer) = preparer else {
             // The writer ends once its sender (moved into the failed closure) is gone.
             let _ = writer.join();
@@ -305,12 +321,13 @@ fn prepare_loop(
     rx: &std::sync::mpsc::Receiver<Raw>,
     tx: &std::sync::mpsc::Sender<Msg>,
     shared: &Shared,
+    feed: &mut DictFeed,
 ) {
     let (lock, cv) = &**shared;
     while let Ok(raw) = rx.recv() {
         let msg = match raw {
             Raw::Commit => Msg::Commit,
-            Raw::Batch(batch, cursor) => match WriteJob::new(batch, cursor) {
+            Raw::Batch(batch, cursor) => match WriteJob::new(batch, cursor, feed) {
                 Ok(job) => {
                     let Ok(mut st) = lock.lock() else { return };
                     while st.pending >= PENDING_BYTES && st.error.is_none() {

@@ -9,10 +9,20 @@ use chrono::Utc;
 use crate::store::testing::{Fixture, pg_backend, pg_database};
 use crate::store::*;
 
-/// A store with a row in nearly every kind of table: two sessions of nodes (indexed for
-/// search), edges, a raw stream, memories with a vector and counters, learnings and their
-/// events, a transcript cursor.
+/// A store with a row in nearly every kind of table: a compression dictionary, two sessions
+/// of nodes (indexed for search, their records compressed with it), edges, a raw stream,
+/// memories with a vector and counters, learnings and their events, a transcript cursor.
 fn fill(store: &Store) -> Vec<SessionId> {
+    let samples: Vec<String> = (0..2000)
+        .map(|i| {
+            format!(
+                r#"{{"id":"{i:032x}","kind":"thinking","text":"step {i} of the copy reads a table of rows and writes it","status":"complete","meta":{{"n":{i}}}}}"#
+            )
+        })
+        .collect();
+    let dict = zstd::dict::from_samples(&samples, 8 << 10).unwrap();
+    let dict = dict::register(dict).unwrap();
+    store.write(|w| w.put_record_dict(&dict)).unwrap();
     let mut sessions = Vec::new();
     for (name, words) in [
         ("a", "borrow checker lifetimes"),
@@ -153,6 +163,7 @@ fn redb_to_postgres_to_redb_keeps_every_row() {
         .unwrap();
     // Batches of 7 rows: 24 nodes in four commits, each reporting the rows so far.
     assert_eq!(there["nodes"], 24);
+    assert_eq!(there["record_dicts"], 1);
     assert_eq!(commits["nodes"], [7, 14, 21, 24]);
     assert!(
         there.keys().any(|t| t.starts_with("search_run_")),

@@ -654,7 +654,10 @@ fn few_runs_merge_like_a_sort(fx: &Fixture) {
             streamed.push(&n.text);
             // As a turn's last write puts a streamed node: its words first, its record after.
             w.index_words(n, &streamed.finish())?;
-            w.put_encoded_node(n, crate::store::EncodedNode::without_terms(n)?.indexed())?;
+            w.put_encoded_node(
+                n,
+                crate::store::EncodedNode::without_terms(n, None)?.indexed(),
+            )?;
         }
         Ok(())
     })

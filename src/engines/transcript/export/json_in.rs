@@ -25,6 +25,7 @@ use serde_json::de::IoRead;
 
 use super::{BASE64, FORMAT, FORMAT_VERSION, SessionExport, StreamExport};
 use crate::engines::transcript::TranscriptError;
+use crate::store::dict::DictFeed;
 use crate::store::{
     DecisionPoint, Edge, Insight, Node, NodeId, PreparedNode, Run, Session, SessionId, Store,
 };
@@ -174,13 +175,24 @@ fn store_nodes(store: &Store, checked: &Checked) -> Result<(), TranscriptError> 
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Node>>(1);
         let writer = scope.spawn(move || -> Result<(), TranscriptError> {
+            // A store without a compression dictionary gets one trained on the first
+            // batch, which is then compressed with it too.
+            let mut feed = DictFeed::new(store);
             for batch in rx {
+                feed.observe(&batch);
+                let dict = feed.dict();
                 let prepared = batch
                     .iter()
-                    .map(PreparedNode::new)
+                    .map(|n| PreparedNode::new(n, dict))
                     .collect::<Result<Vec<_>, _>>()?;
                 drop(batch);
-                store.write(|w| w.put_prepared_nodes(&prepared))?;
+                let new = feed.take_new();
+                store.write(|w| {
+                    if let Some(d) = &new {
+                        w.put_record_dict(d)?;
+                    }
+                    w.put_prepared_nodes(&prepared)
+                })?;
             }
             Ok(())
         });
