@@ -333,10 +333,10 @@ impl Store {
     /// the next one finds it).
     fn read(&self) -> Result<ReadTxn> {
         let txn = self.db.begin_read()?;
-        if self.db.is_redb() || dict::missed() {
-            if let Some(t) = txn.open_table_if_exists(tables::RECORD_DICTS)? {
-                dict::refresh(&t)?;
-            }
+        if (self.db.is_redb() || dict::missed())
+            && let Some(t) = txn.open_table_if_exists(tables::RECORD_DICTS)?
+        {
+            dict::refresh(&t)?;
         }
         Ok(txn)
     }
