@@ -1,7 +1,7 @@
 //! Value encoding: one format byte, then the body. Format 1 is JSON, which keeps unknown
 //! fields readable by older code and lets migrations rewrite records field by field. Format 2
-//! is the same JSON compressed with zstd: what a record longer than [`COMPRESS_ABOVE`] bytes
-//! is written as (thinking, answers and tool results are most of a store, and text
+//! is the same JSON compressed with zstd: what a record longer than `COMPRESS_ABOVE` (200)
+//! bytes is written as (thinking, answers and tool results are most of a store, and text
 //! compresses three to five times). Format 4 (node records, schema v14 on) is the JSON
 //! compressed with one of the store's dictionaries, whose id the zstd frame carries
 //! (`store/dict.rs`). Readers take any.
@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::dict::{self, RecordDict};
-use super::{Edge, EdgeType, NodeId, StoreError, StoredChunk};
+use super::{COMPRESS_ABOVE, Edge, EdgeType, NodeId, StoreError, StoredChunk, ZSTD_LEVEL};
 
 /// The format byte of JSON-encoded values.
 pub const FORMAT_JSON: u8 = 1;
@@ -20,11 +20,6 @@ pub const FORMAT_JSON: u8 = 1;
 pub const FORMAT_ZSTD_JSON: u8 = 2;
 /// The format byte of JSON values compressed with a dictionary ([`RecordDict`]).
 pub const FORMAT_DICT_JSON: u8 = 4;
-/// JSON bodies up to this many bytes are stored as they are: compressing them saves little.
-pub(super) const COMPRESS_ABOVE: usize = 200;
-/// zstd's fastest level: importing is bound by the encoding thread, and higher levels gain
-/// little on short records.
-pub(super) const ZSTD_LEVEL: i32 = 1;
 
 /// A buffer kept for a thread's next encode, unless it grew past this many bytes (one huge
 /// record should not pin its size for the thread's lifetime).

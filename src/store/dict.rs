@@ -22,7 +22,7 @@ use std::sync::{Arc, LazyLock, RwLock};
 
 use super::kv::{Db, ReadableTable};
 use super::tables::{META, RECORD_DICTS};
-use super::{Node, Result, Store, StoreError, codec};
+use super::{COMPRESS_ABOVE, Node, Result, Store, StoreError, ZSTD_LEVEL};
 
 /// Record JSON an import gathers before training a dictionary on it.
 const TRAIN_BYTES: usize = 1 << 20;
@@ -59,7 +59,7 @@ impl RecordDict {
         let id = zstd::zstd_safe::get_dict_id(&bytes)?.get();
         Some(Self {
             id,
-            encoder: zstd::dict::EncoderDictionary::copy(&bytes, codec::ZSTD_LEVEL),
+            encoder: zstd::dict::EncoderDictionary::copy(&bytes, ZSTD_LEVEL),
             decoder: zstd::dict::DecoderDictionary::copy(&bytes),
             bytes,
         })
@@ -228,7 +228,7 @@ impl DictFeed {
             let Ok(json) = serde_json::to_vec(n) else {
                 continue;
             };
-            if json.len() <= codec::COMPRESS_ABOVE {
+            if json.len() <= COMPRESS_ABOVE {
                 continue;
             }
             let take = json.len().min(SAMPLE_BYTES);

@@ -163,6 +163,14 @@ impl std::fmt::Debug for Store {
     }
 }
 
+/// JSON bodies up to this many bytes are stored as they are (`codec.rs`): compressing them
+/// saves little.
+const COMPRESS_ABOVE: usize = 200;
+/// zstd's fastest level, for records with or without a dictionary (`codec.rs`, `dict.rs`):
+/// importing is bound by the encoding thread, and higher levels gain little on short
+/// records.
+const ZSTD_LEVEL: i32 = 1;
+
 /// redb's own page cache. Reads go through the kernel's page cache as well, so a large one
 /// buys little and shows as resident memory in every process (redb's default is 1 GiB).
 /// Processes that read a screenful at a time open with less ([`Store::open_with_cache`]).
