@@ -301,7 +301,7 @@ impl Store {
     /// journalled. Nothing is written if `f` fails.
     pub fn write<T>(&self, f: impl FnOnce(&mut Writer<'_>) -> Result<T>) -> Result<T> {
         let txn = self.db.begin_write()?;
-        if self.db.is_redb() || dict::missed() {
+        if self.looks_for_dicts() {
             dict::refresh(&txn.open_table(tables::RECORD_DICTS)?)?;
         }
         let next_seq = {
@@ -335,13 +335,19 @@ impl Store {
         Ok(out)
     }
 
-    /// A read transaction. Dictionaries another process added to the store are taken in
-    /// first: on every transaction of a redb file (a lookup in a table of one or two rows),
-    /// and on a byte backend after a record named one not known here (that read failed;
-    /// the next one finds it).
+    /// Whether a transaction starts by taking in the dictionaries another process added to
+    /// the store: every transaction of a redb file (a lookup in a table of one or two rows),
+    /// and on a byte backend the first after a record named one not known here (that read
+    /// failed; the next one finds it).
+    fn looks_for_dicts(&self) -> bool {
+        self.db.is_redb() || dict::missed()
+    }
+
+    /// A read transaction, with the store's new dictionaries taken in
+    /// ([`Store::looks_for_dicts`]).
     fn read(&self) -> Result<ReadTxn> {
         let txn = self.db.begin_read()?;
-        if (self.db.is_redb() || dict::missed())
+        if self.looks_for_dicts()
             && let Some(t) = txn.open_table_if_exists(tables::RECORD_DICTS)?
         {
             dict::refresh(&t)?;
