@@ -217,29 +217,11 @@ fn add_to_totals(txn: &WriteTxn, docs: i64, tokens: i64) -> Result<()> {
     Ok(())
 }
 
-/// A small multiplicative hasher for the per-node term counts: the default SipHash showed
-/// up in import profiles, and the keys are the user's own words, not attacker input.
-#[derive(Default, Clone, Copy)]
-pub(super) struct TermHasher(u64);
-
-impl std::hash::Hasher for TermHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        const K: u64 = 0x517c_c1b7_2722_0a95;
-        let mut chunks = bytes.chunks_exact(8);
-        for c in &mut chunks {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(c);
-            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
-        }
-        for &b in chunks.remainder() {
-            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
-        }
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
+/// The hasher of the in-memory term tables (a node's term counts, an import's grouping of
+/// its index changes): foldhash with a fixed seed, so that a table's order is the same in
+/// every run. The default SipHash showed up in import profiles, and the keys are the user's
+/// own words, not attacker input.
+pub(super) type TermHasher = foldhash::fast::FixedState;
 
 /// Term frequencies of `text` and its token count: the same words as [`tokenize`].
 fn count_terms(text: &str) -> (TermTable, u32) {
@@ -257,23 +239,45 @@ fn count_terms_into(text: &str, counts: &mut TermTable, total: &mut u32) {
     });
 }
 
+/// [`each_term`]'s classes of a byte: an ASCII letter or digit, which an upper-case letter
+/// also is, and the bytes of non-ASCII characters (0 for the rest: ASCII separators).
+const WORD: u8 = 1;
+const UPPER: u8 = 2;
+const WIDE: u8 = 4;
+
+/// The class of every byte value (see [`WORD`]).
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = if c >= 0x80 {
+            WIDE
+        } else if c.is_ascii_uppercase() {
+            WORD | UPPER
+        } else if c.is_ascii_alphanumeric() {
+            WORD
+        } else {
+            0
+        };
+        b += 1;
+    }
+    t
+};
+
 /// Calls `f` with each term of `text` in order: the same words as [`tokenize`], found
 /// without allocating (a word that lowercasing changes is lowered into a buffer reused for
-/// the next one): ASCII is classified byte by
-/// byte, and the last non-ASCII character's class is remembered (the same arrow or dash
-/// starts every line of some tool output, and looking a character up in Unicode's tables is
-/// what costs). Walking the pieces of a text separated by non-word characters finds the same
-/// terms as walking the whole.
+/// the next one). ASCII is classified through a table of byte classes, one byte a step; the
+/// last non-ASCII character's class is remembered (the same arrow or dash starts every line
+/// of some tool output, and looking a character up in Unicode's tables is what costs).
+/// Walking the pieces of a text separated by non-word characters finds the same terms as
+/// walking the whole.
 fn each_term(text: &str, mut f: impl FnMut(&str)) {
     let bytes = text.as_bytes();
     let mut lower = String::new();
     let mut last: (char, bool) = ('\0', false);
-    // Whether the character at `i` is a word character, and its length in bytes.
-    let mut class = |i: usize| -> (bool, usize) {
-        let b = bytes[i];
-        if b < 0x80 {
-            return (b.is_ascii_alphanumeric(), 1);
-        }
+    // Whether the non-ASCII character at `i` is a letter or digit, and its length in bytes.
+    let mut wide = |i: usize| -> (bool, usize) {
         match text.get(i..).and_then(|t| t.chars().next()) {
             Some(c) => {
                 if c != last.0 {
@@ -285,36 +289,48 @@ fn each_term(text: &str, mut f: impl FnMut(&str)) {
         }
     };
     let mut i = 0;
-    while i < bytes.len() {
-        let (word, len) = class(i);
-        if !word {
-            i += len;
-            continue;
+    while let Some(&b) = bytes.get(i) {
+        match CLASS[usize::from(b)] {
+            0 => {
+                i += 1;
+                continue;
+            }
+            WIDE => match wide(i) {
+                (false, len) => {
+                    i += len;
+                    continue;
+                }
+                (true, _) => {}
+            },
+            _ => {}
         }
         let start = i;
-        let mut chars = 0usize;
-        let mut ascii = true;
-        let mut upper = false;
-        while i < bytes.len() {
-            let (word, len) = class(i);
-            if !word {
+        let (mut chars, mut seen) = (0usize, 0u8);
+        while let Some(&b) = bytes.get(i) {
+            let class = CLASS[usize::from(b)];
+            if class & WORD != 0 {
+                seen |= class;
+                i += 1;
+            } else if class == WIDE
+                && let (true, len) = wide(i)
+            {
+                seen |= WIDE;
+                i += len;
+            } else {
                 break;
             }
-            ascii &= len == 1;
-            upper |= bytes[i].is_ascii_uppercase();
             chars += 1;
-            i += len;
         }
         let w = &text[start..i];
         if chars < MIN_TOKEN_CHARS || w.len() > MAX_TOKEN_BYTES {
             continue;
         }
-        if ascii && !upper {
+        if seen & (UPPER | WIDE) == 0 {
             f(w);
             continue;
         }
         lower.clear();
-        if ascii {
+        if seen & WIDE == 0 {
             lower.push_str(w);
             lower.make_ascii_lowercase();
         } else {

@@ -25,7 +25,6 @@
 
 use super::super::tables::META;
 use std::collections::HashMap;
-use std::hash::BuildHasherDefault;
 
 use super::{DOC_NODE_BYTES, SEARCH_DOC_NODES, TermHasher, add_to_totals};
 use crate::store::kv::{ReadTable, ReadTxn, ReadableTable, TableDefinition, WriteTxn};
@@ -394,7 +393,7 @@ fn merged_rows(words: &[u8], ops: &mut [Op]) -> Rows {
 /// map, only the distinct terms are sorted, and the changes are placed term by term in the
 /// order they were made, which is doc order unless a node was indexed twice.
 fn grouped_rows(words: &[u8], ops: &[Op]) -> Rows {
-    type Ids<'w> = HashMap<&'w [u8], u32, BuildHasherDefault<TermHasher>>;
+    type Ids<'w> = HashMap<&'w [u8], u32, TermHasher>;
     let mut ids = Ids::with_capacity_and_hasher(ops.len() / 4, Default::default());
     // Per distinct term, first seen first: the term and how many changes it has.
     let mut terms: Vec<(&[u8], u32)> = Vec::new();

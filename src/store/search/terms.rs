@@ -1,22 +1,37 @@
 //! Distinct terms and their counts, as a node's text is read for the index.
 
 use std::cell::RefCell;
-use std::hash::{BuildHasher, BuildHasherDefault};
+use std::hash::BuildHasher;
 
 use super::TermHasher;
 
 /// Distinct terms of a text and how often each occurs: the terms one after another in one
-/// string, a list of where each lies (in the order first seen), and a table from a term's
-/// hash to its place in that list. A lookup reads the table and the term itself; a new term
-/// costs no allocation of its own; growing the table does not hash the terms again; and
-/// clearing it for the next text keeps every buffer.
+/// string, and a table holding, per term, where it lies there and its count. A lookup reads
+/// the table and the term itself; a new term costs no allocation of its own; and clearing
+/// the table for the next text keeps every buffer.
 #[derive(Default)]
 pub(super) struct TermTable {
     words: String,
-    /// Per term, first seen first: where it lies in `words`, and its count.
-    terms: Vec<(usize, usize, u32)>,
-    /// Hash of a term and its index in `terms`.
-    table: hashbrown::HashTable<(u64, usize)>,
+    table: hashbrown::HashTable<Entry>,
+}
+
+/// One distinct term of a [`TermTable`]: the top half of its hash (most other terms that
+/// land in its probe group are told apart by it without reading their bytes), its place in
+/// `words` and its count.
+#[derive(Clone, Copy)]
+struct Entry {
+    tag: u32,
+    len: u32,
+    count: u32,
+    start: usize,
+}
+
+impl Entry {
+    fn term<'w>(&self, words: &'w str) -> &'w str {
+        words
+            .get(self.start..self.start + self.len as usize)
+            .unwrap_or("")
+    }
 }
 
 thread_local! {
@@ -27,6 +42,10 @@ thread_local! {
 /// A table that grew past this many terms (one huge text) is not kept for the next.
 const KEEP_TERMS: usize = 1 << 16;
 
+fn hash(term: &str) -> u64 {
+    TermHasher::default().hash_one(term)
+}
+
 impl TermTable {
     /// Runs `f` on this thread's spare table, cleared: an importer counts the terms of
     /// hundreds of thousands of nodes, and its table and buffers then grow once.
@@ -35,7 +54,7 @@ impl TermTable {
             Ok(mut table) => {
                 table.clear();
                 let out = f(&mut table);
-                if table.terms.len() > KEEP_TERMS {
+                if table.table.len() > KEEP_TERMS {
                     *table = TermTable::default();
                 }
                 out
@@ -47,37 +66,39 @@ impl TermTable {
 
     fn clear(&mut self) {
         self.words.clear();
-        self.terms.clear();
         self.table.clear();
-    }
-
-    fn term(&self, i: usize) -> &str {
-        let (start, end, _) = self.terms[i];
-        self.words.get(start..end).unwrap_or("")
     }
 
     /// Counts one occurrence of `term`.
     pub(super) fn add(&mut self, term: &str) {
-        let hash = BuildHasherDefault::<TermHasher>::default().hash_one(term);
-        let (words, terms) = (&self.words, &mut self.terms);
-        let found = self.table.find(hash, |&(h, i)| {
-            h == hash && words.get(terms[i].0..terms[i].1) == Some(term)
-        });
+        let hash = hash(term);
+        let tag = (hash >> 32) as u32;
+        let words = &self.words;
+        let found = self
+            .table
+            .find_mut(hash, |e| e.tag == tag && e.term(words) == term);
         match found {
-            Some(&(_, i)) => terms[i].2 += 1,
+            Some(e) => e.count += 1,
             None => {
                 let start = self.words.len();
                 self.words.push_str(term);
-                self.terms.push((start, self.words.len(), 1));
-                let i = self.terms.len() - 1;
-                self.table.insert_unique(hash, (hash, i), |&(h, _)| h);
+                let entry = Entry {
+                    tag,
+                    len: term.len() as u32,
+                    count: 1,
+                    start,
+                };
+                // Growing the table hashes its terms again (rarely: it doubles).
+                let words = &self.words;
+                self.table
+                    .insert_unique(hash, entry, |e| self::hash(e.term(words)));
             }
         }
     }
 
-    /// The terms with their counts, in the order first seen.
+    /// The terms with their counts, in no particular order (the same for the same text).
     pub(super) fn iter(&self) -> impl ExactSizeIterator<Item = (&str, u32)> + '_ {
-        (0..self.terms.len()).map(|i| (self.term(i), self.terms[i].2))
+        self.table.iter().map(|e| (e.term(&self.words), e.count))
     }
 
     /// The terms with their counts, sorted by term. They are ordered by their first eight

@@ -627,6 +627,27 @@ proptest::proptest! {
     ) {
         streamed_equals_whole(&words.concat(), &cuts);
     }
+
+    /// The term counter's scan (a table of byte classes, non-ASCII characters looked up one
+    /// by one) finds the tokenizer's words, however ASCII, Unicode letters, upper case,
+    /// separators and over-long words mix.
+    #[test]
+    fn the_term_counts_are_the_tokenizers_words(
+        pieces in proptest::collection::vec(
+            "[a-zA-Z0-9]{1,8}|[A-Z]{2,3}|x{60,70}|Größe|ÉTÉ|東京|İ|ǅ|é+|٣٤|[ .,;_\n\t—→\u{1b}]{1,3}|\\PC{1,3}",
+            0..50,
+        ),
+    ) {
+        let text = pieces.concat();
+        let mut want: HashMap<String, u32> = HashMap::new();
+        for t in tokenize(&text) {
+            *want.entry(t).or_insert(0) += 1;
+        }
+        let (got, total) = count_terms(&text);
+        let got: HashMap<String, u32> = got.iter().map(|(k, v)| (k.to_string(), v)).collect();
+        proptest::prop_assert_eq!(total, want.values().sum::<u32>());
+        proptest::prop_assert_eq!(got, want);
+    }
 }
 
 /// Postings written from a log of a few sorted runs (the way streamed nodes give their
