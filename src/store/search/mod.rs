@@ -295,13 +295,12 @@ fn each_term(text: &str, mut f: impl FnMut(&str)) {
                 i += 1;
                 continue;
             }
-            WIDE => match wide(i) {
-                (false, len) => {
+            WIDE => {
+                if let (false, len) = wide(i) {
                     i += len;
                     continue;
                 }
-                (true, _) => {}
-            },
+            }
             _ => {}
         }
         let start = i;

@@ -313,15 +313,25 @@ struct Op {
 #[derive(Default)]
 struct Rows {
     words: Vec<u8>,
-    /// Term range in `words`, then postings range in `postings`.
-    rows: Vec<(usize, usize, usize, usize)>,
+    /// Where each row's term ends in `words` and its postings end in `postings` (each row
+    /// starts where the one before it ends).
+    ends: Vec<(usize, usize)>,
     postings: Vec<Posting>,
 }
 
 impl Rows {
+    /// Rows with room for `terms` terms of `words` bytes in all and `postings` postings.
+    fn with_capacity(words: usize, terms: usize, postings: usize) -> Self {
+        Self {
+            words: Vec::with_capacity(words),
+            ends: Vec::with_capacity(terms),
+            postings: Vec::with_capacity(postings),
+        }
+    }
+
     /// A row from a term's changes sorted by doc number: for each doc, the last change.
     fn push_changes(&mut self, term: &[u8], changes: impl Iterator<Item = Posting>) {
-        let (w, p) = (self.words.len(), self.postings.len());
+        let p = self.postings.len();
         self.words.extend_from_slice(term);
         for (doc, tf) in changes {
             match self.postings[p..].last_mut() {
@@ -329,22 +339,22 @@ impl Rows {
                 _ => self.postings.push((doc, tf)),
             }
         }
-        self.rows
-            .push((w, self.words.len(), p, self.postings.len()));
+        self.ends.push((self.words.len(), self.postings.len()));
     }
 
     fn push(&mut self, term: &[u8], postings: &[Posting]) {
-        let (w, p) = (self.words.len(), self.postings.len());
         self.words.extend_from_slice(term);
         self.postings.extend_from_slice(postings);
-        self.rows
-            .push((w, self.words.len(), p, self.postings.len()));
+        self.ends.push((self.words.len(), self.postings.len()));
     }
 
     fn iter(&self) -> impl Iterator<Item = (&[u8], &[Posting])> + '_ {
-        self.rows
-            .iter()
-            .map(|&(a, b, c, d)| (&self.words[a..b], &self.postings[c..d]))
+        let mut start = (0, 0);
+        self.ends.iter().map(move |&(w, p)| {
+            let row = (&self.words[start.0..w], &self.postings[start.1..p]);
+            start = (w, p);
+            row
+        })
     }
 }
 
@@ -376,11 +386,8 @@ fn sorted_runs(words: &[u8], ops: &[Op]) -> usize {
 /// stable sort merges them in linear time.
 fn merged_rows(words: &[u8], ops: &mut [Op]) -> Rows {
     ops.sort_by(|a, b| op_order(words, a, b));
-    let mut out = Rows {
-        words: Vec::with_capacity(words.len()),
-        rows: Vec::new(),
-        postings: Vec::with_capacity(ops.len()),
-    };
+    // At most one row per change: room reserved and never touched costs nothing.
+    let mut out = Rows::with_capacity(words.len(), ops.len(), ops.len());
     for same in ops.chunk_by(|a, b| a.term(words) == b.term(words)) {
         out.push_changes(same[0].term(words), same.iter().map(|o| (o.doc, o.tf)));
     }
@@ -427,11 +434,11 @@ fn grouped_rows(words: &[u8], ops: &[Op]) -> Rows {
         placed[*slot] = (o.doc, o.tf);
         *slot += 1;
     }
-    let mut out = Rows {
-        words: Vec::with_capacity(terms.iter().map(|t| t.0.len()).sum()),
-        rows: Vec::with_capacity(terms.len()),
-        postings: Vec::with_capacity(ops.len()),
-    };
+    let mut out = Rows::with_capacity(
+        terms.iter().map(|t| t.0.len()).sum(),
+        terms.len(),
+        ops.len(),
+    );
     let mut rest = placed.as_mut_slice();
     for &id in &order {
         let (term, n) = terms[id as usize];
