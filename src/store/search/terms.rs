@@ -6,32 +6,18 @@ use std::hash::BuildHasher;
 use super::TermHasher;
 
 /// Distinct terms of a text and how often each occurs: the terms one after another in one
-/// string, and a table holding, per term, where it lies there and its count. A lookup reads
-/// the table and the term itself; a new term costs no allocation of its own; and clearing
-/// the table for the next text keeps every buffer.
+/// string, a list of where each lies and its count (in the order first seen), and a table
+/// from a term's hash to its place in that list. A lookup reads the table and the term
+/// itself only when the top half of its hash matches; a new term costs no allocation of its
+/// own; and clearing it for the next text keeps every buffer. Its terms are read through
+/// the list, so a table grown by one large text and kept for the next costs nothing to walk.
 #[derive(Default)]
 pub(super) struct TermTable {
     words: String,
-    table: hashbrown::HashTable<Entry>,
-}
-
-/// One distinct term of a [`TermTable`]: the top half of its hash (most other terms that
-/// land in its probe group are told apart by it without reading their bytes), its place in
-/// `words` and its count.
-#[derive(Clone, Copy)]
-struct Entry {
-    tag: u32,
-    len: u32,
-    count: u32,
-    start: usize,
-}
-
-impl Entry {
-    fn term<'w>(&self, words: &'w str) -> &'w str {
-        words
-            .get(self.start..self.start + self.len as usize)
-            .unwrap_or("")
-    }
+    /// Per term, first seen first: where it lies in `words`, its length and its count.
+    terms: Vec<(usize, u32, u32)>,
+    /// The top half of a term's hash and its index in `terms`.
+    table: hashbrown::HashTable<(u32, u32)>,
 }
 
 thread_local! {
@@ -54,7 +40,7 @@ impl TermTable {
             Ok(mut table) => {
                 table.clear();
                 let out = f(&mut table);
-                if table.table.len() > KEEP_TERMS {
+                if table.terms.len() > KEEP_TERMS {
                     *table = TermTable::default();
                 }
                 out
@@ -66,39 +52,43 @@ impl TermTable {
 
     fn clear(&mut self) {
         self.words.clear();
+        self.terms.clear();
         self.table.clear();
+    }
+
+    fn term(&self, i: usize) -> &str {
+        let (start, len, _) = self.terms[i];
+        self.words.get(start..start + len as usize).unwrap_or("")
     }
 
     /// Counts one occurrence of `term`.
     pub(super) fn add(&mut self, term: &str) {
         let hash = hash(term);
         let tag = (hash >> 32) as u32;
-        let words = &self.words;
-        let found = self
-            .table
-            .find_mut(hash, |e| e.tag == tag && e.term(words) == term);
+        let (words, terms) = (&self.words, &mut self.terms);
+        let found = self.table.find(hash, |&(t, i)| {
+            let (start, len, _) = terms[i as usize];
+            t == tag && words.get(start..start + len as usize) == Some(term)
+        });
         match found {
-            Some(e) => e.count += 1,
+            Some(&(_, i)) => terms[i as usize].2 += 1,
             None => {
-                let start = self.words.len();
+                let i = self.terms.len() as u32;
+                self.terms.push((self.words.len(), term.len() as u32, 1));
                 self.words.push_str(term);
-                let entry = Entry {
-                    tag,
-                    len: term.len() as u32,
-                    count: 1,
-                    start,
-                };
                 // Growing the table hashes its terms again (rarely: it doubles).
-                let words = &self.words;
-                self.table
-                    .insert_unique(hash, entry, |e| self::hash(e.term(words)));
+                let (words, terms) = (&self.words, &self.terms);
+                self.table.insert_unique(hash, (tag, i), |&(_, i)| {
+                    let (start, len, _) = terms[i as usize];
+                    self::hash(&words[start..start + len as usize])
+                });
             }
         }
     }
 
-    /// The terms with their counts, in no particular order (the same for the same text).
+    /// The terms with their counts, in the order first seen.
     pub(super) fn iter(&self) -> impl ExactSizeIterator<Item = (&str, u32)> + '_ {
-        self.table.iter().map(|e| (e.term(&self.words), e.count))
+        (0..self.terms.len()).map(|i| (self.term(i), self.terms[i].2))
     }
 
     /// The terms with their counts, sorted by term. They are ordered by their first eight
