@@ -295,20 +295,31 @@ enum Slot {
     Value(Option<toml::Value>),
 }
 
-/// The layered table being built, validated key by key against the typed config.
+/// The layered table being built, validated against the typed config. Values are checked
+/// together when the config is read (or an error is about to be returned); only when that
+/// fails are they checked one by one, in the order they were set, to name the first at
+/// fault: the same error as checking each as it is set, for a fraction of the conversions
+/// (each one clones the whole table and deserialises all of it).
 struct Merger {
     defaults: toml::Table,
     merged: toml::Table,
     origins: BTreeMap<String, Origin>,
+    /// `merged` as last found valid, and the values set since: path, value, where it came
+    /// from, and its key (empty for a table made to hold values, which is not checked alone).
+    checked: toml::Table,
+    unchecked: Vec<(Vec<String>, toml::Value, String, String)>,
+}
+
+/// The typed config of a layered table.
+fn typed(table: &toml::Table) -> Result<Config, toml::de::Error> {
+    toml::Value::Table(table.clone()).try_into::<Config>()
 }
 
 impl Merger {
     fn new(defaults: toml::Table) -> Result<Self, ConfigError> {
-        toml::Value::Table(defaults.clone())
-            .try_into::<Config>()
-            .map_err(|e| ConfigError::Defaults {
-                message: e.message().to_string(),
-            })?;
+        typed(&defaults).map_err(|e| ConfigError::Defaults {
+            message: e.message().to_string(),
+        })?;
         let mut origins = BTreeMap::new();
         flatten(
             &mut Vec::new(),
@@ -318,19 +329,54 @@ impl Merger {
         let origins = origins.into_keys().map(|k| (k, Origin::Default)).collect();
         Ok(Self {
             merged: defaults.clone(),
+            checked: defaults.clone(),
             defaults,
             origins,
+            unchecked: Vec::new(),
         })
     }
 
-    fn config(&self) -> Result<Config, ConfigError> {
-        toml::Value::Table(self.merged.clone())
-            .try_into::<Config>()
-            .map_err(|e| ConfigError::InvalidValue {
-                at: "merged configuration".to_string(),
-                key: "*".to_string(),
-                message: e.message().to_string(),
-            })
+    /// The typed config of everything set so far, or the error of the first value set that
+    /// does not fit.
+    fn config(&mut self) -> Result<Config, ConfigError> {
+        match typed(&self.merged) {
+            Ok(config) => {
+                if !self.unchecked.is_empty() {
+                    self.checked = self.merged.clone();
+                    self.unchecked.clear();
+                }
+                Ok(config)
+            }
+            Err(whole) => {
+                let mut table = self.checked.clone();
+                for (path, value, at, key) in self.unchecked.drain(..) {
+                    set_path(&mut table, &path, value);
+                    if key.is_empty() {
+                        continue;
+                    }
+                    if let Err(e) = typed(&table) {
+                        return Err(ConfigError::InvalidValue {
+                            at,
+                            key,
+                            message: e.message().to_string(),
+                        });
+                    }
+                }
+                Err(ConfigError::InvalidValue {
+                    at: "merged configuration".to_string(),
+                    key: "*".to_string(),
+                    message: whole.message().to_string(),
+                })
+            }
+        }
+    }
+
+    /// `err`, unless a value set before it does not fit: that error came first.
+    fn after_checking(&mut self, err: ConfigError) -> ConfigError {
+        match self.config() {
+            Ok(_) => err,
+            Err(earlier) => earlier,
+        }
     }
 
     fn origin_of(&self, key: &str) -> Origin {
@@ -387,11 +433,11 @@ impl Merger {
                     return Ok(());
                 }
                 if get_path(&self.merged, path).is_none() {
-                    set_path(
-                        &mut self.merged,
-                        path,
-                        toml::Value::Table(toml::Table::new()),
-                    );
+                    let table = toml::Value::Table(toml::Table::new());
+                    set_path(&mut self.merged, path, table.clone());
+                    // Replayed with the values, but not checked alone (it never was).
+                    self.unchecked
+                        .push((path.to_vec(), table, at.to_string(), String::new()));
                 }
                 Ok(())
             }
@@ -402,9 +448,9 @@ impl Merger {
         }
     }
 
-    /// Sets one value, after checking the key exists and the value fits its type.
-    /// `from_text` values (env, flags) that are strings are parsed as TOML scalars when the
-    /// key expects a non-string.
+    /// Sets one value, after checking the key exists; whether the value fits its type is
+    /// checked with the others set since ([`Merger::config`]). `from_text` values (env,
+    /// flags) that are strings are parsed as TOML scalars when the key expects a non-string.
     fn apply(
         &mut self,
         path: &[String],
@@ -415,15 +461,17 @@ impl Merger {
         let at = origin.location();
         let key = path.join(".");
         if path.is_empty() || path.iter().any(String::is_empty) {
-            return Err(ConfigError::UnknownKey {
+            return Err(self.after_checking(ConfigError::UnknownKey {
                 at,
                 key,
                 place: "(empty key part)".into(),
                 hint: String::new(),
-            });
+            }));
         }
         if let toml::Value::Table(table) = value {
-            self.ensure_table(path, &at)?;
+            if let Err(e) = self.ensure_table(path, &at) {
+                return Err(self.after_checking(e));
+            }
             for (k, v) in table {
                 let mut sub = path.to_vec();
                 sub.push(k);
@@ -431,21 +479,14 @@ impl Merger {
             }
             return Ok(());
         }
-        let target = match self.slot(path, &at)? {
-            Slot::Table => return Err(ConfigError::NotAValue { at, key }),
-            Slot::Value(target) => target,
+        let target = match self.slot(path, &at) {
+            Ok(Slot::Value(target)) => target,
+            Ok(Slot::Table) => return Err(self.after_checking(ConfigError::NotAValue { at, key })),
+            Err(e) => return Err(self.after_checking(e)),
         };
         let value = coerce(value, target.as_ref(), from_text);
-        let mut candidate = self.merged.clone();
-        set_path(&mut candidate, path, value);
-        if let Err(e) = toml::Value::Table(candidate.clone()).try_into::<Config>() {
-            return Err(ConfigError::InvalidValue {
-                at,
-                key,
-                message: e.message().to_string(),
-            });
-        }
-        self.merged = candidate;
+        set_path(&mut self.merged, path, value.clone());
+        self.unchecked.push((path.to_vec(), value, at, key.clone()));
         self.origins.insert(key, origin);
         Ok(())
     }

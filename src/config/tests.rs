@@ -274,6 +274,41 @@ fn semantic_checks_point_at_the_origin() {
     assert!(err.starts_with("env GLASSBOX_PROVIDERS__OPENAI__BASE_URL: invalid value for 'providers.openai.base_url'"), "{err}");
 }
 
+/// Values are type-checked together when the config is read, yet the error names the first
+/// value that does not fit, where it was set, as if each had been checked when it was set:
+/// a bad value ahead of good ones, of an unknown key, and of another bad one.
+#[test]
+fn the_first_value_that_does_not_fit_is_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(CONFIG_FILE_NAME);
+    let first_bad = |body: &str| {
+        std::fs::write(&path, body).unwrap();
+        load(&sources(dir.path())).unwrap_err().to_string()
+    };
+    let at = |line: u32, key: &str| format!("{}:{line}: invalid value for '{key}'", path.display());
+    let err = first_bad("[generation]\ntemperature = \"hot\"\ntop_p = 0.5\n");
+    assert!(err.starts_with(&at(2, "generation.temperature")), "{err}");
+    let err = first_bad("[generation]\ntemperature = \"hot\"\nbogus = 1\n");
+    assert!(err.starts_with(&at(2, "generation.temperature")), "{err}");
+    let err = first_bad("[generation]\ntop_p = 0.5\ntemperature = \"hot\"\nseed = \"x\"\n");
+    assert!(err.starts_with(&at(3, "generation.temperature")), "{err}");
+    // A flag that does not fit, after a file and an environment that do.
+    std::fs::write(&path, "[generation]\ntop_p = 0.5\n").unwrap();
+    let mut src = sources(dir.path());
+    src.env = env(&[("GLASSBOX_GENERATION__TEMPERATURE", "0.3")]);
+    src.flags = vec![FlagOverride {
+        key: "generation.seed".into(),
+        value: toml::Value::String("x".into()),
+        flag: "--seed".into(),
+    }];
+    let err = load(&src).unwrap_err().to_string();
+    assert!(err.contains("'generation.seed'"), "{err}");
+    assert!(
+        !err.contains("temperature") && !err.contains("top_p"),
+        "{err}"
+    );
+}
+
 #[test]
 fn path_env_vars_are_skipped_and_unknown_ones_only_warned_about() {
     let dir = tempfile::tempdir().unwrap();

@@ -8,16 +8,16 @@ use super::TermHasher;
 /// Distinct terms of a text and how often each occurs: the terms one after another in one
 /// string, a list of where each lies and its count (in the order first seen), and a table
 /// from a term's hash to its place in that list. A lookup reads the table and the term
-/// itself only when the top half of its hash matches; a new term costs no allocation of its
-/// own; and clearing it for the next text keeps every buffer. Its terms are read through
+/// itself only when its hash matches; a new term costs no allocation of its own; growing
+/// the table hashes nothing again; and clearing it for the next text keeps every buffer. Its terms are read through
 /// the list, so a table grown by one large text and kept for the next costs nothing to walk.
 #[derive(Default)]
 pub(super) struct TermTable {
     words: String,
     /// Per term, first seen first: where it lies in `words`, its length and its count.
     terms: Vec<(usize, u32, u32)>,
-    /// The top half of a term's hash and its index in `terms`.
-    table: hashbrown::HashTable<(u32, u32)>,
+    /// A term's hash and its index in `terms`.
+    table: hashbrown::HashTable<(u64, u32)>,
 }
 
 thread_local! {
@@ -27,10 +27,6 @@ thread_local! {
 
 /// A table that grew past this many terms (one huge text) is not kept for the next.
 const KEEP_TERMS: usize = 1 << 16;
-
-fn hash(term: &str) -> u64 {
-    TermHasher::default().hash_one(term)
-}
 
 impl TermTable {
     /// Runs `f` on this thread's spare table, cleared: an importer counts the terms of
@@ -63,12 +59,11 @@ impl TermTable {
 
     /// Counts one occurrence of `term`.
     pub(super) fn add(&mut self, term: &str) {
-        let hash = hash(term);
-        let tag = (hash >> 32) as u32;
+        let hash = TermHasher::default().hash_one(term);
         let (words, terms) = (&self.words, &mut self.terms);
-        let found = self.table.find(hash, |&(t, i)| {
+        let found = self.table.find(hash, |&(h, i)| {
             let (start, len, _) = terms[i as usize];
-            t == tag && words.get(start..start + len as usize) == Some(term)
+            h == hash && words.get(start..start + len as usize) == Some(term)
         });
         match found {
             Some(&(_, i)) => terms[i as usize].2 += 1,
@@ -76,12 +71,7 @@ impl TermTable {
                 let i = self.terms.len() as u32;
                 self.terms.push((self.words.len(), term.len() as u32, 1));
                 self.words.push_str(term);
-                // Growing the table hashes its terms again (rarely: it doubles).
-                let (words, terms) = (&self.words, &self.terms);
-                self.table.insert_unique(hash, (tag, i), |&(_, i)| {
-                    let (start, len, _) = terms[i as usize];
-                    self::hash(&words[start..start + len as usize])
-                });
+                self.table.insert_unique(hash, (hash, i), |&(h, _)| h);
             }
         }
     }
