@@ -275,8 +275,12 @@ async fn attempt(
     for (n, v) in &core.extra {
         headers.insert(n.clone(), v.clone());
     }
+    let client = match core.client() {
+        Ok(client) => client,
+        Err(e) => return Outcome::Fail(e),
+    };
     let sent_at = Instant::now();
-    let send = core.client.post(&url).headers(headers).json(&body).send();
+    let send = client.post(&url).headers(headers).json(&body).send();
     let resp = tokio::select! {
         _ = ctx.cancel.cancelled() => return Outcome::Cancelled,
         r = tokio::time::timeout(settings.request_timeout, send) => r,

@@ -246,12 +246,26 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 struct Core {
-    client: reqwest::Client,
+    /// Built on the provider's first call: loading the system's root certificates takes
+    /// tens of milliseconds (far more when they are not in the page cache), and a provider
+    /// built at start-up (the TUI's) may never be called, or only once the first frame is on
+    /// screen. An error building it is that call's error.
+    client: OnceLock<Result<reqwest::Client, LlmError>>,
     settings: HttpSettings,
     base_url: String,
     keys: KeyRing,
     extra: Vec<(HeaderName, HeaderValue)>,
     wire: Box<dyn Wire>,
+}
+
+impl Core {
+    /// The HTTP client, built on the first call.
+    fn client(&self) -> Result<&reqwest::Client, LlmError> {
+        self.client
+            .get_or_init(|| build_client(&self.settings))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
 }
 
 /// A remote provider: settings, client and wire format behind one `Arc`.
@@ -313,10 +327,9 @@ impl Remote {
             })?;
             extra.push((n, v));
         }
-        let client = build_client(&settings)?;
         Ok(Self {
             core: Arc::new(Core {
-                client,
+                client: OnceLock::new(),
                 settings,
                 base_url,
                 keys: keyring,
