@@ -51,8 +51,9 @@ impl Ctx {
         target.open(cache_bytes)
     }
 
-    /// The `[embeddings]` embedder, loaded once. `Err` says why there is none (missing or
-    /// corrupt model files): memory then searches by keywords only.
+    /// The `[embeddings]` embedder, made once (the local model reads its weights on its
+    /// first use). `Err` says why there is none (a missing model file): memory then searches
+    /// by keywords only, as it does when a damaged file fails that first use.
     pub fn embedder(&self) -> Result<Option<Arc<dyn Embedder>>, String> {
         self.embedder
             .get_or_init(|| {

@@ -2,7 +2,8 @@
 //! averaged over the attention mask and scaled to unit length (the sentence-transformers
 //! recipe for this model), giving 384-dimensional vectors.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use candle_core::{D, DType, Device, Tensor};
 use candle_nn::VarBuilder;
@@ -191,6 +192,53 @@ impl MiniLm {
         let mut vectors = run().map_err(|e| failed("MiniLM forward pass", e))?;
         vectors.iter_mut().for_each(|v| normalize(v));
         Ok(vectors)
+    }
+}
+
+/// all-MiniLM-L6-v2 loaded on its first use. Opening a memory or a knowledge base (the TUI
+/// does both before its first frame, `ask` before its request) then costs a look at the
+/// model's files rather than reading and unpacking 87 MB of weights; a missing file is still
+/// said at once, and a damaged one on first use (each caller then falls back to keywords).
+pub struct LazyMiniLm {
+    dir: PathBuf,
+    params: EmbeddingParams,
+    model: OnceLock<Result<MiniLm, EmbedError>>,
+}
+
+impl LazyMiniLm {
+    /// The model in `dir`, to be loaded when first asked for vectors; fails at once, naming
+    /// it, when one of its files is missing (as [`MiniLm::load`] would).
+    pub fn new(dir: &Path, params: &EmbeddingParams) -> Result<Self, EmbedError> {
+        for file in ["config.json", "tokenizer.json", "model.safetensors"] {
+            let path = dir.join(file);
+            std::fs::metadata(&path).map_err(|e| unavailable(&path, e))?;
+        }
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            params: params.clone(),
+            model: OnceLock::new(),
+        })
+    }
+
+    fn model(&self) -> Result<&MiniLm, EmbedError> {
+        self.model
+            .get_or_init(|| MiniLm::load(&self.dir, &self.params))
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+}
+
+impl Embedder for LazyMiniLm {
+    fn id(&self) -> &str {
+        ID
+    }
+
+    fn dim(&self) -> usize {
+        DIM
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.model()?.embed(texts)
     }
 }
 
@@ -411,5 +459,38 @@ mod tests {
             "{err}"
         );
         assert!(!err.to_string().contains('\n'));
+    }
+
+    /// The lazy model says a missing file at once, as the eager load does; with its files
+    /// present it knows its id and size unread, reports a damaged file on first use (the
+    /// same error on every use), and gives the eager model's vectors.
+    #[test]
+    fn the_lazy_model_checks_files_at_once_and_loads_on_first_use() {
+        let params = EmbeddingParams::default();
+        let dir = tempfile::tempdir().unwrap();
+        let err = LazyMiniLm::new(dir.path(), &params).err().unwrap();
+        let eager = MiniLm::load(dir.path(), &params).unwrap_err();
+        assert_eq!(err.to_string(), eager.to_string());
+
+        for file in ["config.json", "tokenizer.json", "model.safetensors"] {
+            std::fs::write(dir.path().join(file), "{ not json").unwrap();
+        }
+        let lazy = LazyMiniLm::new(dir.path(), &params).unwrap();
+        assert_eq!((lazy.id(), lazy.dim()), (ID, DIM));
+        let first = lazy.embed(&["a text"]).unwrap_err();
+        assert!(
+            matches!(&first, EmbedError::Unavailable(m) if m.contains("config.json")),
+            "{first}"
+        );
+        let again = lazy.embed(&["a text"]).unwrap_err();
+        assert_eq!(first.to_string(), again.to_string());
+
+        let Some(real) = model_dir() else { return };
+        let (lazy, eager) = (
+            LazyMiniLm::new(&real, &params).unwrap(),
+            MiniLm::load(&real, &params).unwrap(),
+        );
+        let texts = ["The cat sits on the mat", "Stock prices fell sharply today"];
+        assert_eq!(lazy.embed(&texts).unwrap(), eager.embed(&texts).unwrap());
     }
 }

@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-pub use minilm::MiniLm;
+pub use minilm::{LazyMiniLm, MiniLm};
 pub use remote::RemoteEmbedder;
 
 /// Embedding failures, each fit for one line.
@@ -81,14 +81,15 @@ impl Default for EmbeddingParams {
     }
 }
 
-/// Builds the configured embedder. `minilm_dir` is the models dir's MiniLM folder.
+/// Builds the configured embedder. `minilm_dir` is the models dir's MiniLM folder; the
+/// local model is loaded on its first use ([`LazyMiniLm`]).
 pub fn build(
     params: &EmbeddingParams,
     minilm_dir: PathBuf,
 ) -> Result<Option<std::sync::Arc<dyn Embedder>>, EmbedError> {
     Ok(match params.provider {
         EmbedderKind::None => None,
-        EmbedderKind::Local => Some(std::sync::Arc::new(MiniLm::load(&minilm_dir, params)?)),
+        EmbedderKind::Local => Some(std::sync::Arc::new(LazyMiniLm::new(&minilm_dir, params)?)),
         EmbedderKind::OpenAi => Some(std::sync::Arc::new(RemoteEmbedder::new(params)?)),
     })
 }
