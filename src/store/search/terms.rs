@@ -9,8 +9,9 @@ use super::TermHasher;
 /// string, a list of where each lies and its count (in the order first seen), and a table
 /// from a term's hash to its place in that list. A lookup reads the table and the term
 /// itself only when its hash matches; a new term costs no allocation of its own; growing
-/// the table hashes nothing again; and clearing it for the next text keeps every buffer. Its terms are read through
-/// the list, so a table grown by one large text and kept for the next costs nothing to walk.
+/// the table hashes nothing again; and clearing it for the next text keeps every buffer.
+/// Its terms are read through the list, so a table grown by one large text and kept for
+/// the next costs nothing to walk.
 #[derive(Default)]
 pub(super) struct TermTable {
     words: String,
