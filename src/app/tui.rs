@@ -56,7 +56,8 @@ pub fn build_app(ctx: &Ctx) -> Result<App> {
 }
 
 /// Opens the TUI; returns when the user quits. The terminal is restored on every exit path,
-/// including panics (ratatui installs a restoring panic hook).
+/// including panics (ratatui installs a restoring panic hook) and SIGTERM, SIGHUP or
+/// SIGINT, which quit as `q` does.
 pub async fn run(ctx: Ctx) -> Result<ExitCode> {
     run_with(&ctx, |_| {}).await
 }
@@ -96,8 +97,35 @@ pub async fn run_with(ctx: &Ctx, setup: impl FnOnce(&mut App)) -> Result<ExitCod
     result.map(|_| ExitCode::SUCCESS)
 }
 
+/// The signals that end the TUI as `q` does: `kill`'s SIGTERM, SIGHUP when the terminal
+/// goes away, SIGINT from outside (in the TUI Ctrl-C is a key). Without them the process
+/// would die where it stood, leaving the terminal in raw mode on the alternate screen.
+struct Stops(Vec<tokio::signal::unix::Signal>);
+
+impl Stops {
+    fn new() -> Self {
+        use tokio::signal::unix::{SignalKind, signal};
+        let kinds = [
+            SignalKind::terminate(),
+            SignalKind::hangup(),
+            SignalKind::interrupt(),
+        ];
+        Self(kinds.into_iter().filter_map(|k| signal(k).ok()).collect())
+    }
+
+    /// Waits for one of them.
+    async fn next(&mut self) {
+        if self.0.is_empty() {
+            return std::future::pending().await;
+        }
+        let waits = self.0.iter_mut().map(|s| Box::pin(s.recv()));
+        futures::future::select_all(waits).await;
+    }
+}
+
 async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> Result<()> {
     let mut events = EventStream::new();
+    let mut stops = Stops::new();
     app.follow_store();
     let mut last_frame = Instant::now() - FRAME;
     loop {
@@ -129,6 +157,10 @@ async fn event_loop(terminal: &mut ratatui::DefaultTerminal, app: &mut App) -> R
                 None => return Ok(()),
             },
             _ = app.next() => {}
+            () = stops.next() => {
+                tracing::info!("quitting on a signal");
+                return Ok(());
+            }
             _ = async { if let Some(w) = wake { tokio::time::sleep_until(w).await } else { std::future::pending::<()>().await } } => {}
         }
         // Take everything else that is already waiting before the next frame.
