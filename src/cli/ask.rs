@@ -276,8 +276,12 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
         args.max_tokens,
     );
     let orch = providers::orchestrator(ctx, &built, store);
-    if let Err(why) = ctx.embedder() {
-        eprintln!("warning: {why}");
+    match ctx.embedder() {
+        Err(why) => eprintln!("warning: {why}"),
+        // The answered turn goes to recall, embedded: the local model reads its weights
+        // while the model answers rather than after.
+        Ok(Some(embedder)) if cfg.memory.record_turns => embedder.warm(),
+        Ok(_) => {}
     }
     let req = TurnRequest {
         session,

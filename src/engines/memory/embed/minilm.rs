@@ -3,7 +3,7 @@
 //! recipe for this model), giving 384-dimensional vectors.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use candle_core::{D, DType, Device, Tensor};
 use candle_nn::VarBuilder;
@@ -131,11 +131,21 @@ impl MiniLm {
             .map_err(|e| unavailable(&tokenizer_path, format!("cannot set truncation: {e}")))?;
 
         let device = Device::Cpu;
-        let weights = read(&weights_path)?;
-        // Reading into memory (rather than mapping the file) keeps this free of `unsafe`;
-        // the buffer is dropped once the tensors have been copied out of it.
-        let vb = VarBuilder::from_buffered_safetensors(weights, DType::F32, &device)
-            .map_err(|e| unavailable(&weights_path, format!("not a safetensors file: {e}")))?;
+        let not_weights = |e: &dyn std::fmt::Display| {
+            unavailable(&weights_path, format!("not a safetensors file: {e}"))
+        };
+        // Each tensor read straight into its own memory (`weights.rs`); a file with tensors
+        // of a type that reader does not know is read whole into memory and converted
+        // (mapping it would need `unsafe`).
+        let vb = match super::weights::read_tensors(&weights_path, &device)
+            .map_err(|e| not_weights(&e))?
+        {
+            Some(tensors) => VarBuilder::from_tensors(tensors, DType::F32, &device),
+            None => {
+                VarBuilder::from_buffered_safetensors(read(&weights_path)?, DType::F32, &device)
+                    .map_err(|e| not_weights(&e))?
+            }
+        };
         let model = BertModel::load(vb, &config)
             .map_err(|e| unavailable(&weights_path, format!("weights do not fit: {e}")))?;
 
@@ -202,7 +212,8 @@ impl MiniLm {
 pub struct LazyMiniLm {
     dir: PathBuf,
     params: EmbeddingParams,
-    model: OnceLock<Result<MiniLm, EmbedError>>,
+    /// Shared with the thread of [`Embedder::warm`], which may be the one that loads it.
+    model: Arc<OnceLock<Result<MiniLm, EmbedError>>>,
 }
 
 impl LazyMiniLm {
@@ -216,7 +227,7 @@ impl LazyMiniLm {
         Ok(Self {
             dir: dir.to_path_buf(),
             params: params.clone(),
-            model: OnceLock::new(),
+            model: Arc::new(OnceLock::new()),
         })
     }
 
@@ -239,6 +250,24 @@ impl Embedder for LazyMiniLm {
 
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
         self.model()?.embed(texts)
+    }
+
+    /// Loads the model on a thread of its own; a first `embed` meanwhile waits for it there
+    /// rather than loading it again. Nothing happens when it is loaded (or failed) already,
+    /// or when no thread can start (the first `embed` loads it then).
+    fn warm(&self) {
+        if self.model.get().is_some() {
+            return;
+        }
+        let (model, dir, params) = (self.model.clone(), self.dir.clone(), self.params.clone());
+        let spawned = std::thread::Builder::new()
+            .name("glassbox-embed-load".into())
+            .spawn(move || {
+                model.get_or_init(|| MiniLm::load(&dir, &params));
+            });
+        if let Err(e) = spawned {
+            tracing::debug!("the embedder loads on its first use: {e}");
+        }
     }
 }
 
@@ -490,6 +519,33 @@ mod tests {
             LazyMiniLm::new(&real, &params).unwrap(),
             MiniLm::load(&real, &params).unwrap(),
         );
+        let texts = ["The cat sits on the mat", "Stock prices fell sharply today"];
+        assert_eq!(lazy.embed(&texts).unwrap(), eager.embed(&texts).unwrap());
+    }
+
+    #[test]
+    fn warming_loads_the_model_on_another_thread_and_embeds_the_same() {
+        let params = EmbeddingParams::default();
+        // A damaged file: warming finds the same error the first use would.
+        let dir = tempfile::tempdir().unwrap();
+        for file in ["config.json", "tokenizer.json", "model.safetensors"] {
+            std::fs::write(dir.path().join(file), "{ not json").unwrap();
+        }
+        let lazy = LazyMiniLm::new(dir.path(), &params).unwrap();
+        lazy.warm();
+        let err = lazy.embed(&["a text"]).unwrap_err();
+        assert!(matches!(&err, EmbedError::Unavailable(m) if m.contains("config.json")));
+
+        let Some(real) = model_dir() else { return };
+        let lazy = LazyMiniLm::new(&real, &params).unwrap();
+        lazy.warm();
+        let loaded_by_warm = (0..600).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            lazy.model.get().is_some()
+        });
+        assert!(loaded_by_warm, "warm did not load the model within 30 s");
+        lazy.warm();
+        let eager = MiniLm::load(&real, &params).unwrap();
         let texts = ["The cat sits on the mat", "Stock prices fell sharply today"];
         assert_eq!(lazy.embed(&texts).unwrap(), eager.embed(&texts).unwrap());
     }

@@ -7,6 +7,7 @@
 
 mod minilm;
 mod remote;
+mod weights;
 
 use std::path::PathBuf;
 
@@ -33,6 +34,10 @@ pub trait Embedder: Send + Sync {
     fn dim(&self) -> usize;
     /// Embeds a batch; one vector per text, in order.
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+    /// Gets ready for a first `embed` beside the caller, for one that is sure to come (the
+    /// local model reads its weights on a thread of its own), so that call need not wait
+    /// as long. The default does nothing.
+    fn warm(&self) {}
 }
 
 /// Which embedder `[embeddings]` selects.
