@@ -4,21 +4,8 @@
 # (the alternate screen left, so what was printed before it started shows again).
 set -euo pipefail
 BIN=${1:?usage: tests/e2e/signals.sh PATH-TO-GLASSBOX}
-command -v tmux >/dev/null || { echo "signals: tmux is not installed (scripts/test.sh installs it)" >&2; exit 1; }
-
-S="gb-signals-$$"
-WORK=$(mktemp -d)
-cleanup() { tmux kill-session -t "$S" 2>/dev/null || true; rm -rf "$WORK"; }
-trap cleanup EXIT
-
-fail() {
-    echo "signals: FAIL: $*" >&2
-    echo "----- screen -----" >&2
-    tmux capture-pane -p -t "$S" >&2 || true
-    exit 1
-}
-
-screen() { tmux capture-pane -p -t "$S"; }
+NAME=signals
+source "$(dirname "$0")/lib.sh"
 
 # A configured key (at a closed port) keeps the local model from loading: nothing is asked.
 ENVS="GLASSBOX_DATA_DIR=$WORK/data GLASSBOX_CONFIG_DIR=$WORK/config GLASSBOX_EMBEDDINGS__PROVIDER=none ANTHROPIC_API_KEY=test GLASSBOX_PROVIDERS__ANTHROPIC__BASE_URL=http://127.0.0.1:9"
@@ -26,12 +13,7 @@ for sig in TERM HUP INT; do
     rm -f "$WORK/exit"
     tmux new-session -d -s "$S" -x 120 -y 30 \
         "echo before-the-tui; env -u OPENAI_API_KEY $ENVS TERM=xterm-256color $BIN; echo \"exit=\$?\" > $WORK/exit; sleep 30"
-    i=0
-    until screen | grep -qF " Think "; do
-        i=$((i + 1))
-        [ "$i" -gt 200 ] && fail "the TUI did not draw within 20s"
-        sleep 0.1
-    done
+    wait_for " Think " 20
     shell=$(tmux list-panes -t "$S" -F '#{pane_pid}')
     pid=$(pgrep -P "$shell" -x glassbox) || fail "no glassbox process under the pane's shell"
     kill -s "$sig" "$pid"

@@ -5,41 +5,8 @@
 # workspaces, resizes to 80x24 and quits.
 set -euo pipefail
 BIN=${1:?usage: tests/e2e/tui.sh PATH-TO-GLASSBOX}
-command -v tmux >/dev/null || { echo "e2e: tmux is not installed (scripts/test.sh installs it)" >&2; exit 1; }
-
-S="gb-e2e-$$"
-WORK=$(mktemp -d)
-cleanup() { tmux kill-session -t "$S" 2>/dev/null || true; rm -rf "$WORK"; }
-trap cleanup EXIT
-
-fail() {
-    echo "e2e: FAIL: $*" >&2
-    echo "----- screen -----" >&2
-    tmux capture-pane -p -t "$S" >&2 || true
-    exit 1
-}
-
-screen() { tmux capture-pane -p -t "$S"; }
-
-# wait_for TEXT SECONDS: until TEXT is on screen.
-wait_for() {
-    local text=$1 limit=$2 i=0
-    while ! screen | grep -qF -- "$text"; do
-        i=$((i + 1))
-        [ "$i" -gt $((limit * 10)) ] && fail "'$text' did not appear within ${limit}s"
-        sleep 0.1
-    done
-}
-
-# wait_for_re REGEX SECONDS: until a line matches the extended REGEX.
-wait_for_re() {
-    local re=$1 limit=$2 i=0
-    while ! screen | grep -qE -- "$re"; do
-        i=$((i + 1))
-        [ "$i" -gt $((limit * 10)) ] && fail "nothing matching '$re' appeared within ${limit}s"
-        sleep 0.1
-    done
-}
+NAME=e2e
+source "$(dirname "$0")/lib.sh"
 
 ENVS="GLASSBOX_DATA_DIR=$WORK/data GLASSBOX_CONFIG_DIR=$WORK/config GLASSBOX_GENERATION__MAX_TOKENS=48 GLASSBOX_VERIFY__MAX_TOKENS=48 GLASSBOX_EFFORT=low"
 tmux new-session -d -s "$S" -x 160 -y 45 "env -u ANTHROPIC_API_KEY -u OPENAI_API_KEY $ENVS TERM=xterm-256color $BIN; sleep 5"
