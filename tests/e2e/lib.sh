@@ -16,22 +16,18 @@ fail() {
 
 screen() { tmux capture-pane -p -t "$S"; }
 
-# wait_for TEXT SECONDS: until TEXT is on screen.
-wait_for() {
-    local text=$1 limit=$2 i=0
-    while ! screen | grep -qF -- "$text"; do
+# wait_screen GREP-FLAG PATTERN SECONDS: until a line of the screen matches PATTERN.
+wait_screen() {
+    local flag=$1 pattern=$2 limit=$3 i=0
+    while ! screen | grep -q"$flag" -- "$pattern"; do
         i=$((i + 1))
-        [ "$i" -gt $((limit * 10)) ] && fail "'$text' did not appear within ${limit}s"
+        [ "$i" -gt $((limit * 10)) ] && fail "nothing matching '$pattern' appeared within ${limit}s"
         sleep 0.1
     done
 }
 
+# wait_for TEXT SECONDS: until TEXT is on screen.
+wait_for() { wait_screen F "$@"; }
+
 # wait_for_re REGEX SECONDS: until a line matches the extended REGEX.
-wait_for_re() {
-    local re=$1 limit=$2 i=0
-    while ! screen | grep -qE -- "$re"; do
-        i=$((i + 1))
-        [ "$i" -gt $((limit * 10)) ] && fail "nothing matching '$re' appeared within ${limit}s"
-        sleep 0.1
-    done
-}
+wait_for_re() { wait_screen E "$@"; }
