@@ -959,7 +959,8 @@ async fn openai_reasoning_content_usage_and_request_shape() {
     .await;
     let mut req = request();
     req.json_mode = true;
-    req.temperature = Some(0.5);
+    req.temperature = Some(0.7);
+    req.top_p = Some(0.95);
     let events = run(&openai(&server), req, CallCtx::default()).await;
     assert_eq!(
         merged(&events),
@@ -985,7 +986,9 @@ async fn openai_reasoning_content_usage_and_request_shape() {
     assert_eq!(r.json["stream"], json!(true));
     assert_eq!(r.json["stream_options"], json!({"include_usage": true}));
     assert_eq!(r.json["response_format"], json!({"type": "json_object"}));
-    assert_eq!(r.json["temperature"], json!(0.5));
+    // As written, not the f32 widened (0.699999988079071).
+    assert_eq!(r.json["temperature"], json!(0.7));
+    assert_eq!(r.json["top_p"], json!(0.95));
     assert_eq!(r.json["max_tokens"], json!(4096));
 }
 

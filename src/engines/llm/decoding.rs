@@ -16,21 +16,21 @@ use serde::{Deserialize, Serialize};
 #[serde(deny_unknown_fields)]
 pub struct LocalDecoding {
     /// Temperature when the request names none; 0 decodes greedily.
-    pub temperature: f32,
+    pub temperature: f64,
     /// Nucleus cut-off when sampling, in (0, 1].
-    pub top_p: f32,
+    pub top_p: f64,
     /// Drop tokens less likely than this fraction of the likeliest one, in [0, 1).
-    pub min_p: f32,
+    pub min_p: f64,
     /// Seed when the request names none, so sampled runs repeat.
     pub seed: u32,
     /// Penalty on tokens seen in the last `repeat_last_n` tokens; 1 turns it off.
-    pub repeat_penalty: f32,
+    pub repeat_penalty: f64,
     /// How many recent tokens the repetition penalty looks at.
     pub repeat_last_n: i32,
     /// DRY penalty strength; 0 turns it off.
-    pub dry_multiplier: f32,
+    pub dry_multiplier: f64,
     /// DRY growth: the penalty is multiplier × base^(length − allowed length).
-    pub dry_base: f32,
+    pub dry_base: f64,
     /// Longest repeated sequence DRY lets pass without penalty.
     pub dry_allowed_length: i32,
     /// How many recent tokens DRY looks at; -1 for the whole context.

@@ -362,26 +362,26 @@ impl Picker {
         let mut chain = vec![LlamaSampler::penalties(
             model.n_vocab(),
             decoding.repeat_last_n,
-            decoding.repeat_penalty,
+            decoding.repeat_penalty as f32,
             0.0,
             0.0,
         )];
         if decoding.dry_multiplier > 0.0 {
             chain.push(LlamaSampler::dry(
                 model,
-                decoding.dry_multiplier,
-                decoding.dry_base,
+                decoding.dry_multiplier as f32,
+                decoding.dry_base as f32,
                 decoding.dry_allowed_length,
                 decoding.dry_last_n,
                 DRY_BREAKERS,
             ));
         }
-        let temperature = req.temperature.unwrap_or(decoding.temperature);
+        let temperature = req.temperature.unwrap_or(decoding.temperature as f32);
         if temperature > 0.0 {
             let seed = req.seed.map_or(decoding.seed, |s| s as u32);
             chain.extend([
-                LlamaSampler::top_p(req.top_p.unwrap_or(decoding.top_p), 1),
-                LlamaSampler::min_p(decoding.min_p, 1),
+                LlamaSampler::top_p(req.top_p.unwrap_or(decoding.top_p as f32), 1),
+                LlamaSampler::min_p(decoding.min_p as f32, 1),
                 LlamaSampler::temp(temperature),
                 LlamaSampler::dist(seed),
             ]);

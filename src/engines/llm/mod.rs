@@ -222,6 +222,15 @@ pub struct TurnPlan {
     pub max_tokens: u32,
 }
 
+/// A request's temperature or top_p as written (`0.7`), as the providers are sent it (see
+/// [`wire::sampling_number`]), so the recorded request says what was asked.
+fn sampling_setting<S: serde::Serializer>(x: &Option<f32>, s: S) -> Result<S::Ok, S::Error> {
+    match x {
+        Some(x) => serde::Serialize::serialize(&wire::sampling_number(*x), s),
+        None => s.serialize_none(),
+    }
+}
+
 /// One streaming model call.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ChatRequest {
@@ -229,7 +238,9 @@ pub struct ChatRequest {
     pub system: Option<String>,
     pub messages: Vec<Message>,
     pub max_tokens: u32,
+    #[serde(serialize_with = "sampling_setting")]
     pub temperature: Option<f32>,
+    #[serde(serialize_with = "sampling_setting")]
     pub top_p: Option<f32>,
     pub seed: Option<u64>,
     pub thinking: ThinkingMode,

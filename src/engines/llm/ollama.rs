@@ -88,10 +88,10 @@ pub fn request_body(req: &ChatRequest, stream: bool) -> Value {
     }
     let mut options = json!({"num_predict": req.max_tokens});
     if let Some(t) = req.temperature {
-        options["temperature"] = json!(t);
+        options["temperature"] = wire::sampling_number(t);
     }
     if let Some(p) = req.top_p {
-        options["top_p"] = json!(p);
+        options["top_p"] = wire::sampling_number(p);
     }
     if let Some(s) = req.seed {
         options["seed"] = json!(s);

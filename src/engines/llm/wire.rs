@@ -37,6 +37,17 @@ pub trait WireDecoder: Send {
     fn stats(&self) -> DecodeStats;
 }
 
+/// A sampling setting (temperature, top_p) as a JSON number: the decimal it was written as
+/// (`0.7`), not the `f32` nearest to it widened to `f64` (`0.699999988079071`), which is
+/// what a bare `json!(x)` sends.
+pub fn sampling_number(x: f32) -> Value {
+    x.to_string()
+        .parse::<f64>()
+        .ok()
+        .and_then(serde_json::Number::from_f64)
+        .map_or(Value::Null, Value::Number)
+}
+
 /// Turns an HTTP error body into `(error kind, one-line message)`. Understands Anthropic's
 /// `{"type":"error","error":{"type","message"}}`, OpenAI's `{"error":{"message","type"|"code"}}`,
 /// Ollama's `{"error":"…"}` and `{"detail"|"message": …}`; otherwise the body's first line.
@@ -129,6 +140,17 @@ pub(crate) fn parse_json_values(data: &str) -> Option<Vec<Value>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sampling_numbers_go_out_as_written() {
+        assert_eq!(sampling_number(0.7).to_string(), "0.7");
+        assert_eq!(sampling_number(0.95).to_string(), "0.95");
+        assert_eq!(sampling_number(1.0), serde_json::json!(1.0));
+        assert_eq!(sampling_number(1e-7).to_string(), "1e-7");
+        assert_eq!(sampling_number(f32::NAN), Value::Null);
+        // What it is there for: the bare conversion widens the f32.
+        assert_eq!(serde_json::json!(0.7f32).to_string(), "0.699999988079071");
+    }
 
     #[test]
     fn error_bodies_become_one_line_messages() {

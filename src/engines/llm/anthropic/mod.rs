@@ -168,10 +168,10 @@ pub fn request_body_with(req: &ChatRequest, stream: bool, compaction: bool) -> V
         body["system"] = json!(system);
     }
     if let Some(t) = req.temperature {
-        body["temperature"] = json!(t);
+        body["temperature"] = wire::sampling_number(t);
     }
     if let Some(p) = req.top_p {
-        body["top_p"] = json!(p);
+        body["top_p"] = wire::sampling_number(p);
     }
     if !req.tools.is_empty() {
         let tools: Vec<Value> = req

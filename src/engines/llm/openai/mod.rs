@@ -119,10 +119,10 @@ pub fn request_body(req: &ChatRequest, stream: bool) -> Value {
         body["stream_options"] = json!({"include_usage": true});
     }
     if let Some(t) = req.temperature {
-        body["temperature"] = json!(t);
+        body["temperature"] = wire::sampling_number(t);
     }
     if let Some(p) = req.top_p {
-        body["top_p"] = json!(p);
+        body["top_p"] = wire::sampling_number(p);
     }
     if let Some(s) = req.seed {
         body["seed"] = json!(s);
