@@ -67,34 +67,49 @@ fn compact_store(ctx: &Ctx) -> Result<Value> {
     })
 }
 
-/// The redb file: size, schema, counts, table sizes, compression.
-fn redb_store(store_path: &std::path::Path) -> Value {
+/// The redb file: size, schema, counts, table sizes, compression. Reading every table and
+/// record of a large file takes a while, and long on a cold disk: `step` names each part.
+fn redb_store(store_path: &std::path::Path, step: &dyn Fn(&str)) -> Value {
     if !store_path.exists() {
         return json!({"backend": "redb", "path": store_path, "exists": false});
     }
-    match crate::store::Store::open(store_path) {
-        Ok(s) => json!({
-            "backend": "redb",
-            "path": store_path,
-            "size_bytes": std::fs::metadata(store_path).map(|m| m.len()).unwrap_or(0),
-            "schema_version": s.schema_version().ok(),
-            "counts": s.counts().ok(),
-            "tables": s.table_sizes().ok(),
-            "compression": s.node_compression().ok().map(|c| json!({
-                "node_bytes_stored": c.stored,
-                "node_bytes_plain": c.plain,
-                "ratio": c.ratio(),
-                "dictionary": s.record_dict().map(|d| json!({"id": d.id(), "bytes": d.len()})),
-            })),
-            "raw_compression": s.raw_compression().ok().map(|c| json!({
-                "bytes_stored": c.stored,
-                "bytes_received": c.plain,
-                "ratio": c.ratio(),
-            })),
-            "search_runs": s.search_runs().ok(),
-        }),
-        Err(e) => json!({"backend": "redb", "path": store_path, "error": e.to_string()}),
-    }
+    step("opening the store");
+    let s = match crate::store::Store::open(store_path) {
+        Ok(s) => s,
+        Err(e) => return json!({"backend": "redb", "path": store_path, "error": e.to_string()}),
+    };
+    step("counting the store's rows");
+    let counts = s.counts().ok();
+    step("measuring the store's tables");
+    let tables = s.table_sizes().ok();
+    step("reading the node records");
+    let compression = s.node_compression().ok().map(|c| {
+        json!({
+            "node_bytes_stored": c.stored,
+            "node_bytes_plain": c.plain,
+            "ratio": c.ratio(),
+            "dictionary": s.record_dict().map(|d| json!({"id": d.id(), "bytes": d.len()})),
+        })
+    });
+    step("reading the raw streams");
+    let raw_compression = s.raw_compression().ok().map(|c| {
+        json!({
+            "bytes_stored": c.stored,
+            "bytes_received": c.plain,
+            "ratio": c.ratio(),
+        })
+    });
+    json!({
+        "backend": "redb",
+        "path": store_path,
+        "size_bytes": std::fs::metadata(store_path).map(|m| m.len()).unwrap_or(0),
+        "schema_version": s.schema_version().ok(),
+        "counts": counts,
+        "tables": tables,
+        "compression": compression,
+        "raw_compression": raw_compression,
+        "search_runs": s.search_runs().ok(),
+    })
 }
 
 /// The PostgreSQL database: the URL without its password, the server's version, TLS, the
@@ -129,12 +144,16 @@ fn postgres_store(url: &str) -> Value {
     v
 }
 
-fn gather(ctx: &Ctx) -> Value {
+/// Everything `doctor` reports; `step` names each slow part as it starts.
+fn gather(ctx: &Ctx, step: &dyn Fn(&str)) -> Value {
     let cfg = &ctx.loaded.config;
     let data_dir = &ctx.paths.data_dir;
     let store = match ctx.store_target() {
-        Ok(StoreTarget::File(path)) => redb_store(&path),
-        Ok(StoreTarget::Postgres(url)) => postgres_store(&url),
+        Ok(StoreTarget::File(path)) => redb_store(&path, step),
+        Ok(StoreTarget::Postgres(url)) => {
+            step("asking the PostgreSQL server");
+            postgres_store(&url)
+        }
         Err(e) => json!({"error": e.to_string()}),
     };
     let selected = providers::resolve_kind(ctx);
@@ -160,6 +179,7 @@ fn gather(ctx: &Ctx) -> Value {
         .local
         .resolved_model_path(&ctx.paths.models_dir);
     // An opt-in model (Gemma 3) that is absent is only a problem when it is the one selected.
+    step("checking the model files");
     let models: Vec<Value> = crate::models::check(&ctx.paths.models_dir, true)
         .into_iter()
         .map(|m| {
@@ -207,7 +227,17 @@ pub fn run(ctx: &Ctx, json_out: bool, compact: bool) -> Result<ExitCode> {
     } else {
         None
     };
-    let mut v = gather(ctx);
+    // A spinner on a terminal's stderr says what is being read while the report is made.
+    let spinner = super::working("doctor", false);
+    let step = |what: &str| {
+        if let Some(s) = &spinner {
+            s.set_message(format!("doctor: {what}…"));
+        }
+    };
+    let mut v = gather(ctx, &step);
+    if let Some(s) = spinner {
+        s.finish_and_clear();
+    }
     if let Some(c) = &compacted {
         v["compacted"] = c.clone();
     }
