@@ -60,3 +60,13 @@ fn a_signal_from_outside_quits_the_tui_and_gives_the_terminal_back() {
     }
     run_script("signals.sh");
 }
+
+#[test]
+fn ctrl_c_stops_a_long_import_between_files_and_the_next_run_reads_the_rest() {
+    if !has_tmux() {
+        assert!(!in_ci(), "CI needs tmux for the end-to-end tests");
+        eprintln!("\n!!! SKIPPING import-interrupt: needs tmux (run scripts/test.sh) !!!\n");
+        return;
+    }
+    run_script("import_interrupt.sh");
+}

@@ -7,6 +7,8 @@ mod support;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use glassbox::engines::transcript::{ImportSummary, Importer, discover};
@@ -496,6 +498,61 @@ fn watch_in_another_process_picks_up_appended_lines() {
     assert!(
         child.0.try_wait().unwrap().is_none(),
         "the watcher keeps running"
+    );
+}
+
+#[test]
+fn an_import_stopped_between_files_keeps_them_whole_and_the_next_run_reads_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = copy_fixtures(dir.path());
+    let mut errors = Vec::new();
+    let files = discover(&[root.clone()], &mut errors).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
+    let mut importer = Importer::new(store.clone()).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    importer.stop_on(stop.clone());
+    // Ctrl-C as the first file is done.
+    importer.on_progress(move |p| {
+        if p.files_done == 1 {
+            stop.store(true, Ordering::Relaxed);
+        }
+    });
+    importer.import_files(&files, None).unwrap();
+    let first = importer.take_summary();
+    assert!(first.interrupted);
+    assert_eq!((first.files, first.files_read), (1, 1));
+    assert!(
+        serde_json::to_value(&first).unwrap()["interrupted"] == true,
+        "--json says so"
+    );
+    let rest = import(&store, &root);
+    assert!(!rest.interrupted);
+    assert_eq!(
+        rest.files_read, 3,
+        "the next run reads only the files not read"
+    );
+    assert_eq!(first.lines + rest.lines, 67);
+    assert_eq!(import(&store, &root).lines, 0, "and then nothing is left");
+
+    // The same store as one import without a stop.
+    let whole = support::store::open(&dir.path().join("whole.redb")).unwrap();
+    import(&whole, &root);
+    let shape = |store: &Store| {
+        let mut v: Vec<_> = store
+            .sessions()
+            .unwrap()
+            .into_iter()
+            .map(|s| (s.id, s.title.clone(), store.session_nodes(s.id).unwrap()))
+            .collect();
+        v.sort_by_key(|s| s.0);
+        v
+    };
+    assert_eq!(shape(&store), shape(&whole));
+    assert!(
+        serde_json::to_value(import(&whole, &root))
+            .unwrap()
+            .get("interrupted")
+            .is_none()
     );
 }
 

@@ -24,7 +24,8 @@ pub enum ImportCmd {
     /// Import Claude Code transcripts; re-running reads only what was appended since.
     #[command(
         name = "claude-code",
-        after_help = "Examples:\n  glassbox import claude-code\n  glassbox import claude-code ~/.claude/projects/-home-me-repo --since 30d\n  glassbox import claude-code --watch"
+        after_help = "Ctrl-C stops an import after the file being read (exit 130): what was read is \
+                      stored, and running the same command again goes on from there.\n\nExamples:\n  glassbox import claude-code\n  glassbox import claude-code ~/.claude/projects/-home-me-repo --since 30d\n  glassbox import claude-code --watch"
     )]
     ClaudeCode(ClaudeCodeArgs),
     /// Import a session written by `glassbox export --format json`.
@@ -250,46 +251,72 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
 
     let store_file = ctx.store_file();
     let before = file_size(store_file.as_deref());
-    let summary = tokio::task::spawn_blocking(move || -> Result<ImportSummary> {
-        let mut errors = Vec::new();
-        let files = transcript::discover(&paths, &mut errors)?;
-        let mut importer = Importer::new(store)?;
-        let bar = show_progress.then(|| super::progress_bar("files", files.len() as u64));
-        if let Some(bar) = bar.clone() {
-            let started = Instant::now();
-            importer.on_progress(move |p| {
-                bar.set_position(p.files_done);
-                let mb = p.bytes as f64 / 1e6;
-                let rate = mb / started.elapsed().as_secs_f64().max(1e-3);
-                bar.set_message(format!("{} lines · {mb:.1} MB · {rate:.1} MB/s", p.lines));
-            });
+    // Ctrl-C ends the import after the file being read (every file read is committed whole);
+    // a second one quits at once, which the store also survives.
+    let stop = Arc::new(AtomicBool::new(false));
+    let listener = tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                stop.store(true, Ordering::Relaxed);
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(INTERRUPTED);
+                }
+            }
         }
-        let imported = importer.import_files(&files, since);
-        if let Some(bar) = &bar {
-            bar.finish_and_clear();
-        }
-        imported.context(
+    });
+    let (summary, total) =
+        tokio::task::spawn_blocking(move || -> Result<(ImportSummary, usize)> {
+            let mut errors = Vec::new();
+            let files = transcript::discover(&paths, &mut errors)?;
+            let mut importer = Importer::new(store)?;
+            importer.stop_on(stop);
+            let bar = show_progress.then(|| super::progress_bar("files", files.len() as u64));
+            if let Some(bar) = bar.clone() {
+                let started = Instant::now();
+                importer.on_progress(move |p| {
+                    bar.set_position(p.files_done);
+                    let mb = p.bytes as f64 / 1e6;
+                    let rate = mb / started.elapsed().as_secs_f64().max(1e-3);
+                    bar.set_message(format!("{} lines · {mb:.1} MB · {rate:.1} MB/s", p.lines));
+                });
+            }
+            let imported = importer.import_files(&files, since);
+            if let Some(bar) = &bar {
+                bar.finish_and_clear();
+            }
+            imported.context(
             "the import stopped; what it stored is kept, and running it again goes on from there",
         )?;
-        if let Some(bar) = bar {
-            bar.finish_and_clear();
-        }
-        let mut summary = importer.take_summary();
-        summary.errors.splice(0..0, errors);
-        let store = importer.into_store();
-        if summary.bytes > 0
-            && let Some(file) = &store_file
-        {
-            give_back_free_pages(file, before, Some(store));
-        }
-        Ok(summary)
-    })
-    .await
-    .context("the import task failed")??;
-    if json && !args.learn {
+            if let Some(bar) = bar {
+                bar.finish_and_clear();
+            }
+            let mut summary = importer.take_summary();
+            summary.errors.splice(0..0, errors);
+            let store = importer.into_store();
+            // Someone who stopped the import wants the prompt back, not a compaction.
+            if summary.bytes > 0
+                && !summary.interrupted
+                && let Some(file) = &store_file
+            {
+                give_back_free_pages(file, before, Some(store));
+            }
+            Ok((summary, files.len()))
+        })
+        .await
+        .context("the import task failed")??;
+    listener.abort();
+    if json && (!args.learn || summary.interrupted) {
         print_json(&summary)?;
     } else if !json {
         print_summary(&summary);
+    }
+    if summary.interrupted {
+        eprintln!(
+            "glassbox: interrupted after {} of {total} files; what was read is stored, and running the same command again goes on from there",
+            summary.files
+        );
+        return Ok(ExitCode::from(INTERRUPTED as u8));
     }
     if args.learn {
         let store = ctx.open_store()?;
@@ -307,6 +334,9 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// Exit status of an import stopped by Ctrl-C (128 + SIGINT).
+const INTERRUPTED: i32 = 130;
 
 /// An import that grew the store file by less than this is not worth compacting after.
 const COMPACT_MIN_GROWTH: u64 = 32 << 20;

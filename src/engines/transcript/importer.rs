@@ -6,6 +6,8 @@ use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
 use super::claude_code::{Batch, FileMapper, MapCtx, RunTaskCalls};
@@ -38,6 +40,9 @@ pub struct Importer {
     task_calls: RunTaskCalls,
     /// The read buffer, kept from file to file (see [`Buffered`]).
     read_buf: Vec<u8>,
+    /// Set from outside (Ctrl-C) to end [`Importer::import_files`] early (see
+    /// [`Importer::stop_on`]).
+    stop: Option<Arc<AtomicBool>>,
 }
 
 impl Importer {
@@ -64,6 +69,7 @@ impl Importer {
             in_flight: HashSet::new(),
             task_calls: RunTaskCalls::default(),
             read_buf: Vec::new(),
+            stop: None,
         })
     }
 
@@ -85,6 +91,15 @@ impl Importer {
         let fresh = Importer::new(self.store.clone())?;
         self.sessions = fresh.sessions;
         Ok(())
+    }
+
+    /// Ends [`Importer::import_files`] before the next file once `flag` is set, the summary
+    /// marked `interrupted`. It stops between files, never inside one: a file's cursor
+    /// records the file read to its end, so a file left half-read would count as read on the
+    /// next run. Every file read before the stop is committed whole; the next run goes on
+    /// from the first file not read.
+    pub fn stop_on(&mut self, flag: Arc<AtomicBool>) {
+        self.stop = Some(flag);
     }
 
     /// Calls `f` as files and batches complete.
@@ -139,6 +154,14 @@ impl Importer {
         since: Option<SystemTime>,
     ) -> Result<(), TranscriptError> {
         for f in files {
+            if self
+                .stop
+                .as_ref()
+                .is_some_and(|s| s.load(Ordering::Relaxed))
+            {
+                self.summary.interrupted = true;
+                break;
+            }
             if let Some(since) = since
                 && std::fs::metadata(f)
                     .and_then(|m| m.modified())

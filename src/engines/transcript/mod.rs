@@ -95,6 +95,10 @@ pub struct ImportSummary {
     pub partial_lines: u64,
     /// `file:line: reason` for every malformed line and unreadable file.
     pub errors: Vec<String>,
+    /// The import was stopped before its last file ([`Importer::stop_on`]): the files not
+    /// looked at are read by the next run.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
     #[serde(skip)]
     touched: HashSet<SessionId>,
 }
