@@ -69,18 +69,64 @@ pub async fn run(ctx: &Ctx, cmd: ImportCmd) -> Result<ExitCode> {
             file,
             replace,
             json,
-        } => import_json(ctx, &file, replace, json),
+        } => {
+            let (stop, listener) = stop_on_ctrl_c();
+            let done = import_json(ctx, &file, replace, json, &stop);
+            listener.abort();
+            done
+        }
     }
+}
+
+/// A flag the first Ctrl-C sets, for an import to stop at its next safe point; a second
+/// Ctrl-C quits at once (what is committed stays, and the next run goes on from it). Abort
+/// the task once the import is over.
+fn stop_on_ctrl_c() -> (Arc<AtomicBool>, tokio::task::JoinHandle<()>) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let listener = tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                stop.store(true, Ordering::Relaxed);
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    std::process::exit(INTERRUPTED);
+                }
+            }
+        }
+    });
+    (stop, listener)
 }
 
 /// Checks the whole file first (nothing is stored for a bad one), then reads it again and
 /// stores its nodes in batches as they are read.
-fn import_json(ctx: &Ctx, file: &std::path::Path, replace: bool, json: bool) -> Result<ExitCode> {
+/// Ctrl-C (`stop`) stops it between nodes and takes out what it stored.
+fn import_json(
+    ctx: &Ctx,
+    file: &std::path::Path,
+    replace: bool,
+    json: bool,
+    stop: &AtomicBool,
+) -> Result<ExitCode> {
     let checked = export::check_file(file)?;
     let before = file_size(ctx.store_file().as_deref());
     let store = ctx.open_store()?;
-    let done = export::import_checked(&store, &checked, replace)?;
+    let done = match export::import_checked(&store, &checked, replace, Some(stop)) {
+        Err(transcript::TranscriptError::Interrupted) => {
+            eprintln!(
+                "glassbox: interrupted; nothing of {} was kept, and running the same command again imports it",
+                file.display()
+            );
+            return Ok(ExitCode::from(INTERRUPTED as u8));
+        }
+        done => done?,
+    };
     drop(store);
+    if done.replaced_unfinished {
+        eprintln!(
+            "glassbox: replaced what an interrupted import of session {} had stored",
+            done.session.id
+        );
+    }
     if let Some(file) = ctx.store_file() {
         give_back_free_pages(&file, before, None);
     }
@@ -93,6 +139,7 @@ fn import_json(ctx: &Ctx, file: &std::path::Path, replace: bool, json: bool) -> 
             "insights": done.insights,
             "runs": done.runs,
             "raw_streams": done.raw_streams,
+            "replaced_unfinished": done.replaced_unfinished,
         }))?;
     } else {
         println!(
@@ -251,20 +298,8 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
 
     let store_file = ctx.store_file();
     let before = file_size(store_file.as_deref());
-    // Ctrl-C ends the import after the file being read (every file read is committed whole);
-    // a second one quits at once, which the store also survives.
-    let stop = Arc::new(AtomicBool::new(false));
-    let listener = tokio::spawn({
-        let stop = stop.clone();
-        async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                stop.store(true, Ordering::Relaxed);
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(INTERRUPTED);
-                }
-            }
-        }
-    });
+    // Ctrl-C ends the import after the file being read (every file read is committed whole).
+    let (stop, listener) = stop_on_ctrl_c();
     let (summary, total) =
         tokio::task::spawn_blocking(move || -> Result<(ImportSummary, usize)> {
             let mut errors = Vec::new();

@@ -46,6 +46,9 @@ pub enum TranscriptError {
     Io { path: String, reason: String },
     #[error("{0}")]
     Invalid(String),
+    /// Stopped from outside (Ctrl-C) before it was done.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 /// A UUIDv7 whose timestamp is `ts` and whose other bits are fixed by `order` (12 bits that

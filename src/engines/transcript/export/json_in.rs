@@ -16,6 +16,7 @@ use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use base64::Engine as _;
 use serde::Deserialize;
@@ -64,6 +65,8 @@ pub struct Imported {
     pub insights: usize,
     pub runs: usize,
     pub raw_streams: usize,
+    /// It replaced what an earlier, unfinished import of the session had stored.
+    pub replaced_unfinished: bool,
 }
 
 /// Parses a JSON export held in memory, checking that everything in it belongs to its
@@ -121,33 +124,52 @@ pub fn check_file(path: &Path) -> Result<Checked, TranscriptError> {
     })
 }
 
-/// Stores a checked export file: its session record first (deleting a stored session with
-/// the same id when `replace`, in the same transaction), then its nodes read from the file
-/// again and stored in batches as they are read, then everything else. If this stops
-/// partway (the file changed since it was checked, or the store failed), the session is
-/// deleted again.
+/// Stores a checked export file: its session record first, marked [`UNFINISHED_IMPORT`]
+/// (deleting a stored session with the same id when `replace` or when it is an unfinished
+/// import's, in the same transaction), then its nodes read from the file again and stored in
+/// batches as they are read, then everything else with the record unmarked. If this stops
+/// partway (the file changed since it was checked, the store failed, or `stop` was set:
+/// [`TranscriptError::Interrupted`]), the session is deleted again; if it is killed, the
+/// next import of the file replaces what it left.
+///
+/// [`UNFINISHED_IMPORT`]: super::UNFINISHED_IMPORT
 pub fn import_checked(
     store: &Store,
     checked: &Checked,
     replace: bool,
+    stop: Option<&AtomicBool>,
 ) -> Result<Imported, TranscriptError> {
     let rest = &checked.rest;
     let sid = rest.session.id;
-    super::refuse_existing(store, sid, replace)?;
+    let unfinished = super::refuse_existing(store, sid, replace)?;
     let decoded = super::decode_streams(&rest.raw_streams)?;
+    let mut marked = rest.session.clone();
+    marked
+        .meta
+        .insert(super::UNFINISHED_IMPORT.into(), Value::Bool(true));
     store.write(|w| {
-        if replace {
+        if replace || unfinished {
             w.delete_session(sid)?;
         }
-        w.put_session(&rest.session)
+        w.put_session(&marked)
     })?;
-    let stored = store_nodes(store, checked)
-        .and_then(|()| Ok(store.write(|w| super::put_owned(w, rest, &decoded))?));
+    let stored = store_nodes(store, checked, stop).and_then(|()| {
+        Ok(store.write(|w| {
+            super::put_owned(w, rest, &decoded)?;
+            w.put_session(&rest.session)
+        })?)
+    });
     if let Err(e) = stored {
-        let undone = match store.write(|w| w.delete_session(sid)) {
+        let undone = store.write(|w| w.delete_session(sid));
+        if matches!(e, TranscriptError::Interrupted) && undone.is_ok() {
+            return Err(e);
+        }
+        let undone = match undone {
             Ok(_) if replace => "the session is not in the store (the one it replaced is gone)",
             Ok(_) => "the session is not in the store",
-            Err(_) => "what was stored of it is still there: delete the session",
+            Err(_) => {
+                "what was stored of it is still there, and importing the file again replaces it"
+            }
         };
         return Err(TranscriptError::Invalid(format!(
             "{}: the import stopped: {e}; {undone}",
@@ -162,12 +184,17 @@ pub fn import_checked(
         insights: rest.insights.len(),
         runs: rest.runs.len(),
         raw_streams: rest.raw_streams.len(),
+        replaced_unfinished: unfinished,
     })
 }
 
 /// Reads the checked file's nodes again and stores them, a batch per transaction: this
 /// thread parses while another encodes, indexes and commits the batch before.
-fn store_nodes(store: &Store, checked: &Checked) -> Result<(), TranscriptError> {
+fn store_nodes(
+    store: &Store,
+    checked: &Checked,
+    stop: Option<&AtomicBool>,
+) -> Result<(), TranscriptError> {
     let sid = checked.rest.session.id;
     let source = &checked.source;
     let changed = || TranscriptError::Invalid(format!("{source} changed since it was checked"));
@@ -200,6 +227,9 @@ fn store_nodes(store: &Store, checked: &Checked) -> Result<(), TranscriptError> 
         let mut seen = 0;
         let mut mark = 0;
         let mut put = |n: Node| {
+            if stop.is_some_and(|s| s.load(Ordering::Relaxed)) {
+                return Err(TranscriptError::Interrupted);
+            }
             if n.session != sid || !checked.nodes.ids.contains(&n.id) {
                 return Err(changed());
             }

@@ -141,14 +141,21 @@ pub fn to_json(export: &SessionExport) -> Result<String, TranscriptError> {
     Ok(s)
 }
 
+/// Session meta key of a session whose `import json` has not finished: its record goes in
+/// first, marked so, and its nodes after it, batch by batch; the mark is taken off in the
+/// last transaction. A session that still has it is what a killed import left, and the next
+/// import of it replaces it without being asked to.
+pub const UNFINISHED_IMPORT: &str = "import_unfinished";
+
 /// Writes an export into the store in one transaction. An existing session with the same id
-/// is an error unless `replace`, which deletes it first (in the same transaction).
+/// is an error unless `replace`, which deletes it first (in the same transaction), or it is
+/// an unfinished import's.
 pub fn import(store: &Store, export: &SessionExport, replace: bool) -> Result<(), TranscriptError> {
     let sid = export.session.id;
-    refuse_existing(store, sid, replace)?;
+    let unfinished = refuse_existing(store, sid, replace)?;
     let decoded = decode_streams(&export.raw_streams)?;
     store.write(|w| {
-        if replace {
+        if replace || unfinished {
             w.delete_session(sid)?;
         }
         w.put_session(&export.session)?;
@@ -160,14 +167,16 @@ pub fn import(store: &Store, export: &SessionExport, replace: bool) -> Result<()
     Ok(())
 }
 
-/// The error for a session already in the store, unless it is to be replaced.
-fn refuse_existing(store: &Store, sid: SessionId, replace: bool) -> Result<(), TranscriptError> {
-    if !replace && store.session(sid)?.is_some() {
-        return Err(TranscriptError::Invalid(format!(
+/// The error for a session already in the store, unless it is to be replaced; true when the
+/// stored one is what an unfinished import left ([`UNFINISHED_IMPORT`]), to be replaced too.
+fn refuse_existing(store: &Store, sid: SessionId, replace: bool) -> Result<bool, TranscriptError> {
+    match store.session(sid)? {
+        Some(s) if s.meta.contains_key(UNFINISHED_IMPORT) => Ok(true),
+        Some(_) if !replace => Err(TranscriptError::Invalid(format!(
             "session {sid} is already in the store; delete it first or pass --replace"
-        )));
+        ))),
+        _ => Ok(false),
     }
-    Ok(())
 }
 
 /// The recorded streams' chunks, decoded from base64.

@@ -295,7 +295,7 @@ fn a_file_that_changes_after_its_check_leaves_nothing_stored() {
     let changed = text.replacen(&last.to_string(), &NodeId::new().to_string(), 1);
     std::fs::write(&path, changed).unwrap();
     let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
-    let err = import_checked(&store, &checked, false)
+    let err = import_checked(&store, &checked, false, None)
         .unwrap_err()
         .to_string();
     assert!(
@@ -307,7 +307,83 @@ fn a_file_that_changes_after_its_check_leaves_nothing_stored() {
     assert_eq!(store.session_node_count(sid).unwrap(), 0);
     // Put back, it imports whole.
     std::fs::write(&path, &text).unwrap();
-    let done = import_checked(&store, &checked, false).unwrap();
+    let done = import_checked(&store, &checked, false, None).unwrap();
     assert_eq!(done.nodes, e.nodes.len());
+    assert_eq!(to_json(&collect(&store, sid).unwrap()).unwrap(), text);
+}
+
+/// An export of `sample()` with more nodes than one batch, written to a file; returns the
+/// export, the file and its text.
+fn batched_file(dir: &std::path::Path) -> (SessionExport, std::path::PathBuf, String) {
+    let mut e = sample();
+    let sid = e.session.id;
+    for i in 0..super::json_in::BATCH_NODES + 5 {
+        e.nodes
+            .push(Node::new(sid, NodeType::Response, format!("n{i}")));
+    }
+    e.nodes.sort_by_key(|n| n.id);
+    let path = dir.join("s.json");
+    let text = to_json(&e).unwrap();
+    std::fs::write(&path, &text).unwrap();
+    (e, path, text)
+}
+
+#[test]
+fn a_stopped_import_takes_out_what_it_stored() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, path, text) = batched_file(dir.path());
+    let sid = e.session.id;
+    let checked = check_file(&path).unwrap();
+    let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
+    let stop = std::sync::atomic::AtomicBool::new(true);
+    let err = import_checked(&store, &checked, false, Some(&stop)).unwrap_err();
+    assert!(matches!(err, TranscriptError::Interrupted), "{err}");
+    assert!(store.session(sid).unwrap().is_none());
+    assert_eq!(store.session_node_count(sid).unwrap(), 0);
+    stop.store(false, std::sync::atomic::Ordering::Relaxed);
+    let done = import_checked(&store, &checked, false, Some(&stop)).unwrap();
+    assert!(!done.replaced_unfinished);
+    assert_eq!(to_json(&collect(&store, sid).unwrap()).unwrap(), text);
+}
+
+#[test]
+fn what_a_killed_import_left_is_replaced_by_the_next_without_replace() {
+    let dir = tempfile::tempdir().unwrap();
+    let (e, path, text) = batched_file(dir.path());
+    let sid = e.session.id;
+    let store = crate::store::testing::open_at(&dir.path().join("s.redb"));
+    // As a kill after the first batch leaves it: the marked record and some nodes.
+    let mut marked = e.session.clone();
+    marked
+        .meta
+        .insert(super::UNFINISHED_IMPORT.into(), serde_json::json!(true));
+    store
+        .write(|w| {
+            w.put_session(&marked)?;
+            for n in &e.nodes[..100] {
+                w.put_node(n)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let checked = check_file(&path).unwrap();
+    let done = import_checked(&store, &checked, false, None).unwrap();
+    assert!(done.replaced_unfinished);
+    assert_eq!(to_json(&collect(&store, sid).unwrap()).unwrap(), text);
+    assert!(
+        !store
+            .session(sid)
+            .unwrap()
+            .unwrap()
+            .meta
+            .contains_key(super::UNFINISHED_IMPORT),
+        "the finished import's record has no mark"
+    );
+    // A finished session is still refused without --replace.
+    let again = import_checked(&store, &checked, false, None).unwrap_err();
+    assert!(again.to_string().contains("--replace"), "{again}");
+    // And the in-memory import replaces an unfinished one too.
+    store.write(|w| w.put_session(&marked)).unwrap();
+    super::import(&store, &parse_json(&text, "s.json").unwrap(), false).unwrap();
     assert_eq!(to_json(&collect(&store, sid).unwrap()).unwrap(), text);
 }
