@@ -374,3 +374,62 @@ fn a_bad_file_stores_nothing_and_keeps_a_replaced_session() {
     }
     assert_eq!(sessions(&b).len(), 1);
 }
+
+#[test]
+fn a_session_a_killed_import_left_is_named_by_doctor_and_replaced_by_the_next_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, sid) = generated(dir.path());
+    let (json_text, _) = whole(&a, sid);
+    let file = dir.path().join("s.json");
+    std::fs::write(&file, &json_text).unwrap();
+    let doc = export::parse_json(&json_text, "s.json").unwrap();
+    // As an import killed after its first batch leaves the store: the session's record
+    // marked unfinished, and some of its nodes.
+    let b = dir.path().join("b");
+    std::fs::create_dir_all(&b).unwrap();
+    {
+        let store = support::store::open(&store_path(&b)).unwrap();
+        let mut marked = doc.session.clone();
+        marked
+            .meta
+            .insert(export::UNFINISHED_IMPORT.into(), json!(true));
+        store
+            .write(|w| {
+                w.put_session(&marked)?;
+                for n in &doc.nodes[..500] {
+                    w.put_node(n)?;
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+    let doctor = |data: &Path| -> serde_json::Value {
+        serde_json::from_slice(&ok(data, &["doctor", "--json"]).stdout).unwrap()
+    };
+    assert_eq!(
+        doctor(&b)["store"]["unfinished_imports"],
+        json!([sid.to_string()])
+    );
+    let text = String::from_utf8(ok(&b, &["doctor"]).stdout).unwrap();
+    assert!(
+        text.contains(&format!(
+            "unfinished 1 session left partway by a killed `import json`: {sid}"
+        )),
+        "{text}"
+    );
+
+    // The next import replaces it without --replace, and says so.
+    let out = ok(&b, &["import", "json", file.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "replaced what an interrupted import of session {sid} had stored"
+        )),
+        "{err}"
+    );
+    assert_eq!(whole(&b, sid).0, json_text);
+    assert_eq!(doctor(&b)["store"]["unfinished_imports"], json!([]));
+    // A finished session is refused again without --replace.
+    let err = error_line(&run(&b, &["import", "json", file.to_str().unwrap()]));
+    assert!(err.contains("--replace"), "{err}");
+}

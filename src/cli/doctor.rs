@@ -11,6 +11,7 @@ use super::{Ctx, print_json};
 use crate::config::ProviderKind;
 use crate::config::StoreTarget;
 use crate::config::providers;
+use crate::engines::transcript::export;
 
 fn human_size(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
@@ -99,6 +100,16 @@ fn redb_store(store_path: &std::path::Path, step: &dyn Fn(&str)) -> Value {
             "ratio": c.ratio(),
         })
     });
+    step("looking for unfinished imports");
+    let unfinished: Vec<String> = s
+        .sessions()
+        .map(|all| {
+            all.into_iter()
+                .filter(|x| x.meta.contains_key(export::UNFINISHED_IMPORT))
+                .map(|x| x.id.to_string())
+                .collect()
+        })
+        .unwrap_or_default();
     json!({
         "backend": "redb",
         "path": store_path,
@@ -109,6 +120,7 @@ fn redb_store(store_path: &std::path::Path, step: &dyn Fn(&str)) -> Value {
         "compression": compression,
         "raw_compression": raw_compression,
         "search_runs": s.search_runs().ok(),
+        "unfinished_imports": unfinished,
     })
 }
 
@@ -401,6 +413,21 @@ pub fn run(ctx: &Ctx, json_out: bool, compact: bool) -> Result<ExitCode> {
                 human_size(stored),
                 human_size(received),
                 c["ratio"].as_f64().unwrap_or(1.0)
+            );
+        }
+        if let Some(ids) = st["unfinished_imports"].as_array()
+            && !ids.is_empty()
+        {
+            let ids: Vec<&str> = ids.iter().filter_map(Value::as_str).collect();
+            println!(
+                "  unfinished {} left partway by a killed `import json`: {} (importing the file again replaces {})",
+                if ids.len() == 1 {
+                    "1 session"
+                } else {
+                    "sessions"
+                },
+                ids.join(", "),
+                if ids.len() == 1 { "it" } else { "them" }
             );
         }
     }

@@ -29,6 +29,12 @@ pub enum ImportCmd {
     )]
     ClaudeCode(ClaudeCodeArgs),
     /// Import a session written by `glassbox export --format json`.
+    #[command(
+        after_help = "The whole file is checked before anything is stored. Ctrl-C stops the import and \
+                      takes out what it stored (exit 130); a session an import killed partway left \
+                      behind (`glassbox doctor` names it) is replaced by the next import of its file.\n\n\
+                      Example:\n  glassbox export 01949e6b --format json -o s.json && glassbox import json s.json"
+    )]
     Json {
         /// The export file.
         file: PathBuf,
