@@ -433,3 +433,70 @@ fn a_session_a_killed_import_left_is_named_by_doctor_and_replaced_by_the_next_im
     let err = error_line(&run(&b, &["import", "json", file.to_str().unwrap()]));
     assert!(err.contains("--replace"), "{err}");
 }
+
+#[test]
+fn an_export_stopped_by_ctrl_c_leaves_the_file_that_was_there() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, sid) = generated(dir.path());
+    let (json_text, _) = whole(&a, sid);
+    let dest = dir.path().join("s.json");
+    let partial = dir.path().join(".s.json.partial");
+    let before = "yesterday's export\n";
+    // The export of 16 MB takes long enough to be stopped once its file is begun; should
+    // one finish first all the same, it must have put the whole export in place.
+    let mut stopped = 0;
+    for _ in 0..5 {
+        std::fs::write(&dest, before).unwrap();
+        let child = glassbox(&a)
+            .args(["export", &sid.to_string(), "--format", "json", "-o"])
+            .arg(&dest)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let t0 = std::time::Instant::now();
+        while !partial.exists() && t0.elapsed() < std::time::Duration::from_secs(20) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        std::process::Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!partial.exists(), "the partial file is left: {err}");
+        match out.status.code() {
+            Some(130) => {
+                assert_eq!(
+                    err.trim(),
+                    format!("glassbox: interrupted; {} was not written", dest.display())
+                );
+                assert_eq!(std::fs::read_to_string(&dest).unwrap(), before);
+                stopped += 1;
+            }
+            Some(0) => assert_eq!(std::fs::read_to_string(&dest).unwrap(), json_text),
+            other => panic!("exit {other:?}: {err}"),
+        }
+    }
+    assert!(stopped > 0, "no export was stopped partway");
+
+    // A folder is no file name; nothing is written.
+    let out = run(&a, &["export", &sid.to_string(), "--format", "json", "-o"]);
+    assert_eq!(out.status.code(), Some(2), "-o needs a value");
+    let folder = format!("{}/", dir.path().display());
+    let err = error_line(&run(
+        &a,
+        &[
+            "export",
+            &sid.to_string(),
+            "--format",
+            "json",
+            "-o",
+            &folder,
+        ],
+    ));
+    assert!(
+        err.ends_with("it names a folder; give a file name"),
+        "{err}"
+    );
+}

@@ -1,14 +1,14 @@
 //! `glassbox export SESSION --format md|json|dot|mermaid|prm800k|processbench [-o FILE]`.
 
 use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::{Args, ValueEnum};
 use serde_json::Value;
 
-use super::Ctx;
+use super::{Ctx, INTERRUPTED};
 use crate::engines::transcript::drawing::{self, Edges};
 use crate::engines::transcript::export::{self, ExportError, SessionExport, Written};
 use crate::engines::verify;
@@ -155,8 +155,9 @@ pub fn run(ctx: &Ctx, args: ExportArgs) -> Result<ExitCode> {
     };
     match &args.output {
         Some(path) => {
-            std::fs::write(path, text.as_bytes())
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            let out = Output::start(path)?;
+            let written = out.file().write_all(text.as_bytes());
+            out.finish(written.map_err(ExportError::Write))?;
             eprintln!("wrote {} ({note})", path.display());
         }
         None => {
@@ -168,43 +169,102 @@ pub fn run(ctx: &Ctx, args: ExportArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs an export that writes as it reads the store into the output file or stdout. A
-/// file left incomplete by a failure is removed; a closed stdout pipe (`| head`) is not an
-/// error.
+/// An export's output file (`-o`) while it is written: the export goes to a hidden file
+/// beside it (`.NAME.partial`), renamed over it once whole, so a failed, stopped or killed
+/// export never leaves a cut file under the name asked for, nor costs the file that was
+/// there. Ctrl-C meanwhile removes the partial file and exits 130.
+struct Output<'a> {
+    path: &'a Path,
+    partial: PathBuf,
+    file: std::fs::File,
+    listener: tokio::task::JoinHandle<()>,
+}
+
+impl<'a> Output<'a> {
+    fn start(path: &'a Path) -> Result<Self> {
+        let shown = path.display();
+        if path.is_dir() || path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+            bail!("cannot write {shown}: it names a folder; give a file name");
+        }
+        let name = path
+            .file_name()
+            .with_context(|| format!("cannot write {shown}: give a file name"))?;
+        let partial = path.with_file_name(format!(".{}.partial", name.to_string_lossy()));
+        let listener = super::on_ctrl_c({
+            let (partial, shown) = (partial.clone(), path.display().to_string());
+            move |_| {
+                let _ = std::fs::remove_file(&partial);
+                eprintln!("glassbox: interrupted; {shown} was not written");
+                std::process::exit(INTERRUPTED);
+            }
+        })?;
+        let file = match std::fs::File::create(&partial) {
+            Ok(file) => file,
+            Err(e) => {
+                listener.abort();
+                return Err(anyhow::Error::new(e).context(format!("cannot write {shown}")));
+            }
+        };
+        Ok(Self {
+            path,
+            partial,
+            file,
+            listener,
+        })
+    }
+
+    fn file(&self) -> &std::fs::File {
+        &self.file
+    }
+
+    /// Puts the export in place if it was `written` whole; else removes it and returns the
+    /// error.
+    fn finish<T>(self, written: Result<T, ExportError>) -> Result<T> {
+        self.listener.abort();
+        // Not synced first: this guards against the process stopping, not the machine (the
+        // store holds the session either way), and a sync would cost an export of hundreds
+        // of megabytes a good part of its time.
+        let placed = written.and_then(|w| {
+            std::fs::rename(&self.partial, self.path)?;
+            Ok(w)
+        });
+        placed.map_err(|e| {
+            let _ = std::fs::remove_file(&self.partial);
+            match e {
+                ExportError::Write(e) => {
+                    anyhow::Error::new(e).context(format!("cannot write {}", self.path.display()))
+                }
+                ExportError::Read(e) => e.into(),
+            }
+        })
+    }
+}
+
+/// Runs an export that writes as it reads the store into the output file ([`Output`]) or
+/// stdout; a closed stdout pipe (`| head`) is not an error.
 fn stream(
     args: &ExportArgs,
     write: impl FnOnce(&mut BufWriter<Box<dyn Write + '_>>) -> Result<Written, ExportError>,
 ) -> Result<ExitCode> {
     match &args.output {
         Some(path) => {
-            let file = std::fs::File::create(path)
-                .with_context(|| format!("cannot write {}", path.display()))?;
-            let mut out = BufWriter::with_capacity(OUT_BUFFER, Box::new(file) as Box<dyn Write>);
+            let target = Output::start(path)?;
+            let mut out = BufWriter::with_capacity(
+                OUT_BUFFER,
+                Box::new(target.file()) as Box<dyn Write + '_>,
+            );
             let written = write(&mut out).and_then(|w| {
                 out.flush()?;
                 Ok(w)
             });
             drop(out);
-            match written {
-                Ok(w) => {
-                    eprintln!(
-                        "wrote {} ({} nodes, {} edges)",
-                        path.display(),
-                        w.nodes,
-                        w.edges
-                    );
-                }
-                Err(e) => {
-                    if path.is_file() {
-                        let _ = std::fs::remove_file(path);
-                    }
-                    return Err(match e {
-                        ExportError::Write(e) => anyhow::Error::new(e)
-                            .context(format!("cannot write {}", path.display())),
-                        ExportError::Read(e) => e.into(),
-                    });
-                }
-            }
+            let w = target.finish(written)?;
+            eprintln!(
+                "wrote {} ({} nodes, {} edges)",
+                path.display(),
+                w.nodes,
+                w.edges
+            );
         }
         None => {
             let stdout = std::io::stdout().lock();

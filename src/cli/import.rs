@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand};
 use serde_json::json;
 
-use super::{Ctx, print_json};
+use super::{Ctx, INTERRUPTED, print_json};
 use crate::engines::memory::learn::extract::LearnReport;
 use crate::engines::memory::learn::queue;
 use crate::engines::transcript::{self, ImportSummary, Importer, export, watch};
@@ -76,7 +76,7 @@ pub async fn run(ctx: &Ctx, cmd: ImportCmd) -> Result<ExitCode> {
             replace,
             json,
         } => {
-            let (stop, listener) = stop_on_ctrl_c();
+            let (stop, listener) = stop_on_ctrl_c()?;
             let done = import_json(ctx, &file, replace, json, &stop);
             listener.abort();
             done
@@ -87,20 +87,17 @@ pub async fn run(ctx: &Ctx, cmd: ImportCmd) -> Result<ExitCode> {
 /// A flag the first Ctrl-C sets, for an import to stop at its next safe point; a second
 /// Ctrl-C quits at once (what is committed stays, and the next run goes on from it). Abort
 /// the task once the import is over.
-fn stop_on_ctrl_c() -> (Arc<AtomicBool>, tokio::task::JoinHandle<()>) {
+fn stop_on_ctrl_c() -> Result<(Arc<AtomicBool>, tokio::task::JoinHandle<()>)> {
     let stop = Arc::new(AtomicBool::new(false));
-    let listener = tokio::spawn({
-        let stop = stop.clone();
-        async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                stop.store(true, Ordering::Relaxed);
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    std::process::exit(INTERRUPTED);
-                }
-            }
+    let flag = stop.clone();
+    let listener = super::on_ctrl_c(move |n| {
+        if n == 1 {
+            flag.store(true, Ordering::Relaxed);
+        } else {
+            std::process::exit(INTERRUPTED);
         }
-    });
-    (stop, listener)
+    })?;
+    Ok((stop, listener))
 }
 
 /// Checks the whole file first (nothing is stored for a bad one), then reads it again and
@@ -305,7 +302,7 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
     let store_file = ctx.store_file();
     let before = file_size(store_file.as_deref());
     // Ctrl-C ends the import after the file being read (every file read is committed whole).
-    let (stop, listener) = stop_on_ctrl_c();
+    let (stop, listener) = stop_on_ctrl_c()?;
     let (summary, total) =
         tokio::task::spawn_blocking(move || -> Result<(ImportSummary, usize)> {
             let mut errors = Vec::new();
@@ -375,9 +372,6 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
-
-/// Exit status of an import stopped by Ctrl-C (128 + SIGINT).
-const INTERRUPTED: i32 = 130;
 
 /// An import that grew the store file by less than this is not worth compacting after.
 const COMPACT_MIN_GROWTH: u64 = 32 << 20;

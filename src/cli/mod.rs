@@ -300,7 +300,11 @@ pub fn run(ctx: &Ctx, runtime: &tokio::runtime::Runtime, command: Command) -> Re
         Command::Sessions(cmd) => sessions::run(ctx, cmd),
         Command::Mcp(args) => runtime.block_on(mcp::run(ctx, args)),
         Command::Import(cmd) => runtime.block_on(import::run(ctx, cmd)),
-        Command::Export(args) => export::run(ctx, args),
+        Command::Export(args) => {
+            // Ctrl-C is heard on the runtime while the export writes to a file.
+            let _runtime = runtime.enter();
+            export::run(ctx, args)
+        }
         Command::Search(args) => search::run(ctx, args),
         Command::Memory(cmd) => memory::run(ctx, runtime, cmd),
         Command::Knowledge(cmd) => knowledge::run(ctx, cmd),
@@ -324,6 +328,27 @@ pub fn run(ctx: &Ctx, runtime: &tokio::runtime::Runtime, command: Command) -> Re
 }
 
 /// A progress bar of `len` `unit` on stderr.
+/// Exit status of a command stopped by Ctrl-C (128 + SIGINT).
+pub(crate) const INTERRUPTED: i32 = 130;
+
+/// Runs `each` on every Ctrl-C (SIGINT) with how many there have been (1 for the first),
+/// heard from the moment this returns: the handler is in place before the work it guards
+/// starts (a Ctrl-C before it would kill the process where it stands). Needs the runtime
+/// entered; abort the task once the work is over.
+pub(crate) fn on_ctrl_c(
+    mut each: impl FnMut(u32) + Send + 'static,
+) -> Result<tokio::task::JoinHandle<()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut interrupts = signal(SignalKind::interrupt()).context("cannot listen for Ctrl-C")?;
+    Ok(tokio::spawn(async move {
+        let mut n = 0;
+        while interrupts.recv().await.is_some() {
+            n += 1;
+            each(n);
+        }
+    }))
+}
+
 pub(crate) fn progress_bar(unit: &str, len: u64) -> indicatif::ProgressBar {
     let bar = indicatif::ProgressBar::new(len);
     let template = format!("{{spinner}} {{pos}}/{{len}} {unit} [{{bar:30}}] {{msg}}");
