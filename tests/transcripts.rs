@@ -506,7 +506,7 @@ fn an_import_stopped_between_files_keeps_them_whole_and_the_next_run_reads_the_r
     let dir = tempfile::tempdir().unwrap();
     let root = copy_fixtures(dir.path());
     let mut errors = Vec::new();
-    let files = discover(&[root.clone()], &mut errors).unwrap();
+    let files = discover(std::slice::from_ref(&root), &mut errors).unwrap();
     let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let mut importer = Importer::new(store.clone()).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
