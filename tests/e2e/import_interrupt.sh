@@ -20,12 +20,7 @@ RUN
 tmux new-session -d -s "$S" -x 160 -y 30 "exec bash $WORK/run.sh"
 wait_for_re "[0-9]+/$FILES files" 20
 tmux send-keys -t "$S" C-c
-i=0
-until [ -s "$WORK/exit" ]; do
-    i=$((i + 1))
-    [ "$i" -gt 100 ] && fail "the import did not stop within 10s of Ctrl-C"
-    sleep 0.1
-done
+wait_exit "the import did not stop after Ctrl-C" 10
 grep -qx "exit=130" "$WORK/exit" || fail "$(cat "$WORK/exit"), not exit=130"
 line=$(screen | grep -F "glassbox: interrupted after" | tr -d '\n') || fail "no line saying the import was interrupted"
 read_first=$(sed -E 's/.*interrupted after ([0-9]+) of.*/\1/' <<< "$line")

@@ -31,3 +31,13 @@ wait_for() { wait_screen F "$@"; }
 
 # wait_for_re REGEX SECONDS: until a line matches the extended REGEX.
 wait_for_re() { wait_screen E "$@"; }
+
+# wait_exit WHAT SECONDS: until the command under test wrote its exit status to $WORK/exit.
+wait_exit() {
+    local i=0
+    until [ -s "$WORK/exit" ]; do
+        i=$((i + 1))
+        [ "$i" -gt $(($2 * 10)) ] && fail "$1 within ${2}s"
+        sleep 0.1
+    done
+}

@@ -17,12 +17,7 @@ for sig in TERM HUP INT; do
     shell=$(tmux list-panes -t "$S" -F '#{pane_pid}')
     pid=$(pgrep -P "$shell" -x glassbox) || fail "no glassbox process under the pane's shell"
     kill -s "$sig" "$pid"
-    i=0
-    until [ -s "$WORK/exit" ]; do
-        i=$((i + 1))
-        [ "$i" -gt 100 ] && fail "SIG$sig: the TUI did not quit within 10s"
-        sleep 0.1
-    done
+    wait_exit "SIG$sig: the TUI did not quit" 10
     grep -qx "exit=0" "$WORK/exit" || fail "SIG$sig: $(cat "$WORK/exit"), not exit=0"
     screen | grep -qF "before-the-tui" || fail "SIG$sig: the shell's screen did not come back"
     screen | grep -qF " Think " && fail "SIG$sig: the TUI is still on screen"

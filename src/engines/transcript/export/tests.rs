@@ -277,18 +277,10 @@ fn bad_bytes_are_found_across_read_chunks() {
 
 #[test]
 fn a_file_that_changes_after_its_check_leaves_nothing_stored() {
-    let mut e = sample();
-    let sid = e.session.id;
     // More nodes than one batch, so some are committed before the change is met.
-    for i in 0..super::json_in::BATCH_NODES + 5 {
-        e.nodes
-            .push(Node::new(sid, NodeType::Response, format!("n{i}")));
-    }
-    e.nodes.sort_by_key(|n| n.id);
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("s.json");
-    let text = to_json(&e).unwrap();
-    std::fs::write(&path, &text).unwrap();
+    let (e, path, text) = batched_file(dir.path());
+    let sid = e.session.id;
     let checked = check_file(&path).unwrap();
     assert_eq!(checked.session().id, sid);
     let last = e.nodes.last().unwrap().id;
