@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Scale figures, each beside its target:
-#   1. import of a real-shaped Claude Code history (scripts/gen-history.py) at 250 and 2,500
-#      files: time per file (linear: within ±20%), speed against `jq -c .`, store / input;
+#   1. import of a real-shaped Claude Code history (scripts/gen-history.py) at 250, 1,000 and
+#      2,500 files: time per file (linear: within ±20%) and what each file beyond 250 and
+#      beyond 1,000 cost (the time per file less the fixed cost of a run: start-up, the
+#      store's creation and its dictionary), speed against `jq -c .`, store / input;
 #   2. `export --format json|md` of one large session and `import json` of its export: time,
 #      peak RSS, store / JSON;
 #   3. `sessions show` of that session, and opening it in the TUI (until its content is on
@@ -46,8 +48,8 @@ row "what" "measured" "target"
 
 # ---- 1. import of a real-shaped history --------------------------------------------------
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
-declare -A PER_FILE
-for n in 250 2500; do
+declare -A PER_FILE SECS
+for n in 250 1000 2500; do
     dir="$WORK/many-$n"
     [[ -d "$dir" ]] || python3 scripts/gen-history.py "$PWD" "$dir" "$n" > /dev/null
     bytes=$(find "$dir" -name '*.jsonl' -print0 | du -cb --files0-from=- | tail -1 | cut -f1)
@@ -70,6 +72,7 @@ for n in 250 2500; do
     secs=$(median "${imports[@]}")
     store=$(stat -c %s "$WORK/data-$n/glassbox.redb")
     PER_FILE[$n]=$(python3 -c "print($secs * 1000 / $n)")
+    SECS[$n]=$secs
     if [[ $n == 2500 ]]; then
         mb=$(python3 -c "print(f'{$bytes / 1e6:.0f}')")
         row "import of 2,500 session files ($mb MB, median of $runs)" \
@@ -78,8 +81,10 @@ for n in 250 2500; do
         row "  peak RSS" "$((kb / 1024)) MB" "-"
     fi
 done
-row "  time per file at 250 → 2,500 files" \
-    "$(python3 -c "a, b = ${PER_FILE[250]}, ${PER_FILE[2500]}; print(f'{a:.2f} → {b:.2f} ms ({(b / a - 1) * 100:+.0f}%)')")" "within ±20%"
+row "  time per file at 250 → 1,000 → 2,500 files" \
+    "$(python3 -c "a, m, b = ${PER_FILE[250]}, ${PER_FILE[1000]}, ${PER_FILE[2500]}; print(f'{a:.2f} → {m:.2f} → {b:.2f} ms ({(b / a - 1) * 100:+.0f}%)')")" "within ±20%"
+row "  each file beyond 250 / beyond 1,000" \
+    "$(python3 -c "a, m, b = ${SECS[250]}, ${SECS[1000]}, ${SECS[2500]}; x, y = (m - a) * 1000 / 750, (b - m) * 1000 / 1500; print(f'{x:.2f} / {y:.2f} ms ({(y / x - 1) * 100:+.0f}%)')")" "within ±20%"
 
 # ---- 2 and 3. one large session -----------------------------------------------------------
 big="$WORK/big"

@@ -101,15 +101,7 @@ fn redb_store(store_path: &std::path::Path, step: &dyn Fn(&str)) -> Value {
         })
     });
     step("looking for unfinished imports");
-    let unfinished: Vec<String> = s
-        .sessions()
-        .map(|all| {
-            all.into_iter()
-                .filter(|x| x.meta.contains_key(export::UNFINISHED_IMPORT))
-                .map(|x| x.id.to_string())
-                .collect()
-        })
-        .unwrap_or_default();
+    let unfinished = unfinished_imports(&s);
     json!({
         "backend": "redb",
         "path": store_path,
@@ -122,6 +114,18 @@ fn redb_store(store_path: &std::path::Path, step: &dyn Fn(&str)) -> Value {
         "search_runs": s.search_runs().ok(),
         "unfinished_imports": unfinished,
     })
+}
+
+/// The sessions a killed `import json` left partway ([`export::UNFINISHED_IMPORT`]).
+fn unfinished_imports(s: &crate::store::Store) -> Vec<String> {
+    s.sessions()
+        .map(|all| {
+            all.into_iter()
+                .filter(|x| x.meta.contains_key(export::UNFINISHED_IMPORT))
+                .map(|x| x.id.to_string())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The PostgreSQL database: the URL without its password, the server's version, TLS, the
@@ -150,6 +154,7 @@ fn postgres_store(url: &str) -> Value {
         Ok(s) => {
             v["schema_version"] = json!(s.schema_version().ok());
             v["counts"] = json!(s.counts().ok());
+            v["unfinished_imports"] = json!(unfinished_imports(&s));
         }
         Err(e) => v["error"] = json!(e.to_string()),
     }
@@ -415,21 +420,21 @@ pub fn run(ctx: &Ctx, json_out: bool, compact: bool) -> Result<ExitCode> {
                 c["ratio"].as_f64().unwrap_or(1.0)
             );
         }
-        if let Some(ids) = st["unfinished_imports"].as_array()
-            && !ids.is_empty()
-        {
-            let ids: Vec<&str> = ids.iter().filter_map(Value::as_str).collect();
-            println!(
-                "  unfinished {} left partway by a killed `import json`: {} (importing the file again replaces {})",
-                if ids.len() == 1 {
-                    "1 session"
-                } else {
-                    "sessions"
-                },
-                ids.join(", "),
-                if ids.len() == 1 { "it" } else { "them" }
-            );
-        }
+    }
+    if let Some(ids) = st["unfinished_imports"].as_array()
+        && !ids.is_empty()
+    {
+        let ids: Vec<&str> = ids.iter().filter_map(Value::as_str).collect();
+        println!(
+            "  unfinished {} left partway by a killed `import json`: {} (importing the file again replaces {})",
+            if ids.len() == 1 {
+                "1 session"
+            } else {
+                "sessions"
+            },
+            ids.join(", "),
+            if ids.len() == 1 { "it" } else { "them" }
+        );
     }
     println!("provider     {}", s(&v["provider"]));
     for p in v["providers"].as_array().into_iter().flatten() {
