@@ -115,8 +115,14 @@ fn import_json(
     let store = ctx.open_store()?;
     let done = match export::import_checked(&store, &checked, replace, Some(stop)) {
         Err(transcript::TranscriptError::Interrupted) => {
+            // With --replace, the stored session went out in the import's first transaction.
+            let replaced = if replace {
+                " (nor the stored session it was to replace)"
+            } else {
+                ""
+            };
             eprintln!(
-                "glassbox: interrupted; nothing of {} was kept, and running the same command again imports it",
+                "glassbox: interrupted; nothing of {} was kept{replaced}, and running the same command again imports it",
                 file.display()
             );
             return Ok(ExitCode::from(INTERRUPTED as u8));
