@@ -75,12 +75,7 @@ pub async fn run(ctx: &Ctx, cmd: ImportCmd) -> Result<ExitCode> {
             file,
             replace,
             json,
-        } => {
-            let (stop, listener) = stop_on_ctrl_c()?;
-            let done = import_json(ctx, &file, replace, json, &stop);
-            listener.abort();
-            done
-        }
+        } => import_json(ctx, &file, replace, json),
     }
 }
 
@@ -102,18 +97,16 @@ fn stop_on_ctrl_c() -> Result<(Arc<AtomicBool>, tokio::task::JoinHandle<()>)> {
 
 /// Checks the whole file first (nothing is stored for a bad one), then reads it again and
 /// stores its nodes in batches as they are read.
-/// Ctrl-C (`stop`) stops it between nodes and takes out what it stored.
-fn import_json(
-    ctx: &Ctx,
-    file: &std::path::Path,
-    replace: bool,
-    json: bool,
-    stop: &AtomicBool,
-) -> Result<ExitCode> {
+/// Ctrl-C while it checks quits at once (nothing is stored yet); while it stores, it stops
+/// between nodes and takes out what it stored.
+fn import_json(ctx: &Ctx, file: &std::path::Path, replace: bool, json: bool) -> Result<ExitCode> {
     let checked = export::check_file(file)?;
     let before = file_size(ctx.store_file().as_deref());
     let store = ctx.open_store()?;
-    let done = match export::import_checked(&store, &checked, replace, Some(stop)) {
+    let (stop, listener) = stop_on_ctrl_c()?;
+    let imported = export::import_checked(&store, &checked, replace, Some(&stop));
+    listener.abort();
+    let done = match imported {
         Err(transcript::TranscriptError::Interrupted) => {
             // With --replace, the stored session went out in the import's first transaction.
             let replaced = if replace {
