@@ -417,6 +417,15 @@ fn a_session_a_killed_import_left_is_named_by_doctor_and_replaced_by_the_next_im
         )),
         "{text}"
     );
+    // `sessions list` and `show` mark it too; a finished session's JSON row has no such key.
+    let list = |data: &Path| -> serde_json::Value {
+        serde_json::from_slice(&ok(data, &["sessions", "list", "--json"]).stdout).unwrap()
+    };
+    assert_eq!(list(&b)[0]["unfinished_import"], json!(true));
+    let text = String::from_utf8(ok(&b, &["sessions", "list"]).stdout).unwrap();
+    assert!(text.contains("[unfinished import] "), "{text}");
+    let text = String::from_utf8(ok(&b, &["sessions", "show", &sid.to_string()]).stdout).unwrap();
+    assert!(text.contains("stopped partway"), "{text}");
 
     // The next import replaces it without --replace, and says so.
     let out = ok(&b, &["import", "json", file.to_str().unwrap()]);
@@ -429,6 +438,7 @@ fn a_session_a_killed_import_left_is_named_by_doctor_and_replaced_by_the_next_im
     );
     assert_eq!(whole(&b, sid).0, json_text);
     assert_eq!(doctor(&b)["store"]["unfinished_imports"], json!([]));
+    assert!(list(&b)[0].get("unfinished_import").is_none());
     // A finished session is refused again without --replace.
     let err = error_line(&run(&b, &["import", "json", file.to_str().unwrap()]));
     assert!(err.contains("--replace"), "{err}");

@@ -141,3 +141,54 @@ async fn the_list_says_it_is_reading_until_the_sessions_are_read() {
     assert!(after.contains("no sessions yet"), "{after}");
     assert!(!after.contains("reading sessions…"), "{after}");
 }
+
+/// A session a killed `import json` left partway is marked in the list and its details say
+/// what is wrong; renaming it starts from its own title, not the mark.
+#[tokio::test]
+async fn a_session_a_killed_import_left_is_marked() {
+    use glassbox::engines::transcript::export;
+    use glassbox::store::{Session, SessionSource};
+    let dir = tempfile::tempdir().unwrap();
+    let store = support::store::open(&dir.path().join("glassbox.redb")).unwrap();
+    let mut cut = Session::new("half of a long session", SessionSource::Import);
+    cut.meta
+        .insert(export::UNFINISHED_IMPORT.into(), serde_json::json!(true));
+    let whole = Session::new("a whole session", SessionSource::Glassbox);
+    store
+        .write(|w| {
+            w.put_session(&cut)?;
+            w.put_session(&whole)
+        })
+        .unwrap();
+    let mut app = tui::offline_app(store);
+    app.start();
+    pump_until(&mut app, |a| a.state.sessions.len() == 2).await;
+    press(&mut app, KeyCode::Esc);
+    press(&mut app, KeyCode::Char('2'));
+    let screen = draw(&mut app, 160, 45).backend().to_string();
+    assert!(
+        screen.contains("[unfinished import] half of a long session"),
+        "{screen}"
+    );
+    assert!(!screen.contains("[unfinished import] a whole"), "{screen}");
+    for _ in 0..4 {
+        if app.state.selected_session().map(|r| r.id) == Some(cut.id) {
+            break;
+        }
+        press(&mut app, KeyCode::Char('j'));
+    }
+    assert_eq!(app.state.selected_session().map(|r| r.id), Some(cut.id));
+    let screen = draw(&mut app, 160, 45).backend().to_string();
+    assert!(
+        screen.contains("partial: its import was stopped; import the file again"),
+        "{screen}"
+    );
+    press(&mut app, KeyCode::Char('R'));
+    match &app.state.overlay {
+        Some(glassbox::app::state::Overlay::Rename { session, input }) => {
+            assert_eq!(*session, cut.id);
+            assert_eq!(input.text(), "half of a long session");
+        }
+        _ => panic!("R opens the rename box"),
+    }
+}

@@ -147,6 +147,7 @@ fn session_rows(sessions: &[crate::store::Session]) -> Vec<SessionRow> {
             SessionRow {
                 id: s.id,
                 title: s.title.clone(),
+                unfinished: crate::engines::transcript::export::is_unfinished(s),
                 created: s.created_at.format("%m-%d %H:%M").to_string(),
                 source: s.source.as_str(),
                 project,

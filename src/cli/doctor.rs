@@ -121,7 +121,7 @@ fn unfinished_imports(s: &crate::store::Store) -> Vec<String> {
     s.sessions()
         .map(|all| {
             all.into_iter()
-                .filter(|x| x.meta.contains_key(export::UNFINISHED_IMPORT))
+                .filter(export::is_unfinished)
                 .map(|x| x.id.to_string())
                 .collect()
         })

@@ -12,14 +12,15 @@ use chrono::{DateTime, Utc};
 
 use super::{Ctx, print_json};
 use crate::engines::transcript::{
-    SessionStats, parse_since, session_cwd, session_git_branch, session_project,
+    SessionStats, export, parse_since, session_cwd, session_git_branch, session_project,
 };
 use crate::store::{Edge, Node, NodeStatus, Session, SessionId, SessionSource, Store, StoreError};
 
 #[derive(Debug, Subcommand)]
 pub enum SessionsCmd {
     /// List sessions, newest first, with their project (the git repository or folder they
-    /// ran in; `-` when a session has none).
+    /// ran in; `-` when a session has none). A session a killed `import json` left partway
+    /// is listed as `[unfinished import] TITLE`.
     List {
         /// Only sessions of this project (case-insensitive; `-` for sessions without one).
         #[arg(long, value_name = "NAME")]
@@ -69,7 +70,7 @@ pub enum SessionsCmd {
 }
 
 fn session_json(s: &Session, node_count: u64) -> serde_json::Value {
-    json!({
+    let mut v = json!({
         "id": s.id,
         "title": s.title,
         "created": s.created_at,
@@ -81,7 +82,12 @@ fn session_json(s: &Session, node_count: u64) -> serde_json::Value {
         "project": session_project(s),
         "cwd": session_cwd(s),
         "git_branch": session_git_branch(s),
-    })
+    });
+    // Only where it holds, so that the common row stays as it was.
+    if export::is_unfinished(s) {
+        v["unfinished_import"] = json!(true);
+    }
+    v
 }
 
 /// The filters of `sessions list`.
@@ -244,7 +250,7 @@ pub fn run(ctx: &Ctx, cmd: SessionsCmd) -> Result<ExitCode> {
                         n,
                         s.source.as_str(),
                         excerpt(p.as_deref().unwrap_or("-"), 24),
-                        excerpt(&s.title, 60)
+                        excerpt(&export::listed_title(s), 60)
                     );
                 }
             }
@@ -273,7 +279,14 @@ pub fn run(ctx: &Ctx, cmd: SessionsCmd) -> Result<ExitCode> {
                 out.flush()?;
             } else {
                 let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-                writeln!(out, "{}  {}", s.id, s.title)?;
+                writeln!(out, "{}  {}", s.id, export::listed_title(&s))?;
+                if export::is_unfinished(&s) {
+                    writeln!(
+                        out,
+                        "an import of this session was stopped partway: some of its nodes are \
+                         missing; `glassbox import json FILE` of the same file replaces it"
+                    )?;
+                }
                 writeln!(
                     out,
                     "source {}  created {}  provider {}  model {}",

@@ -9,6 +9,7 @@ use super::theme::{Role, Theme};
 use super::think::pane;
 use super::{ViewCx, hints};
 use crate::engines::transcript::SessionStats;
+use crate::engines::transcript::export::UNFINISHED_MARK;
 use crate::store::SessionId;
 
 /// A row of the sessions list.
@@ -16,6 +17,8 @@ use crate::store::SessionId;
 pub struct SessionRow {
     pub id: SessionId,
     pub title: String,
+    /// A killed import left it partway (some nodes missing until it is imported again).
+    pub unfinished: bool,
     pub created: String,
     pub source: &'static str,
     /// The project it belongs to (its git repository or folder), if it has one.
@@ -181,12 +184,16 @@ pub fn render_list(
                     } else {
                         "  "
                     };
-                    Line::from(vec![
+                    let mut spans = vec![
                         Span::raw(if grouped { "  " } else { "" }),
                         Span::styled(marker, theme.style(Role::Accent)),
                         Span::styled(format!("{} ", s.created), theme.style(Role::Dim)),
-                        Span::styled(s.title.clone(), theme.style(Role::Fg)),
-                    ])
+                    ];
+                    if s.unfinished {
+                        spans.push(Span::styled(UNFINISHED_MARK, theme.style(Role::Warning)));
+                    }
+                    spans.push(Span::styled(s.title.clone(), theme.style(Role::Fg)));
+                    Line::from(spans)
                 }
             };
             Some(
@@ -273,6 +280,15 @@ pub fn render(
         Line::from(Span::styled(s.title.clone(), theme.style(Role::Title))),
         Line::from(""),
     ];
+    if s.unfinished {
+        lines.splice(
+            1..1,
+            [Line::from(Span::styled(
+                "partial: its import was stopped; import the file again",
+                theme.style(Role::Warning),
+            ))],
+        );
+    }
     lines.extend(field("id", s.id.to_string()));
     lines.extend(field("created", s.created.clone()));
     lines.extend(field("source", s.source.to_string()));

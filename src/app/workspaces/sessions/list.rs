@@ -81,6 +81,7 @@ mod tests {
         SessionRow {
             id: SessionId::new(),
             title: title.into(),
+            unfinished: false,
             created: "06-01 10:00".into(),
             source: "claude_code",
             project: project.map(str::to_string),

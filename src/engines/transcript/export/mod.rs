@@ -147,6 +147,24 @@ pub fn to_json(export: &SessionExport) -> Result<String, TranscriptError> {
 /// import of it replaces it without being asked to.
 pub const UNFINISHED_IMPORT: &str = "import_unfinished";
 
+/// Whether `s` is what a killed import left partway ([`UNFINISHED_IMPORT`]): some of its
+/// nodes are missing until the file is imported again.
+pub fn is_unfinished(s: &Session) -> bool {
+    s.meta.contains_key(UNFINISHED_IMPORT)
+}
+
+/// What lists put before the title of a session whose import was killed partway.
+pub const UNFINISHED_MARK: &str = "[unfinished import] ";
+
+/// A session's title as lists show it: marked when its import was killed partway.
+pub fn listed_title(s: &Session) -> String {
+    if is_unfinished(s) {
+        format!("{UNFINISHED_MARK}{}", s.title)
+    } else {
+        s.title.clone()
+    }
+}
+
 /// Writes an export into the store in one transaction. An existing session with the same id
 /// is an error unless `replace`, which deletes it first (in the same transaction), or it is
 /// an unfinished import's.
@@ -171,7 +189,7 @@ pub fn import(store: &Store, export: &SessionExport, replace: bool) -> Result<()
 /// stored one is what an unfinished import left ([`UNFINISHED_IMPORT`]), to be replaced too.
 fn refuse_existing(store: &Store, sid: SessionId, replace: bool) -> Result<bool, TranscriptError> {
     match store.session(sid)? {
-        Some(s) if s.meta.contains_key(UNFINISHED_IMPORT) => Ok(true),
+        Some(s) if is_unfinished(&s) => Ok(true),
         Some(_) if !replace => Err(TranscriptError::Invalid(format!(
             "session {sid} is already in the store; delete it first or pass --replace"
         ))),
