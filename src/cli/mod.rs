@@ -349,8 +349,64 @@ pub(crate) fn on_ctrl_c(
     }))
 }
 
+/// Standard error as indicatif draws on it, two columns narrower than it is. indicatif pads
+/// a bar's line with spaces to the terminal's width, which leaves the cursor in the last
+/// column waiting to wrap; the `^C` the terminal echoes for a Ctrl-C then starts a row of its
+/// own, and the clear that follows (one row up from where the bar thinks it is) leaves the
+/// bar's last frame on screen above the command's last words. Two columns short, the two
+/// characters of the echo land on the bar's own row and are cleared with it.
+#[derive(Debug)]
+struct Narrow(console::Term);
+
+/// Columns the terminal's echo of a Ctrl-C takes (`^C`).
+const ECHO_COLUMNS: u16 = 2;
+
+impl indicatif::TermLike for Narrow {
+    fn width(&self) -> u16 {
+        self.0.size().1.saturating_sub(ECHO_COLUMNS).max(1)
+    }
+    fn height(&self) -> u16 {
+        self.0.size().0
+    }
+    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_up(n)
+    }
+    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_down(n)
+    }
+    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_right(n)
+    }
+    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
+        self.0.move_cursor_left(n)
+    }
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        self.0.write_line(s)
+    }
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        self.0.write_str(s)
+    }
+    fn clear_line(&self) -> std::io::Result<()> {
+        self.0.clear_line()
+    }
+    fn flush(&self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// Where progress is drawn: standard error two columns short of its width (see [`Narrow`]),
+/// or nowhere when it is not a terminal.
+fn progress_target() -> indicatif::ProgressDrawTarget {
+    let term = console::Term::buffered_stderr();
+    if term.is_term() {
+        indicatif::ProgressDrawTarget::term_like_with_hz(Box::new(Narrow(term)), 20)
+    } else {
+        indicatif::ProgressDrawTarget::hidden()
+    }
+}
+
 pub(crate) fn progress_bar(unit: &str, len: u64) -> indicatif::ProgressBar {
-    let bar = indicatif::ProgressBar::new(len);
+    let bar = indicatif::ProgressBar::with_draw_target(Some(len), progress_target());
     let template = format!("{{spinner}} {{pos}}/{{len}} {unit} [{{bar:30}}] {{msg}}");
     if let Ok(style) = indicatif::ProgressStyle::with_template(&template) {
         bar.set_style(style.progress_chars("=> "));
@@ -366,7 +422,7 @@ pub(crate) fn working(what: &str, quiet: bool) -> Option<indicatif::ProgressBar>
     if quiet || !std::io::stderr().is_terminal() {
         return None;
     }
-    let spinner = indicatif::ProgressBar::new_spinner();
+    let spinner = indicatif::ProgressBar::with_draw_target(None, progress_target());
     if let Ok(style) = indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
         spinner.set_style(style);
     }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A long Claude Code import in tmux, stopped with Ctrl-C as a person would: it must end
-# soon with a line saying what was kept, exit 130 and leave each file it read committed
-# whole; the same command then reads only the rest, and the store holds every session once.
+# soon with a line saying what was kept (its progress bar cleared), exit 130 and leave each
+# file it read committed whole; the same command then reads only the rest, and the store holds every session once.
 set -euo pipefail
 BIN=${1:?usage: tests/e2e/import_interrupt.sh PATH-TO-GLASSBOX}
 NAME=import-interrupt
@@ -25,6 +25,11 @@ grep -qx "exit=130" "$WORK/exit" || fail "$(cat "$WORK/exit"), not exit=130"
 line=$(screen | grep -F "glassbox: interrupted after" | tr -d '\n') || fail "no line saying the import was interrupted"
 read_first=$(sed -E 's/.*interrupted after ([0-9]+) of.*/\1/' <<< "$line")
 [ "$read_first" -lt "$FILES" ] || fail "Ctrl-C came after the last file ($line)"
+# The progress bar is gone: the terminal's `^C` echo must not have pushed its last frame out
+# of reach of the clear.
+if screen | grep -qE "[0-9]+/$FILES files \["; then
+    fail "the progress bar stayed on screen after Ctrl-C: $(screen | grep -E "/$FILES files")"
+fi
 sessions_first=$("$BIN" sessions list --json | python3 -c 'import json, sys; print(len(json.load(sys.stdin)))')
 
 # The same command goes on from the first file not read.
