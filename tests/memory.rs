@@ -326,3 +326,61 @@ fn export_import_round_trip_and_a_missing_model_falls_back_to_keywords() {
         assert!(again.contains(line), "{line} changed");
     }
 }
+
+/// A long answer's head is embedded for recall while the answer streams: after the stream
+/// the recall entry takes that vector (the log says so) rather than running the model once
+/// the answer is over. It is the answer's vector all the same: a vector search for its words
+/// finds it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_answer_is_embedded_for_recall_while_it_streams() {
+    let env = Project::new();
+    // 400 words in 40 pieces, 20 ms apart: the first 256 are in long before the last.
+    let pieces: Vec<String> = (0..40)
+        .map(|i| format!("Entry {i}: the lighthouse keeper wrote down the evening tide and the wind at the harbour. "))
+        .collect();
+    let refs: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    let body = support::wire::openai_stream(&refs);
+    let server = ScriptedServer::start(Script::forever(
+        Step::sse(&body).delay_each(std::time::Duration::from_millis(20)),
+    ))
+    .await;
+    let url = format!("{}/v1", server.url());
+    tokio::task::spawn_blocking({
+        let mut cmd = env.cmd();
+        cmd.args([
+            "-vv",
+            "ask",
+            "--provider",
+            "openai",
+            "--base-url",
+            &url,
+            "What does the lighthouse keeper write down?",
+        ])
+        .env("OPENAI_API_KEY", "sk-test");
+        move || ok(&mut cmd)
+    })
+    .await
+    .unwrap();
+    let log = std::fs::read_to_string(env.data.join("glassbox.log")).unwrap();
+    let ahead = log.find("a text's head embedded ahead");
+    let taken = log.find("vector taken from a head embedded ahead");
+    assert!(
+        matches!((ahead, taken), (Some(a), Some(t)) if a < t),
+        "the answer's head was not embedded ahead and taken: {log}"
+    );
+    let hits = env.json(&[
+        "memory",
+        "search",
+        "the keeper notes the evening tide at the harbour",
+        "--tier",
+        "recall",
+        "--mode",
+        "vector",
+        "--json",
+    ]);
+    let first = &hits.as_array().unwrap()[0];
+    assert!(
+        first.to_string().contains("lighthouse keeper"),
+        "the answer is not the best vector match: {hits}"
+    );
+}

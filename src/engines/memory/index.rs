@@ -167,7 +167,12 @@ pub fn searchable_text(e: &MemoryEntry) -> String {
 
 /// The text an entry's embedding is made from: its date and its content.
 pub fn embedding_text(e: &MemoryEntry) -> String {
-    format!("{}: {}", e.created_at.format("%A %-d %B %Y"), e.content)
+    embedding_text_of(e.created_at, &e.content)
+}
+
+/// [`embedding_text`] of an entry made at `at` holding `content`.
+pub fn embedding_text_of(at: chrono::DateTime<chrono::Utc>, content: &str) -> String {
+    format!("{}: {content}", at.format("%A %-d %B %Y"))
 }
 
 /// Quantises a unit vector to `i8` (component × 127).

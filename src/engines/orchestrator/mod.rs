@@ -6,6 +6,7 @@
 //! `history` builds what is sent back, `compaction` keeps it within the context and the
 //! budget, `turn` runs one turn, `live` keeps what it streams in the store as it goes.
 
+mod ahead;
 mod compaction;
 mod graph_feed;
 mod history;
@@ -128,6 +129,13 @@ pub trait KnowledgeContext: Send + Sync {
 
     /// Called once a turn has ended with an answer.
     fn remember(&self, _turn: &FinishedTurn) {}
+
+    /// Called beside a turn with the start of the answer so far (on the blocking pool, one
+    /// call at a time), until it returns true: a source that remembers answers may get ready
+    /// for [`KnowledgeContext::remember`] while the answer streams. The default wants nothing.
+    fn anticipate(&self, _answer_so_far: &str) -> bool {
+        true
+    }
 
     /// Tools the model may call during a turn, where its provider takes tools. None by
     /// default.

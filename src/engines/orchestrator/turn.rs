@@ -7,6 +7,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::ahead::Ahead;
 use super::compaction::count_compaction;
 use super::history::{history_until, session_output_tokens, superseded_nodes};
 use super::live::{FLUSH_EVERY, Live};
@@ -416,6 +417,7 @@ impl Orchestrator {
         let mut stop;
         let mut error;
         let mut loops = LoopWatch::new(&self.loops, self.loop_action);
+        let mut ahead = Ahead::new(self.knowledge.clone());
         let mut stopped_looping = false;
         let mut tick = tokio::time::interval(FLUSH_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -593,7 +595,12 @@ impl Orchestrator {
                             live.flush_soon(store, &mut header, false).await?;
                         }
                     }
-                    _ = tick.tick() => live.flush_soon(store, &mut header, true).await?,
+                    _ = tick.tick() => {
+                        if let Some(r) = &live.response {
+                            ahead.offer(&r.text);
+                        }
+                        live.flush_soon(store, &mut header, true).await?
+                    }
                 }
             }
             // A call stopped for looping is dropped unread (its token already told it to stop).
@@ -737,6 +744,7 @@ impl Orchestrator {
             }),
         )
         .await?;
+        ahead.settle().await;
         if let (Some(k), Some(answer)) = (self.knowledge.clone(), answer) {
             let turn = FinishedTurn {
                 session: session.id,

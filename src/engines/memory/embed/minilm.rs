@@ -3,7 +3,8 @@
 //! recipe for this model), giving 384-dimensional vectors.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use candle_core::{D, DType, Device, Tensor};
 use candle_nn::VarBuilder;
@@ -19,6 +20,10 @@ const DIM: usize = 384;
 /// The value of [`Embedder::id`] for this model.
 const ID: &str = "all-MiniLM-L6-v2/384";
 
+/// Vectors [`Embedder::embed_ahead`] made and an `embed` has not taken yet, at most this many
+/// (the oldest goes first): one turn's answer needs one.
+const AHEAD: usize = 4;
+
 /// The local sentence embedder. Loading reads about 90 MB of weights. Embedding blocks the
 /// calling thread; candle spreads matrix products, softmax and layer norms over rayon's
 /// global pool (one thread per core unless `RAYON_NUM_THREADS` says otherwise), which on
@@ -31,6 +36,10 @@ pub struct MiniLm {
     batch_size: usize,
     /// Longest input in model tokens; the rest of a text is cut.
     max_tokens: usize,
+    /// The vectors of text heads embedded ahead ([`Embedder::embed_ahead`]), oldest first.
+    ahead: Mutex<Vec<(String, Vec<f32>)>>,
+    /// Forward passes run, for tests to see that a vector came from `ahead`.
+    passes: AtomicUsize,
 }
 
 /// The start of `text` that holds its first `words` whitespace-separated words. Each such
@@ -155,11 +164,21 @@ impl MiniLm {
             device,
             batch_size: params.batch_size.max(1),
             max_tokens,
+            ahead: Mutex::new(Vec::new()),
+            passes: AtomicUsize::new(0),
         })
+    }
+
+    /// The vector embedded ahead for exactly `head`, taken out of the list.
+    fn take_ahead(&self, head: &str) -> Option<Vec<f32>> {
+        let mut ahead = self.ahead.lock().ok()?;
+        let at = ahead.iter().position(|(h, _)| h == head)?;
+        Some(ahead.remove(at).1)
     }
 
     /// Runs one forward pass over texts already tokenised, returning unit vectors.
     fn forward(&self, encodings: &[&tokenizers::Encoding]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        self.passes.fetch_add(1, Ordering::Relaxed);
         let batch = encodings.len();
         let len = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
         if batch == 0 || len == 0 {
@@ -252,6 +271,11 @@ impl Embedder for LazyMiniLm {
         self.model()?.embed(texts)
     }
 
+    fn embed_ahead(&self, text: &str) -> bool {
+        // A model that cannot load has nothing to prepare: the later `embed` says why.
+        self.model().map_or(true, |m| m.embed_ahead(text))
+    }
+
     /// Loads the model on a thread of its own; a first `embed` meanwhile waits for it there
     /// rather than loading it again. Nothing happens when it is loaded (or failed) already,
     /// or when no thread can start (the first `embed` loads it then).
@@ -284,9 +308,28 @@ impl Embedder for MiniLm {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        let heads: Vec<&str> = texts
+        let mut out = vec![Vec::new(); texts.len()];
+        // Texts whose head was embedded ahead take that vector; the rest are embedded here.
+        let mut todo = Vec::with_capacity(texts.len());
+        for (i, t) in texts.iter().enumerate() {
+            let head = first_words(t, self.max_tokens);
+            match self.take_ahead(head) {
+                Some(v) => {
+                    tracing::debug!(
+                        bytes = head.len(),
+                        "vector taken from a head embedded ahead"
+                    );
+                    out[i] = v;
+                }
+                None => todo.push(i),
+            }
+        }
+        if todo.is_empty() {
+            return Ok(out);
+        }
+        let heads: Vec<&str> = todo
             .iter()
-            .map(|t| first_words(t, self.max_tokens))
+            .map(|&i| first_words(texts[i], self.max_tokens))
             .collect();
         let encodings = if heads.len() == 1 {
             vec![
@@ -301,17 +344,45 @@ impl Embedder for MiniLm {
         };
 
         // Texts of similar length share a batch, so little of each pass is padding.
-        let mut order: Vec<usize> = (0..texts.len()).collect();
+        let mut order: Vec<usize> = (0..todo.len()).collect();
         order.sort_by_key(|&i| encodings[i].len());
 
-        let mut out = vec![Vec::new(); texts.len()];
         for chunk in length_batches(&order, |i| encodings[i].len(), self.batch_size) {
             let batch: Vec<&tokenizers::Encoding> = chunk.iter().map(|&i| &encodings[i]).collect();
             for (&i, v) in chunk.iter().zip(self.forward(&batch)?) {
-                out[i] = v;
+                out[todo[i]] = v;
             }
         }
         Ok(out)
+    }
+
+    /// Embeds the head of `text` (what the model reads of it) now, once the head is fixed:
+    /// once `text` holds more than the words the model can read, any text that starts with
+    /// it has the same head, and its `embed` takes this vector instead of a forward pass.
+    fn embed_ahead(&self, text: &str) -> bool {
+        let head = first_words(text, self.max_tokens);
+        if head.len() == text.len() {
+            // The last word may go on, or more words fit: not fixed yet.
+            return false;
+        }
+        if self
+            .ahead
+            .lock()
+            .is_ok_and(|ahead| ahead.iter().any(|(h, _)| h == head))
+        {
+            return true;
+        }
+        let Ok(mut vectors) = self.embed(&[head]) else {
+            return true;
+        };
+        if let (Some(v), Ok(mut ahead)) = (vectors.pop(), self.ahead.lock()) {
+            if ahead.len() == AHEAD {
+                ahead.remove(0);
+            }
+            ahead.push((head.to_owned(), v));
+            tracing::debug!(bytes = head.len(), "a text's head embedded ahead");
+        }
+        true
     }
 }
 
@@ -413,6 +484,39 @@ mod tests {
             assert!(dot(a, b) > 0.9999);
         }
         assert!(m.embed(&[]).unwrap().is_empty());
+    }
+
+    /// A head embedded ahead is what `embed` of any text starting with it then returns,
+    /// without a forward pass; a text too short to have a fixed head is not embedded.
+    #[test]
+    fn a_head_embedded_ahead_is_taken_by_the_embed_of_the_whole_text() {
+        let Some(m) = load() else { return };
+        let whole: String = (0..400)
+            .map(|i| format!("entry {i} of the lighthouse log records the tide. "))
+            .collect();
+        let short = "the lighthouse log";
+        let fresh = m.embed(&[&whole, short]).unwrap();
+
+        let before = m.passes.load(Ordering::Relaxed);
+        assert!(!m.embed_ahead(short), "a short text has no fixed head yet");
+        assert_eq!(m.passes.load(Ordering::Relaxed), before);
+        // The first 300 words already fix the model's 256.
+        let start: String = whole.split_inclusive(' ').take(300).collect();
+        assert!(m.embed_ahead(&start));
+        assert!(m.embed_ahead(&start), "a second call finds it done");
+        assert_eq!(m.passes.load(Ordering::Relaxed), before + 1);
+
+        let got = m.embed(&[&whole, short]).unwrap();
+        // One pass, for the short text alone.
+        assert_eq!(m.passes.load(Ordering::Relaxed), before + 2);
+        assert!(
+            dot(&got[0], &fresh[0]) > 0.9999,
+            "the head's vector is the text's"
+        );
+        assert!(dot(&got[1], &fresh[1]) > 0.9999);
+        // Taken once: the next embed of the text runs the model again.
+        m.embed(&[&whole]).unwrap();
+        assert_eq!(m.passes.load(Ordering::Relaxed), before + 3);
     }
 
     #[test]

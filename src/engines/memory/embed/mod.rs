@@ -38,6 +38,14 @@ pub trait Embedder: Send + Sync {
     /// local model reads its weights on a thread of its own), so that call need not wait
     /// as long. The default does nothing.
     fn warm(&self) {}
+    /// Embeds now, beside a stream, what the model will read of any text that starts with
+    /// `text`, when that is already fixed (`text` is longer than the model reads), so that a
+    /// later `embed` of such a text finds its vector made. True when there is nothing more
+    /// to do for texts that start with `text` (done, or it cannot be done); false when
+    /// `text` is still too short to tell. The default does nothing.
+    fn embed_ahead(&self, _text: &str) -> bool {
+        true
+    }
 }
 
 /// Which embedder `[embeddings]` selects.
