@@ -60,7 +60,8 @@ impl Ahead {
     }
 
     /// Waits for the hand-over under way, so that `remember` finds what it prepared rather
-    /// than doing it a second time beside it.
+    /// than doing it a second time beside it. A turn that will not be remembered drops it
+    /// unwaited (a hand-over in progress finishes on the blocking pool).
     pub(super) async fn settle(&mut self) {
         if let Some(task) = self.task.take() {
             let _ = task.await;

@@ -744,8 +744,10 @@ impl Orchestrator {
             }),
         )
         .await?;
-        ahead.settle().await;
         if let (Some(k), Some(answer)) = (self.knowledge.clone(), answer) {
+            // Only a turn that is remembered waits for what was prepared for it: a stopped
+            // or failed one does not wait on a model pass it has no use for.
+            ahead.settle().await;
             let turn = FinishedTurn {
                 session: session.id,
                 query: query.id,
