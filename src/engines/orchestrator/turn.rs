@@ -589,6 +589,10 @@ impl Orchestrator {
                         if due {
                             live.flush_soon(store, &mut header, false).await?;
                         }
+                        // What shares this task with the turn (the printer of `ask`) gets
+                        // its turn after each batch: on a stream that is always ready it would
+                        // otherwise run only at the end, holding every event until then.
+                        tokio::task::yield_now().await;
                     }
                     Some(chunk) = raw_rx.recv() => {
                         if live.push_raw(chunk) {
