@@ -7,8 +7,8 @@ use super::confidence::{
 };
 use super::patterns::{
     CHOICE_RES, CHOICE_WORDS, DECISION_PATTERN_NAMES, DECISION_RES, DECISION_SET, LIST_SPLIT_RE,
-    OPTION_RES, OPTION_WORDS, PATH_CUT_RE, PATH_LEAD_RE, REJECTION_RES, REJECTION_WORDS,
-    decision_candidates, word_candidates,
+    LazyRegexes, OPTION_RES, OPTION_WORDS, PATH_CUT_RE, PATH_LEAD_RE, REJECTION_RES,
+    REJECTION_WORDS, decision_candidates, word_candidates,
 };
 use super::text::{sentence_spans, truncate_chars};
 use crate::store::Alternative;
@@ -67,13 +67,12 @@ pub(super) struct Sentence<'a> {
     start: usize,
 }
 
-/// The regexes of `list` (in order) whose bits `candidates` has set: the others cannot
-/// match (see [`word_candidates`]).
-fn candidates_of(list: &[Option<Regex>], candidates: u64) -> impl Iterator<Item = &Regex> {
-    list.iter()
-        .enumerate()
-        .filter(move |(i, _)| candidates & (1 << i) != 0)
-        .filter_map(|(_, re)| re.as_ref())
+/// The regexes of `list` (in order) whose bits `candidates` has set, each compiled when it
+/// is first reached: the others cannot match (see [`word_candidates`]).
+fn candidates_of(list: &LazyRegexes, candidates: u64) -> impl Iterator<Item = &Regex> {
+    (0..list.len())
+        .filter(move |i| candidates & (1 << i) != 0)
+        .filter_map(|i| list.get(i))
 }
 
 /// The chosen path from the decision sentence or the sentences after it.
@@ -188,15 +187,20 @@ pub(super) fn first_decision_pattern(sentence: &str) -> Option<usize> {
     if candidates == 0 {
         return None;
     }
-    if DECISION_RES.iter().any(Option::is_none) {
-        return DECISION_SET.as_ref()?.matches(sentence).iter().next();
+    let mut first = None;
+    for i in (0..DECISION_RES.len()).filter(|i| candidates & (1 << i) != 0) {
+        match DECISION_RES.get(i) {
+            Some(re) if re.is_match(sentence) => {
+                first = Some(i);
+                break;
+            }
+            Some(_) => {}
+            // A pattern that does not compile alone (a test checks that none fails): the
+            // set answers for all of them.
+            None => return DECISION_SET.as_ref()?.matches(sentence).iter().next(),
+        }
     }
-    DECISION_RES
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| candidates & (1 << i) != 0)
-        .find(|(_, re)| re.as_ref().is_some_and(|re| re.is_match(sentence)))
-        .map(|(i, _)| i)
+    first
 }
 
 /// Decision points of one step; `base` is the step's offset in the whole text, `candidates`

@@ -5,7 +5,7 @@
 //! tells which decision patterns it may match and counts the indicators that are one word,
 //! so most regexes need not run.
 
-use std::sync::LazyLock;
+use std::sync::{LazyLock, OnceLock};
 
 use regex::{Regex, RegexSet};
 
@@ -824,9 +824,47 @@ pub(super) fn compile(pattern: &str) -> Option<Regex> {
     Regex::new(&pattern_source(pattern)).ok()
 }
 
-/// Compiles each pattern, keeping positions aligned with the sources.
-pub(super) fn compile_all<'a>(patterns: impl IntoIterator<Item = &'a str>) -> Vec<Option<Regex>> {
-    patterns.into_iter().map(compile).collect()
+/// A list of regexes each compiled on its first use, keeping positions aligned with the
+/// sources. Most texts need a few of a list or none (the word scan tells which may match),
+/// and the choice, rejection and option lists, with their counted spans of 200 characters,
+/// took three quarters of the 50 ms all of ThinkGraph's regexes cost to compile: compiled
+/// as a whole, the first decision a process met waited for every one of them.
+pub(super) struct LazyRegexes {
+    sources: Vec<String>,
+    compiled: Vec<OnceLock<Option<Regex>>>,
+}
+
+impl LazyRegexes {
+    fn new(sources: Vec<String>) -> Self {
+        let compiled = sources.iter().map(|_| OnceLock::new()).collect();
+        Self { sources, compiled }
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.sources.len()
+    }
+
+    /// The regex at `i`, compiled now if it was not yet (`None` if it does not compile).
+    pub(super) fn get(&self, i: usize) -> Option<&Regex> {
+        let cell = self.compiled.get(i)?;
+        cell.get_or_init(|| compile(&self.sources[i])).as_ref()
+    }
+
+    /// Whether the regex at `i` was compiled yet.
+    #[cfg(test)]
+    pub(super) fn is_compiled(&self, i: usize) -> bool {
+        self.compiled.get(i).is_some_and(|c| c.get().is_some())
+    }
+
+    /// Every regex of the list, in order, each compiled.
+    #[cfg(test)]
+    pub(super) fn iter(&self) -> impl Iterator<Item = Option<&Regex>> + '_ {
+        (0..self.len()).map(|i| self.get(i))
+    }
+}
+
+pub(super) fn lazy_all<'a>(patterns: impl IntoIterator<Item = &'a str>) -> LazyRegexes {
+    LazyRegexes::new(patterns.into_iter().map(str::to_string).collect())
 }
 
 pub(super) static DECISION_SET: LazyLock<Option<RegexSet>> =
@@ -834,14 +872,13 @@ pub(super) static DECISION_SET: LazyLock<Option<RegexSet>> =
 /// The decision patterns one by one: a sentence is tried only on those its words allow (see
 /// [`decision_candidates`]), each a much smaller automaton than the whole set's (three of the
 /// patterns count up to 200 characters, which multiplies the set's states).
-pub(super) static DECISION_RES: LazyLock<Vec<Option<Regex>>> =
-    LazyLock::new(|| compile_all(DECISION_PATTERNS.iter().map(|(_, p)| *p)));
-pub(super) static CHOICE_RES: LazyLock<Vec<Option<Regex>>> =
-    LazyLock::new(|| compile_all(CHOICE_PATTERNS));
-pub(super) static REJECTION_RES: LazyLock<Vec<Option<Regex>>> =
-    LazyLock::new(|| compile_all(REJECTION_SOURCES.iter().map(String::as_str)));
-pub(super) static OPTION_RES: LazyLock<Vec<Option<Regex>>> =
-    LazyLock::new(|| compile_all(OPTION_SOURCES.iter().map(String::as_str)));
+pub(super) static DECISION_RES: LazyLock<LazyRegexes> =
+    LazyLock::new(|| lazy_all(DECISION_PATTERNS.iter().map(|(_, p)| *p)));
+pub(super) static CHOICE_RES: LazyLock<LazyRegexes> = LazyLock::new(|| lazy_all(CHOICE_PATTERNS));
+pub(super) static REJECTION_RES: LazyLock<LazyRegexes> =
+    LazyLock::new(|| lazy_all(REJECTION_SOURCES.iter().map(String::as_str)));
+pub(super) static OPTION_RES: LazyLock<LazyRegexes> =
+    LazyLock::new(|| lazy_all(OPTION_SOURCES.iter().map(String::as_str)));
 pub(super) static HIGH_RE: LazyLock<Option<Regex>> = LazyLock::new(|| compile(HIGH_CONFIDENCE));
 pub(super) static MEDIUM_RE: LazyLock<Option<Regex>> = LazyLock::new(|| compile(MEDIUM_CONFIDENCE));
 pub(super) static LOW_RE: LazyLock<Option<Regex>> = LazyLock::new(|| compile(LOW_CONFIDENCE));
@@ -866,14 +903,15 @@ pub(super) static PATH_CUT_RE: LazyLock<Option<Regex>> = LazyLock::new(|| compil
 pub(super) static PATH_LEAD_RE: LazyLock<Option<Regex>> = LazyLock::new(|| compile(PATH_LEAD));
 pub(super) static LIST_SPLIT_RE: LazyLock<Option<Regex>> = LazyLock::new(|| compile(LIST_SPLIT));
 
-/// Builds the word table and compiles the regexes now, rather than on the first step that
-/// needs each: for a caller about to analyse many texts, on a thread that would otherwise
-/// wait (the first text then does not pay tens of milliseconds of compilation).
+/// Builds the word table and compiles now the regexes nearly every text needs (the
+/// confidence and step-kind indicators, the path cutters), rather than on the first step
+/// that needs each: for a caller about to analyse many texts, on a thread that would
+/// otherwise wait. The decision, choice, rejection and option regexes are left to be
+/// compiled one by one by the first sentence that may match each (see [`LazyRegexes`]).
 pub fn warm_up() {
     LazyLock::force(&WORD_TABLE);
-    for res in [&DECISION_RES, &CHOICE_RES, &REJECTION_RES, &OPTION_RES] {
-        LazyLock::force(res);
-    }
+    LazyLock::force(&SIGNAL_SET);
+    LazyLock::force(&KIND_RES);
     for re in [
         &HIGH_RE,
         &MEDIUM_RE,
@@ -884,6 +922,4 @@ pub fn warm_up() {
     ] {
         LazyLock::force(re);
     }
-    LazyLock::force(&KIND_RES);
-    LazyLock::force(&SIGNAL_SET);
 }

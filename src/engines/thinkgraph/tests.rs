@@ -1,9 +1,9 @@
 use super::confidence::{Indicators, Totals, node_confidence};
 use super::decisions::first_decision_pattern;
 use super::patterns::{
-    CHOICE_RES, CHOICE_WORDS, DECISION_PATTERNS, DECISION_SET, HIGH_RE, KIND_RES, LIST_SPLIT_RE,
-    LOW_RE, MEDIUM_RE, OPTION_RES, OPTION_SOURCES, OPTION_WORDS, PATH_CUT_RE, PATH_LEAD_RE,
-    REJECTION_RES, REJECTION_WORDS, decision_candidates, word_candidates,
+    CHOICE_RES, CHOICE_WORDS, DECISION_PATTERNS, DECISION_RES, DECISION_SET, HIGH_RE, KIND_RES,
+    LIST_SPLIT_RE, LOW_RE, MEDIUM_RE, OPTION_RES, OPTION_SOURCES, OPTION_WORDS, PATH_CUT_RE,
+    PATH_LEAD_RE, REJECTION_RES, REJECTION_WORDS, decision_candidates, word_candidates,
 };
 use super::text::{MAX_STEP_BYTES, floor_boundary};
 use super::*;
@@ -54,6 +54,22 @@ fn alt<'a>(d: &'a Decision, path: &str) -> &'a Alternative {
         .unwrap_or_else(|| panic!("alternative {path:?} in {:?}", d.alternatives))
 }
 
+/// A list compiles a regex the first time it is asked for that one, and no other: a
+/// sentence that may match one choice pattern does not wait for the other seven.
+#[test]
+fn a_lazy_list_compiles_only_the_regexes_asked_for() {
+    let list = super::patterns::lazy_all(super::patterns::CHOICE_PATTERNS);
+    assert_eq!(list.len(), 8);
+    assert!((0..8).all(|i| !list.is_compiled(i)));
+    let re = list.get(2).expect("choice pattern 2 compiles");
+    assert!(re.is_match("I chose the cache over the index"));
+    assert!(list.is_compiled(2));
+    assert_eq!((0..8).filter(|&i| list.is_compiled(i)).count(), 1);
+    // Asked again, it is the same regex, not a second compilation.
+    assert!(std::ptr::eq(re, list.get(2).expect("compiled")));
+    assert!(list.get(8).is_none());
+}
+
 #[test]
 fn all_patterns_compile() {
     assert!(DECISION_SET.is_some());
@@ -62,7 +78,8 @@ fn all_patterns_compile() {
             .iter()
             .chain(REJECTION_RES.iter())
             .chain(OPTION_RES.iter())
-            .all(Option::is_some)
+            .chain(DECISION_RES.iter())
+            .all(|re| re.is_some())
     );
     assert_eq!(DECISION_SET.as_ref().map(|s| s.len()), Some(12));
     assert_eq!(CHOICE_RES.len(), 8);
@@ -832,7 +849,7 @@ proptest! {
             prop_assert_eq!(res.len(), words.len());
             let candidates = word_candidates(&text, words);
             for (i, re) in res.iter().enumerate() {
-                if re.as_ref().unwrap().is_match(&text) {
+                if re.unwrap().is_match(&text) {
                     prop_assert!(candidates & (1 << i) != 0, "regex {} of {:?} in {:?}", i, words[i], text);
                 }
             }

@@ -229,9 +229,10 @@ impl WritePipe {
             let _ = writer.join();
             return None;
         };
-        // ThinkGraph's regexes are compiled while the first files are read, not by the
-        // preparer on the first thinking it meets. The thread is not waited for: a short
-        // import may end before it does.
+        // The regexes nearly every thinking needs are compiled while the first files are
+        // read, not by the preparer on the first thinking it meets (the decision ones are
+        // compiled one by one when a sentence first may match each). The thread is not
+        // waited for: a short import may end before it does.
         let _ = std::thread::Builder::new()
             .name("import-warm".into())
             .spawn(crate::engines::thinkgraph::warm_up);
