@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Scale figures, each beside its target:
 #   1. import of a real-shaped Claude Code history (scripts/gen-history.py) at 250, 1,000 and
-#      2,500 files: time per file (linear: within ±20%) and what each file beyond 250 and
+#      2,500 files: time per file (linear: within ±20%), the import of one of its files (the
+#      start-up the time per file spreads over the files), what each file beyond 250 and
 #      beyond 1,000 cost (the time per file less the fixed cost of a run: start-up, the
 #      store's creation and its dictionary), speed against `jq -c .`, store / input;
 #   2. `export --format json|md` of one large session and `import json` of its export: time,
@@ -9,7 +10,8 @@
 #   3. `sessions show` of that session, and opening it in the TUI (until its content is on
 #      screen): time and peak RSS;
 #   4. `ask` consuming a 100,000-delta Anthropic stream from a loopback server, against curl
-#      reading the same stream;
+#      reading the same stream; and the same stream sent over about a second, as a model
+#      sends it: the time from its last byte to the end of `ask` (what a person waits for);
 #   5. the TUI's first frame on a store of over 1 GB (every corpus above imported into one).
 #
 # Usage: scripts/bench-scale.sh            (needs jq, curl and python3)
@@ -85,6 +87,21 @@ for n in 250 1000 2500; do
 done
 row "  time per file at 250 → 1,000 → 2,500 files" \
     "$(python3 -c "a, m, b = ${PER_FILE[250]}, ${PER_FILE[1000]}, ${PER_FILE[2500]}; print(f'{a:.2f} → {m:.2f} → {b:.2f} ms ({(b / a - 1) * 100:+.0f}%)')")" "within ±20%"
+# The fixed cost of a run, which the time per file spreads over the files: one file's import.
+one="$WORK/one-file"
+if [[ ! -d "$one" ]]; then
+    first=$(find "$WORK/many-250" -name '*.jsonl' | sort | head -1)
+    mkdir -p "$one/$(basename "$(dirname "$first")")"
+    cp "$first" "$one/$(basename "$(dirname "$first")")/"
+fi
+ones=()
+for _ in $(seq "${IMPORT_RUNS:-3}"); do
+    rm -rf "$WORK/data-one"
+    t0=$(now)
+    GLASSBOX_DATA_DIR="$WORK/data-one" "$BIN" import claude-code "$one" --json > /dev/null
+    ones+=("$(python3 -c "print($(now) - $t0)")")
+done
+row "  import of one of those files (a run's start-up)" "$(python3 -c "print(f'{$(median "${ones[@]}") * 1000:.0f} ms')")" "-"
 row "  each file beyond 250 / beyond 1,000" \
     "$(python3 -c "a, m, b = ${SECS[250]}, ${SECS[1000]}, ${SECS[2500]}; x, y = (m - a) * 1000 / 750, (b - m) * 1000 / 1500; print(f'{x:.2f} / {y:.2f} ms ({(y / x - 1) * 100:+.0f}%)')")" "within ±20%"
 
@@ -151,8 +168,8 @@ ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn
 ev("message_stop", {"type": "message_stop"})
 EOF
 rm -f "$WORK/port"
-python3 - "$WORK/stream.sse" "$WORK/port" <<'EOF' &
-import http.server, sys
+python3 - "$WORK/stream.sse" "$WORK/port" "$WORK/last-byte" <<'EOF' &
+import http.server, sys, time
 body = open(sys.argv[1], "rb").read()
 class H(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
@@ -161,7 +178,16 @@ class H(http.server.BaseHTTPRequestHandler):
         self.send_header("content-type", "text/event-stream")
         self.send_header("content-length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        if not self.path.startswith("/paced/"):
+            self.wfile.write(body)
+            return
+        # As a model streams, not in one burst: 64 KB every 4 ms (about a second in all),
+        # then the time of the last byte for the bench to read.
+        for i in range(0, len(body), 65536):
+            self.wfile.write(body[i:i + 65536])
+            self.wfile.flush()
+            time.sleep(0.004)
+        open(sys.argv[3], "w").write(repr(time.time()))
     def log_message(self, *a):
         pass
 s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
@@ -190,6 +216,18 @@ curl_s=$(median "${curls[@]}")
 secs=$(median "${asks[@]}")
 row "ask on a $(($(stat -c %s "$WORK/stream.sse") / 1000000)) MB, 100k-delta stream (median of ${#asks[@]})" \
     "$(python3 -c "print(f'{$secs:.3f} s = {$secs / $curl_s:.1f}x curl ({$curl_s:.3f} s), RSS {$kb // 1024} MB')")" "≤ 5x curl, then ≤ 2x"
+# What a person waits for: the same stream sent as a model sends it (about a second), and the
+# time from its last byte to the end of `ask`.
+waits=()
+for _ in $(seq "${ASK_RUNS:-7}"); do
+    rm -rf "$WORK/data-ask" "$WORK/last-byte"
+    GLASSBOX_DATA_DIR="$WORK/data-ask" ANTHROPIC_API_KEY=bench \
+        GLASSBOX_PROVIDERS__ANTHROPIC__BASE_URL="$url/paced" "$BIN" --provider anthropic ask "bench" --json > /dev/null
+    done_at=$(now)
+    waits+=("$(python3 -c "print($done_at - $(cat "$WORK/last-byte"))")")
+done
+row "  the same stream over ~1 s: from its last byte to the prompt" \
+    "$(python3 -c "print(f'{$(median "${waits[@]}") * 1000:.0f} ms')")" "-"
 
 # ---- 5. first frame on a large store ---------------------------------------------------------
 # Every corpus above in one store, plus generated histories until it holds over 1 GB.
