@@ -187,20 +187,16 @@ pub(super) fn first_decision_pattern(sentence: &str) -> Option<usize> {
     if candidates == 0 {
         return None;
     }
-    let mut first = None;
     for i in (0..DECISION_RES.len()).filter(|i| candidates & (1 << i) != 0) {
         match DECISION_RES.get(i) {
-            Some(re) if re.is_match(sentence) => {
-                first = Some(i);
-                break;
-            }
+            Some(re) if re.is_match(sentence) => return Some(i),
             Some(_) => {}
             // A pattern that does not compile alone (a test checks that none fails): the
             // set answers for all of them.
             None => return DECISION_SET.as_ref()?.matches(sentence).iter().next(),
         }
     }
-    first
+    None
 }
 
 /// Decision points of one step; `base` is the step's offset in the whole text, `candidates`

@@ -863,6 +863,7 @@ impl LazyRegexes {
     }
 }
 
+/// A [`LazyRegexes`] of `patterns`, none compiled yet.
 pub(super) fn lazy_all<'a>(patterns: impl IntoIterator<Item = &'a str>) -> LazyRegexes {
     LazyRegexes::new(patterns.into_iter().map(str::to_string).collect())
 }
