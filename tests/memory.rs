@@ -17,6 +17,19 @@ fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// `glassbox [LEAD…] ask ARGS…` against the OpenAI-compatible scripted server at `url`,
+/// on the blocking pool (the server runs on this test's runtime); fails unless it exits 0.
+async fn ask_openai(env: &Project, lead: &[&str], url: &str, args: &[&str]) -> Output {
+    let mut cmd = env.cmd();
+    cmd.args(lead)
+        .args(["ask", "--provider", "openai", "--base-url", url])
+        .args(args)
+        .env("OPENAI_API_KEY", "sk-test");
+    tokio::task::spawn_blocking(move || ok(&mut cmd))
+        .await
+        .unwrap()
+}
+
 /// 200 entries about other things in `env`'s project, through `memory import` (embedded on
 /// the way in).
 fn fill_unrelated(env: &Project) {
@@ -150,22 +163,13 @@ async fn ask_sends_the_remembered_fact_to_an_openai_compatible_server() {
     let server =
         ScriptedServer::start(Script::forever(Step::sse(&body).rechunk(ChunkBy::Lines))).await;
     let url = format!("{}/v1", server.url());
-    let out = tokio::task::spawn_blocking({
-        let mut cmd = env.cmd();
-        cmd.args([
-            "ask",
-            "--json",
-            "--provider",
-            "openai",
-            "--base-url",
-            &url,
-            "Which host runs the BLUEHERON staging database?",
-        ])
-        .env("OPENAI_API_KEY", "sk-test");
-        move || ok(&mut cmd)
-    })
-    .await
-    .unwrap();
+    let out = ask_openai(
+        &env,
+        &[],
+        &url,
+        &["--json", "Which host runs the BLUEHERON staging database?"],
+    )
+    .await;
     let requests = server.requests();
     let messages = requests[0].json["messages"].to_string();
     assert!(
@@ -345,22 +349,13 @@ async fn a_long_answer_is_embedded_for_recall_while_it_streams() {
     ))
     .await;
     let url = format!("{}/v1", server.url());
-    tokio::task::spawn_blocking({
-        let mut cmd = env.cmd();
-        cmd.args([
-            "-vv",
-            "ask",
-            "--provider",
-            "openai",
-            "--base-url",
-            &url,
-            "What does the lighthouse keeper write down?",
-        ])
-        .env("OPENAI_API_KEY", "sk-test");
-        move || ok(&mut cmd)
-    })
-    .await
-    .unwrap();
+    ask_openai(
+        &env,
+        &["-vv"],
+        &url,
+        &["What does the lighthouse keeper write down?"],
+    )
+    .await;
     let log = std::fs::read_to_string(env.data.join("glassbox.log")).unwrap();
     let ahead = log.find("a text's head embedded ahead");
     let taken = log.find("vector taken from a head embedded ahead");
