@@ -310,7 +310,7 @@ impl Embedder for MiniLm {
         }
         let mut out = vec![Vec::new(); texts.len()];
         // Texts whose head was embedded ahead take that vector; the rest are embedded here.
-        let mut todo = Vec::with_capacity(texts.len());
+        let (mut todo, mut heads) = (Vec::with_capacity(texts.len()), Vec::new());
         for (i, t) in texts.iter().enumerate() {
             let head = first_words(t, self.max_tokens);
             match self.take_ahead(head) {
@@ -321,16 +321,15 @@ impl Embedder for MiniLm {
                     );
                     out[i] = v;
                 }
-                None => todo.push(i),
+                None => {
+                    todo.push(i);
+                    heads.push(head);
+                }
             }
         }
         if todo.is_empty() {
             return Ok(out);
         }
-        let heads: Vec<&str> = todo
-            .iter()
-            .map(|&i| first_words(texts[i], self.max_tokens))
-            .collect();
         let encodings = if heads.len() == 1 {
             vec![
                 self.tokenizer
