@@ -17,7 +17,7 @@
 //! ([`refresh`]; see `Store::read`).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, RwLock};
 
 use super::kv::{Db, ReadableTable};
@@ -88,9 +88,10 @@ impl RecordDict {
 
 /// The dictionaries known in this process, by id.
 static KNOWN: LazyLock<RwLock<HashMap<u32, Arc<RecordDict>>>> = LazyLock::new(Default::default);
-/// A record named a dictionary not known here: the next transaction of every store looks
-/// for new ones ([`refresh`]).
-static MISSED: AtomicBool = AtomicBool::new(false);
+/// How many times a record named a dictionary not known here. A store whose last
+/// [`refresh`] saw fewer looks for new ones in its next transaction: a count rather than a
+/// flag, so that one store's refresh does not hide another store's miss.
+static MISSES: AtomicU64 = AtomicU64::new(0);
 
 /// Makes `bytes` known as a dictionary. The one already known under its id is returned when
 /// it has the same bytes; different bytes under a known id (two trainings met the one
@@ -120,21 +121,20 @@ pub(super) fn register(bytes: Vec<u8>) -> Result<Arc<RecordDict>> {
 pub(super) fn find(id: u32) -> Option<Arc<RecordDict>> {
     let found = KNOWN.read().ok()?.get(&id).cloned();
     if found.is_none() {
-        MISSED.store(true, Ordering::Relaxed);
+        MISSES.fetch_add(1, Ordering::Relaxed);
     }
     found
 }
 
-/// Whether a record named an unknown dictionary since the last [`refresh`].
-pub(super) fn missed() -> bool {
-    MISSED.load(Ordering::Relaxed)
+/// How many times a record named an unknown dictionary in this process.
+pub(super) fn misses() -> u64 {
+    MISSES.load(Ordering::Relaxed)
 }
 
 /// Registers the dictionaries in `table` (a store's `record_dicts`) not known yet. One that
 /// cannot be (see [`register`]) is left out with a warning: only the records compressed
 /// with it fail to read.
 pub(super) fn refresh(table: &impl ReadableTable<u32, &'static [u8]>) -> Result<()> {
-    MISSED.store(false, Ordering::Relaxed);
     for entry in table.iter()? {
         let (id, bytes) = entry?;
         let id = id.value();
@@ -284,6 +284,16 @@ mod tests {
 
     on_every_arm!(a_trained_dictionary_is_kept_and_its_records_read_back);
 
+    /// Held by each test that forgets a dictionary: the arms of one test train the same
+    /// dictionary, and one arm forgetting it must not pull it from under another.
+    static FORGETTING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn forgetting() -> std::sync::MutexGuard<'static, ()> {
+        FORGETTING
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Nodes of varied prose, about 1.5 KB each, numbered so that no two are alike.
     fn nodes(session: &Session, count: usize) -> Vec<Node> {
         let words = [
@@ -314,6 +324,7 @@ mod tests {
     }
 
     fn a_trained_dictionary_is_kept_and_its_records_read_back(fx: &Fixture) {
+        let _alone = forgetting();
         let store = fx.open();
         assert!(store.record_dict().is_none());
         let s = Session::new("t", SessionSource::Glassbox);
@@ -355,6 +366,10 @@ mod tests {
 
         // A process that never saw the dictionary reads it from the store: a redb file on
         // its next transaction, a byte backend on the read after the one that met it.
+        // Another store of the process taking in its own dictionaries in between does not
+        // keep this one from taking in the one it missed.
+        let other_fx = Fixture::bytes();
+        let other = other_fx.open();
         forget(new.id());
         match store.node(all[7].id) {
             Ok(n) => assert_eq!(n.as_ref(), Some(&all[7])),
@@ -366,6 +381,7 @@ mod tests {
             }
             Err(e) => panic!("{e}"),
         }
+        other.schema_version().unwrap();
         assert_eq!(store.node(all[7].id).unwrap().as_ref(), Some(&all[7]));
 
         // Opened again, the store compresses what it writes with the same dictionary.
@@ -384,6 +400,7 @@ mod tests {
 
     #[test]
     fn a_record_whose_dictionary_is_nowhere_fails_with_its_id() {
+        let _alone = forgetting();
         let s = Session::new("t", SessionSource::Glassbox);
         let all = nodes(&s, 800);
         let samples: Vec<Vec<u8>> = all.iter().map(|n| serde_json::to_vec(n).unwrap()).collect();

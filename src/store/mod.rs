@@ -155,6 +155,8 @@ pub struct Store {
     path: PathBuf,
     /// The dictionary new node records are compressed with, if the store has one.
     dict: Arc<std::sync::RwLock<Option<Arc<dict::RecordDict>>>>,
+    /// [`dict::misses`] when this store last took in its dictionaries.
+    dicts_seen: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl std::fmt::Debug for Store {
@@ -222,6 +224,7 @@ impl Store {
             db: Arc::new(db),
             path,
             dict: Arc::default(),
+            dicts_seen: Arc::new(dict::misses().into()),
         };
         migrate::ensure_schema(&store)?;
         store.set_record_dict(dict::load(&store.db)?);
@@ -301,8 +304,9 @@ impl Store {
     /// journalled. Nothing is written if `f` fails.
     pub fn write<T>(&self, f: impl FnOnce(&mut Writer<'_>) -> Result<T>) -> Result<T> {
         let txn = self.db.begin_write()?;
-        if self.looks_for_dicts() {
+        if let Some(misses) = self.looks_for_dicts() {
             dict::refresh(&txn.open_table(tables::RECORD_DICTS)?)?;
+            self.saw_dicts(misses);
         }
         let next_seq = {
             let journal = txn.open_table(JOURNAL)?;
@@ -338,19 +342,28 @@ impl Store {
     /// Whether a transaction starts by taking in the dictionaries another process added to
     /// the store: every transaction of a redb file (a lookup in a table of one or two rows),
     /// and on a byte backend the first after a record named one not known here (that read
-    /// failed; the next one finds it).
-    fn looks_for_dicts(&self) -> bool {
-        self.db.is_redb() || dict::missed()
+    /// failed; the next one finds it). `Some` holds the count of misses to note once the
+    /// dictionaries are taken in ([`Store::saw_dicts`]).
+    fn looks_for_dicts(&self) -> Option<u64> {
+        let misses = dict::misses();
+        (self.db.is_redb() || misses != self.dicts_seen.load(std::sync::atomic::Ordering::Relaxed))
+            .then_some(misses)
+    }
+
+    fn saw_dicts(&self, misses: u64) {
+        self.dicts_seen
+            .store(misses, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// A read transaction, with the store's new dictionaries taken in
     /// ([`Store::looks_for_dicts`]).
     fn read(&self) -> Result<ReadTxn> {
         let txn = self.db.begin_read()?;
-        if self.looks_for_dicts()
-            && let Some(t) = txn.open_table_if_exists(tables::RECORD_DICTS)?
-        {
-            dict::refresh(&t)?;
+        if let Some(misses) = self.looks_for_dicts() {
+            if let Some(t) = txn.open_table_if_exists(tables::RECORD_DICTS)? {
+                dict::refresh(&t)?;
+            }
+            self.saw_dicts(misses);
         }
         Ok(txn)
     }
