@@ -13,6 +13,7 @@ mod insights;
 mod knowledge;
 mod mcp;
 mod memory;
+mod pages;
 mod pipeline;
 pub mod replay;
 mod research;
@@ -32,6 +33,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 pub use crate::config::Ctx;
 use crate::config::{self, ConfigSources, FlagOverride, ProviderKind};
 use crate::paths::Paths;
+pub use pages::{small_pages, wants_small_pages};
 
 #[derive(Debug, Parser)]
 #[command(
