@@ -10,11 +10,8 @@ use glassbox::cli::{self, Cli, Command};
 
 /// mimalloc rather than the system allocator: an import allocates and frees millions of
 /// small strings across three threads, where glibc's allocator spent an eighth of the time.
-/// It asks for transparent huge pages, so that one fault maps 2 MiB where it mapped 4 KiB: a
-/// command that goes through tens of megabytes and ends takes a fraction of the faults
-/// (`ask` on a 17 MB stream: 17,000 → 1,400; loading the local embedder's 87 MB of weights:
-/// 27,000 → 1,100). The TUI, the MCP server and a Claude Code import keep to small pages
-/// (`cli::wants_small_pages`).
+/// Built without transparent huge pages (Cargo.toml's `no_thp`): zeroing a fresh 2 MiB page
+/// on first touch was a third of an import's kernel time.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -75,9 +72,6 @@ fn main() -> ExitCode {
 /// runtime, and then goes to the TUI or to the command.
 fn run(parsed: Cli) -> Result<ExitCode> {
     let Cli { global, command } = parsed;
-    if cli::wants_small_pages(command.as_ref()) {
-        cli::small_pages();
-    }
     if let Some(Command::Completions { shell }) = command {
         return Ok(cli::print_completions(shell));
     }

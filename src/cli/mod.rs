@@ -13,7 +13,6 @@ mod insights;
 mod knowledge;
 mod mcp;
 mod memory;
-mod pages;
 mod pipeline;
 pub mod replay;
 mod research;
@@ -33,7 +32,6 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 pub use crate::config::Ctx;
 use crate::config::{self, ConfigSources, FlagOverride, ProviderKind};
 use crate::paths::Paths;
-pub use pages::{small_pages, wants_small_pages};
 
 #[derive(Debug, Parser)]
 #[command(
