@@ -872,7 +872,8 @@ fn a_large_first_import_trains_the_stores_dictionary_and_reads_back_through_it()
         "the", "importer", "reads", "each", "line", "maps", "its", "message", "and", "writes",
         "nodes", "with", "their", "edges", "cursor", "batch", "commit", "index",
     ];
-    // Four sessions of 300 questions of about a kilobyte each: over a megabyte of records.
+    // Four sessions of 300 questions of about a kilobyte each: more records than a dictionary
+    // is trained on.
     for s in 0..4u32 {
         let sid = format!("{s:08x}-0000-4000-8000-000000000000");
         let lines: Vec<String> = (0..300u32)
@@ -903,7 +904,7 @@ fn a_large_first_import_trains_the_stores_dictionary_and_reads_back_through_it()
     assert_eq!(first.new_nodes(), 1200);
     let dict = store
         .record_dict()
-        .expect("a dictionary trained on the first megabyte");
+        .expect("a dictionary trained on the first records");
     assert!(dict.len() > 1000, "{} bytes", dict.len());
     let sessions = store.sessions().unwrap();
     assert_eq!(sessions.len(), 4);

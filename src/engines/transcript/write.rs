@@ -27,9 +27,13 @@ const COMMIT_BYTES: usize = 8 << 20;
 /// reading (instead of once, at the end, with nothing left to overlap), and a large one
 /// reaches full-size commits after a few.
 const FIRST_COMMIT_BYTES: usize = 1 << 20;
-/// Longest a batch waits for others before it is committed anyway (`--watch` shows new
-/// lines within this; the end of an import or a settle commits at once).
+/// Longest a commit stays open for more batches (`--watch` shows new lines within this; the
+/// end of an import or a settle commits at once).
 const COMMIT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+/// Longest the writer holds its open transaction waiting for the next batch: batches come a
+/// few milliseconds apart while an import reads, so a gap this long means the reading has
+/// paused (`--watch`, a large file), and other writers should not wait on it.
+const COMMIT_IDLE: std::time::Duration = std::time::Duration::from_millis(100);
 /// Encoded node bytes sent to the writer thread and not yet committed, above which the
 /// importing thread waits: room for the commit being written and the next one gathering,
 /// so reading never waits for a commit and memory stays bounded.
@@ -119,13 +123,6 @@ impl WriteJob {
             "import commit"
         );
         Ok(done)
-    }
-
-    /// Writes several batches, in order, in one transaction: fewer commits (each one syncs
-    /// the file and rewrites the index blocks it touched), and a crash still keeps whole
-    /// batches with their cursors or none of them.
-    fn commit_all(jobs: &[WriteJob], store: &Store) -> Result<Vec<Committed>, StoreError> {
-        store.write(|w| jobs.iter().map(|j| j.write_into(w)).collect())
     }
 
     /// Encoded size of the batch's nodes: what coalescing batches into one commit counts.
@@ -358,12 +355,12 @@ fn prepare_loop(
     }
 }
 
-/// The writer thread: gathers batches until [`COMMIT_BYTES`] (less for the first commits, see
-/// [`FIRST_COMMIT_BYTES`]), [`COMMIT_WAIT`], a
-/// [`Msg::Commit`] or the end of the import, then commits them in one transaction, in the
-/// order they came.
+/// The writer thread: writes each batch into an open transaction as it comes, and commits
+/// once the transaction holds [`COMMIT_BYTES`] (less for the first commits, see
+/// [`FIRST_COMMIT_BYTES`]), no batch came for [`COMMIT_IDLE`], [`COMMIT_WAIT`] has passed, a
+/// [`Msg::Commit`] came or the import ended. Writing while the preparer works on the next
+/// batches leaves only the index merge and the commit itself for after the last one.
 fn writer_loop(rx: &std::sync::mpsc::Receiver<Msg>, store: &Store, shared: &Shared) {
-    use std::sync::mpsc::RecvTimeoutError;
     let (lock, cv) = &**shared;
     let mut open = true;
     let mut commit_bytes = FIRST_COMMIT_BYTES;
@@ -373,37 +370,37 @@ fn writer_loop(rx: &std::sync::mpsc::Receiver<Msg>, store: &Store, shared: &Shar
             Ok(Msg::Commit) => continue,
             Err(_) => return,
         };
-        let deadline = std::time::Instant::now() + COMMIT_WAIT;
-        let mut weight = first.weight();
-        let mut jobs = vec![first];
-        while weight < commit_bytes {
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(Msg::Job(job)) => {
-                    weight += job.weight();
-                    jobs.push(job);
-                }
-                Ok(Msg::Commit) | Err(RecvTimeoutError::Timeout) => break,
-                Err(RecvTimeoutError::Disconnected) => {
-                    open = false;
-                    break;
-                }
-            }
-        }
+        let mut gather = Gather {
+            rx,
+            next: Some(first),
+            deadline: std::time::Instant::now() + COMMIT_WAIT,
+            limit: commit_bytes,
+            weight: 0,
+            jobs: 0,
+            open: true,
+        };
         let failed = lock.lock().map(|s| s.error.is_some()).unwrap_or(true);
         let result = if failed {
+            // After a failed commit the batches are counted and dropped unwritten.
+            while gather.next().is_some() {}
             None
         } else {
             let t = std::time::Instant::now();
-            let r = WriteJob::commit_all(&jobs, store);
+            let r = store.write(|w| {
+                let mut done = Vec::new();
+                while let Some(job) = gather.next() {
+                    done.push(job.write_into(w)?);
+                }
+                Ok(done)
+            });
             // Logged once the commit returned, so a crash test may count on these nodes.
             let created: u64 = r
                 .as_ref()
                 .map(|done| done.iter().flat_map(|d| d.created.values()).sum())
                 .unwrap_or(0);
             tracing::debug!(
-                batches = jobs.len(),
-                node_bytes = weight,
+                batches = gather.jobs,
+                node_bytes = gather.weight,
                 nodes_created = created,
                 ok = r.is_ok(),
                 ms = t.elapsed().as_millis() as u64,
@@ -411,19 +408,58 @@ fn writer_loop(rx: &std::sync::mpsc::Receiver<Msg>, store: &Store, shared: &Shar
             );
             Some(r)
         };
+        // A batch received but not written (the transaction could not start) is counted too.
+        drop(gather.take());
+        open = gather.open;
         commit_bytes = (commit_bytes * 2).min(COMMIT_BYTES);
-        let n = jobs.len() as u64;
-        // The batches' memory goes back before the importer is told they are done.
-        drop(jobs);
         let Ok(mut st) = lock.lock() else { return };
         match result {
             Some(Ok(done)) => st.done.extend(done),
             Some(Err(e)) => st.error = Some(e),
             None => {}
         }
-        st.finished += n;
-        st.pending = st.pending.saturating_sub(weight);
+        st.finished += gather.jobs;
+        st.pending = st.pending.saturating_sub(gather.weight);
         cv.notify_all();
+    }
+}
+
+/// The batches of one commit, taken from the preparer as the writer gets to them.
+struct Gather<'a> {
+    rx: &'a std::sync::mpsc::Receiver<Msg>,
+    next: Option<WriteJob>,
+    deadline: std::time::Instant,
+    /// Encoded bytes after which no more batches are taken.
+    limit: usize,
+    /// Encoded bytes and batches taken so far.
+    weight: usize,
+    jobs: u64,
+    /// False once the preparer has gone: this commit is the last.
+    open: bool,
+}
+
+impl Gather<'_> {
+    /// The next batch of this commit, or `None` once it is complete.
+    fn next(&mut self) -> Option<WriteJob> {
+        use std::sync::mpsc::RecvTimeoutError;
+        if self.next.is_none() && self.weight < self.limit && self.open {
+            let now = std::time::Instant::now();
+            let wait = COMMIT_IDLE.min(self.deadline.saturating_duration_since(now));
+            match self.rx.recv_timeout(wait) {
+                Ok(Msg::Job(job)) => self.next = Some(job),
+                Ok(Msg::Commit) | Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => self.open = false,
+            }
+        }
+        self.take()
+    }
+
+    /// The batch received and not yet taken, counted as taken.
+    fn take(&mut self) -> Option<WriteJob> {
+        let job = self.next.take()?;
+        self.weight += job.weight();
+        self.jobs += 1;
+        Some(job)
     }
 }
 
