@@ -545,3 +545,52 @@ fn merge_session(id: SessionId, existing: Option<Session>, d: &SessionDelta) -> 
     set_title(&mut s, custom, summary, d.first_query.as_deref(), slug);
     s
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+
+    use super::*;
+    use crate::store::testing::{Fixture, on_every_arm};
+    use crate::store::{Node, NodeType};
+
+    on_every_arm!(a_paused_import_commits_what_it_has_and_holds_no_transaction);
+
+    /// Reading that pauses (`--watch`, a large file) leaves its batches committed after
+    /// [`COMMIT_IDLE`], not after [`COMMIT_WAIT`], and the store free for other writers.
+    fn a_paused_import_commits_what_it_has_and_holds_no_transaction(fx: &Fixture) {
+        let store = fx.open();
+        let session = Session::new("t", SessionSource::ClaudeCode);
+        store.write(|w| w.put_session(&session)).unwrap();
+        let pipe = WritePipe::start(store.clone()).expect("the threads start");
+        let node = Node::new(session.id, NodeType::Response, "a line that was read");
+        let cursor = TranscriptCursor {
+            path: "/p/s.jsonl".into(),
+            inode: 1,
+            offset: 10,
+            mtime_ns: 1,
+            size: 10,
+            lines: 1,
+        };
+        let batch = Batch {
+            nodes: vec![node.clone()],
+            ..Batch::default()
+        };
+        let sent = std::time::Instant::now();
+        pipe.send(batch, cursor).unwrap();
+        // Well before COMMIT_WAIT, which a batch of a busy import may wait for.
+        while store.node(node.id).unwrap().is_none() {
+            assert!(
+                sent.elapsed() < COMMIT_WAIT / 2,
+                "the batch waited for more as long as a busy import would"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // Nothing came since: the writer is between transactions, so this one goes through.
+        store.write(|w| w.put_session(&session)).unwrap();
+        let (done, error) = pipe.finish();
+        assert!(error.is_none(), "{error:?}");
+        assert_eq!(done.len(), 1);
+        assert_eq!(done[0].created.get("response"), Some(&1));
+    }
+}
