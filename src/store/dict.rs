@@ -333,7 +333,7 @@ mod tests {
         let s = Session::new("t", SessionSource::Glassbox);
         let all = nodes(&s, 900);
         let mut feed = DictFeed::new(&store);
-        // Half a megabyte of records: not enough to train on yet.
+        // About 150 KB of records: not enough to train on yet.
         feed.observe(&all[..100]);
         assert!(feed.dict().is_none());
         feed.observe(&all[100..]);

@@ -586,8 +586,17 @@ mod tests {
             );
             std::thread::sleep(std::time::Duration::from_millis(5));
         }
-        // Nothing came since: the writer is between transactions, so this one goes through.
+        // The file's cursor went in with it, so a rerun goes on after this line.
+        let kept = store
+            .transcript_cursor("/p/s.jsonl")
+            .unwrap()
+            .expect("the cursor");
+        assert_eq!((kept.offset, kept.lines), (10, 1));
+        // The writer holds no transaction while it waits for more: another writer goes
+        // through at once.
+        let before = std::time::Instant::now();
         store.write(|w| w.put_session(&session)).unwrap();
+        assert!(before.elapsed() < COMMIT_WAIT / 2);
         let (done, error) = pipe.finish();
         assert!(error.is_none(), "{error:?}");
         assert_eq!(done.len(), 1);
