@@ -872,53 +872,68 @@ fn a_large_first_import_trains_the_stores_dictionary_and_reads_back_through_it()
         "the", "importer", "reads", "each", "line", "maps", "its", "message", "and", "writes",
         "nodes", "with", "their", "edges", "cursor", "batch", "commit", "index",
     ];
-    // Four sessions of 300 questions of about a kilobyte each: more records than a dictionary
-    // is trained on.
-    for s in 0..4u32 {
-        let sid = format!("{s:08x}-0000-4000-8000-000000000000");
-        let lines: Vec<String> = (0..300u32)
-            .map(|i| {
-                let text: Vec<String> = (0..160u32)
-                    .map(|j| match (s * 300 + i + j * 7) % 19 {
-                        0 => format!("item{}", s * 100_000 + i * 160 + j),
-                        k => words[k as usize % words.len()].to_string(),
-                    })
-                    .collect();
-                line(
-                    &sid,
-                    &format!("{s:08x}-{i:04x}-4000-8000-000000000000"),
-                    (i > 0)
-                        .then(|| format!("{s:08x}-{:04x}-4000-8000-000000000000", i - 1))
-                        .as_deref(),
-                    &format!("2026-01-0{}T10:{:02}:{:02}Z", s + 1, i / 60, i % 60),
-                    &text.join(" "),
-                )
-            })
-            .collect();
-        std::fs::write(root.join(format!("{sid}.jsonl")), lines.join("\n") + "\n").unwrap();
-    }
+    // Sessions of 300 questions of about a kilobyte each: four of them hold more records
+    // than a dictionary is trained on.
+    let write_sessions = |range: std::ops::Range<u32>| {
+        for s in range {
+            let sid = format!("{s:08x}-0000-4000-8000-000000000000");
+            let lines: Vec<String> = (0..300u32)
+                .map(|i| {
+                    let text: Vec<String> = (0..160u32)
+                        .map(|j| match (s * 300 + i + j * 7) % 19 {
+                            0 => format!("item{}", s * 100_000 + i * 160 + j),
+                            k => words[k as usize % words.len()].to_string(),
+                        })
+                        .collect();
+                    line(
+                        &sid,
+                        &format!("{s:08x}-{i:04x}-4000-8000-000000000000"),
+                        (i > 0)
+                            .then(|| format!("{s:08x}-{:04x}-4000-8000-000000000000", i - 1))
+                            .as_deref(),
+                        &format!("2026-01-0{}T10:{:02}:{:02}Z", s + 1, i / 60, i % 60),
+                        &text.join(" "),
+                    )
+                })
+                .collect();
+            std::fs::write(root.join(format!("{sid}.jsonl")), lines.join("\n") + "\n").unwrap();
+        }
+    };
+    write_sessions(0..4);
     let path = dir.path().join("s.redb");
     let store = support::store::open(&path).unwrap();
     assert!(store.record_dict().is_none());
     let first = import(&store, &dir.path().join("projects"));
     assert_eq!(first.new_nodes(), 1200);
+    // Trained on a thread of its own while the import went on, and stored by its end even
+    // when no record of this import was compressed with it.
     let dict = store
         .record_dict()
         .expect("a dictionary trained on the first records");
     assert!(dict.len() > 1000, "{} bytes", dict.len());
-    let sessions = store.sessions().unwrap();
-    assert_eq!(sessions.len(), 4);
-    let nodes: Vec<Node> = sessions
-        .iter()
-        .flat_map(|s| store.session_nodes(s.id).unwrap())
-        .collect();
-    assert_eq!(nodes.len(), 1200);
+    // The records of the next import are compressed with it: they take less room than the
+    // same records compressed without a dictionary.
+    let all_nodes = |store: &Store| -> Vec<Node> {
+        store
+            .sessions()
+            .unwrap()
+            .iter()
+            .flat_map(|s| store.session_nodes(s.id).unwrap())
+            .collect()
+    };
+    let earlier: std::collections::HashSet<_> = all_nodes(&store).iter().map(|n| n.id).collect();
+    let before = store.node_compression().unwrap().stored;
+    write_sessions(4..8);
+    let next = import(&store, &dir.path().join("projects"));
+    assert_eq!(next.new_nodes(), 1200);
+    let stored = store.node_compression().unwrap().stored - before;
+    assert_eq!(store.sessions().unwrap().len(), 8);
+    let nodes = all_nodes(&store);
+    assert_eq!(nodes.len(), 2400);
     assert!(nodes.iter().all(|n| n.text.split(' ').count() == 160));
-    // Most records went out compressed with it: the nodes take less room than the same
-    // nodes compressed without a dictionary.
-    let stored = store.node_compression().unwrap().stored;
     let without: u64 = nodes
         .iter()
+        .filter(|n| !earlier.contains(&n.id))
         .map(|n| PreparedNode::new(n, None).unwrap().encoded_len() as u64)
         .sum();
     assert!(

@@ -8,9 +8,9 @@
 //!
 //! A store holds its dictionaries in `record_dicts` (keyed by the dictionary's zstd id,
 //! which its frames carry) and names the one new records use in `meta`. Nothing is fitted
-//! in advance: an import into a store without one trains it on the first quarter megabyte
-//! of records it writes ([`DictFeed`]) and writes it in the transaction of the first records
-//! compressed with it.
+//! in advance: an import into a store without one trains it, on a thread of its own, on the
+//! first quarter megabyte of records it writes ([`DictFeed`]), and writes it in the
+//! transaction of the first records compressed with it.
 //!
 //! Dictionaries are known process-wide by id: every store registers its own when it opens,
 //! and takes in those another process added since at the start of its transactions
@@ -26,8 +26,8 @@ use super::{COMPRESS_ABOVE, Node, Result, Store, StoreError, ZSTD_LEVEL};
 
 /// Record JSON an import gathers before training a dictionary on it. Measured on generated
 /// Claude Code histories: a quarter of a megabyte trains in about 23 ms and compresses within
-/// 1% of a megabyte's dictionary, which took 55 ms, all of it before the import's first
-/// commit.
+/// 1% of a megabyte's dictionary, which took 55 ms; the records compressed without one while
+/// it trains are fewer too.
 const TRAIN_BYTES: usize = 256 << 10;
 /// Longest part of one record taken as a sample: a huge record would teach little more
 /// than its own text.
@@ -183,15 +183,18 @@ impl super::Writer<'_> {
 }
 
 /// The dictionary an import's records are compressed with: the store's, or, for a store
-/// without one, one trained on the first [`TRAIN_BYTES`] of records the import writes
-/// (about 60 ms, once per store; the records before it go out without one).
+/// without one, one trained on the first [`TRAIN_BYTES`] of records the import writes. The
+/// training (about 23 ms, once per store) runs on a thread of its own while the import goes
+/// on: the records before it is ready go out without a dictionary, as the first ones do.
 pub struct DictFeed {
     current: Option<Arc<RecordDict>>,
     /// Trained and in use, not yet handed out to be written ([`DictFeed::take_new`]).
     unsaved: Option<Arc<RecordDict>>,
     /// Record JSON gathered to train on, one after another, and each one's length; `None`
-    /// once there is a dictionary or the training was tried.
+    /// once there is a dictionary or the training was started.
     samples: Option<(Vec<u8>, Vec<usize>)>,
+    /// The training under way.
+    training: Option<std::thread::JoinHandle<Result<Arc<RecordDict>>>>,
 }
 
 impl DictFeed {
@@ -201,6 +204,7 @@ impl DictFeed {
             samples: current.is_none().then(Default::default),
             current,
             unsaved: None,
+            training: None,
         }
     }
 
@@ -210,6 +214,7 @@ impl DictFeed {
             current: store.record_dict(),
             unsaved: None,
             samples: None,
+            training: None,
         }
     }
 
@@ -218,9 +223,17 @@ impl DictFeed {
         self.current.as_deref()
     }
 
-    /// Takes `nodes` (about to be written) as samples while gathering, and trains the
-    /// dictionary once there are enough: `nodes` are then compressed with it.
+    /// Takes `nodes` (about to be written) as samples while gathering, and starts the
+    /// training once there are enough; takes the dictionary in once it is trained, for
+    /// `nodes` and the records after them.
     pub fn observe(&mut self, nodes: &[Node]) {
+        self.gather(nodes);
+        if self.training.as_ref().is_some_and(|t| t.is_finished()) {
+            self.wait();
+        }
+    }
+
+    fn gather(&mut self, nodes: &[Node]) {
         let Some((samples, sizes)) = &mut self.samples else {
             return;
         };
@@ -241,19 +254,46 @@ impl DictFeed {
         if samples.len() < TRAIN_BYTES {
             return;
         }
-        let t0 = std::time::Instant::now();
-        let trained = zstd::dict::from_continuous(samples, sizes, DICT_BYTES)
-            .map_err(|e| StoreError::Encode(e.to_string()))
-            .and_then(register);
-        self.samples = None;
+        let Some((samples, sizes)) = self.samples.take() else {
+            return;
+        };
+        let train = move || {
+            let t0 = std::time::Instant::now();
+            let dict = zstd::dict::from_continuous(&samples, &sizes, DICT_BYTES)
+                .map_err(|e| StoreError::Encode(e.to_string()))
+                .and_then(register)?;
+            tracing::debug!(
+                id = dict.id,
+                bytes = dict.len(),
+                ms = t0.elapsed().as_millis() as u64,
+                "record dictionary trained"
+            );
+            Ok(dict)
+        };
+        // A process out of threads imports without a dictionary, as it did before this one.
+        match std::thread::Builder::new()
+            .name("record-dict".into())
+            .spawn(train)
+        {
+            Ok(handle) => self.training = Some(handle),
+            Err(e) => tracing::warn!("no record dictionary: cannot start its training: {e}"),
+        }
+    }
+
+    /// Waits for a training under way and takes its dictionary in; nothing to wait for
+    /// otherwise.
+    pub fn wait(&mut self) {
+        if let Some(handle) = self.training.take() {
+            let trained = handle
+                .join()
+                .unwrap_or_else(|_| Err(StoreError::Io("the training thread panicked".into())));
+            self.trained(trained);
+        }
+    }
+
+    fn trained(&mut self, trained: Result<Arc<RecordDict>>) {
         match trained {
             Ok(dict) => {
-                tracing::debug!(
-                    id = dict.id,
-                    bytes = dict.len(),
-                    ms = t0.elapsed().as_millis() as u64,
-                    "record dictionary trained"
-                );
                 self.current = Some(dict.clone());
                 self.unsaved = Some(dict);
             }
@@ -337,6 +377,8 @@ mod tests {
         feed.observe(&all[..100]);
         assert!(feed.dict().is_none());
         feed.observe(&all[100..]);
+        // Trained on a thread of its own: waited for, it is in use.
+        feed.wait();
         let dict = feed.dict().expect("trained");
         let (with, without): (Vec<_>, Vec<_>) = all
             .iter()

@@ -45,7 +45,9 @@ pub(super) struct WriteJob {
     edges: Vec<crate::store::Edge>,
     decisions: Vec<crate::store::DecisionPoint>,
     sessions: BTreeMap<SessionId, SessionDelta>,
-    cursor: TranscriptCursor,
+    /// `None` only in the job that stores a dictionary trained too late for any batch
+    /// ([`WriteJob::dict_only`]).
+    cursor: Option<TranscriptCursor>,
     /// The dictionary this batch's records were the first to be compressed with: it is
     /// stored in the same transaction.
     dict: Option<std::sync::Arc<RecordDict>>,
@@ -107,9 +109,22 @@ impl WriteJob {
             edges,
             decisions,
             sessions,
-            cursor,
+            cursor: Some(cursor),
             dict: feed.take_new(),
         })
+    }
+
+    /// A job that only stores `dict`: one whose training ended after the last batch was
+    /// prepared, kept for what the store writes next (a later import, `ask`).
+    fn dict_only(dict: std::sync::Arc<RecordDict>) -> Self {
+        Self {
+            nodes: Vec::new(),
+            edges: Vec::new(),
+            decisions: Vec::new(),
+            sessions: BTreeMap::new(),
+            cursor: None,
+            dict: Some(dict),
+        }
     }
 
     /// Writes the batch and the cursor in one transaction, so a crash keeps both or neither.
@@ -166,7 +181,9 @@ impl WriteJob {
             for d in &self.decisions {
                 w.put_decision_point(d)?;
             }
-            w.put_transcript_cursor(&self.cursor)?;
+            if let Some(cursor) = &self.cursor {
+                w.put_transcript_cursor(cursor)?;
+            }
             Ok(done)
         }
     }
@@ -352,6 +369,11 @@ fn prepare_loop(
         if tx.send(msg).is_err() {
             return;
         }
+    }
+    // A dictionary still training when the last batch was prepared is stored all the same.
+    feed.wait();
+    if let Some(dict) = feed.take_new() {
+        let _ = tx.send(Msg::Job(WriteJob::dict_only(dict)));
     }
 }
 

@@ -207,6 +207,7 @@ fn store_nodes(
             let mut feed = DictFeed::new(store);
             for batch in rx {
                 feed.observe(&batch);
+                feed.wait();
                 let dict = feed.dict();
                 let prepared = batch
                     .iter()
