@@ -192,8 +192,9 @@ pub(super) struct Live {
     pub(super) graph: GraphFeed,
     /// Decision points not yet committed.
     pub(super) decisions: Vec<DecisionPoint>,
-    /// Raw chunks not yet committed (copied into records by the flush, off the stream).
-    pub(super) chunks: Vec<RawChunk>,
+    /// Raw chunks not yet committed, compressed as they came: a chunk's bytes are the HTTP
+    /// client's read buffer, which it can reuse only once they are dropped.
+    pub(super) chunks: Vec<EncodedChunk>,
     pub(super) next_chunk: u32,
     pub(super) total_bytes: u64,
     /// Bytes of `chunks`.
@@ -308,7 +309,8 @@ impl Live {
     pub(super) fn push_raw(&mut self, c: RawChunk) -> bool {
         self.total_bytes += c.bytes.len() as u64;
         self.raw_pending += c.bytes.len();
-        self.chunks.push(c);
+        let offset_us = c.offset.as_micros().min(u128::from(u64::MAX)) as u64;
+        self.chunks.push(EncodedChunk::new(offset_us, &c.bytes));
         self.raw_pending >= RAW_FLUSH_BYTES
     }
 
@@ -439,14 +441,6 @@ impl Live {
             // Encoding a large node and compressing the raw chunks are most of a flush: they
             // are done before the transaction, beside the commit of the flush before this one.
             let (nodes, chunks) = tokio::task::spawn_blocking(move || {
-                let t0 = Instant::now();
-                let chunks: Vec<EncodedChunk> = chunks
-                    .iter()
-                    .map(|c| {
-                        let offset_us = c.offset.as_micros().min(u128::from(u64::MAX)) as u64;
-                        EncodedChunk::new(offset_us, &c.bytes)
-                    })
-                    .collect();
                 let t1 = Instant::now();
                 let mut nodes = nodes.into_iter().zip(indexers).map(|(n, indexer)| {
                     n.map(|n| {
@@ -460,7 +454,6 @@ impl Live {
                 let nodes = [nodes.next().flatten(), nodes.next().flatten()];
                 tracing::debug!(
                     chunks = chunks.len(),
-                    chunks_ms = (t1 - t0).as_millis() as u64,
                     nodes_ms = t1.elapsed().as_millis() as u64,
                     "flush encoded"
                 );
