@@ -438,10 +438,10 @@ impl Live {
         let store = store.clone();
         let dict = store.record_dict();
         Some(tokio::spawn(async move {
-            // Encoding a large node and compressing the raw chunks are most of a flush: they
-            // are done before the transaction, beside the commit of the flush before this one.
-            let (nodes, chunks) = tokio::task::spawn_blocking(move || {
-                let t1 = Instant::now();
+            // Encoding a large node is most of a flush: it is done before the transaction,
+            // beside the commit of the flush before this one.
+            let nodes = tokio::task::spawn_blocking(move || {
+                let t0 = Instant::now();
                 let mut nodes = nodes.into_iter().zip(indexers).map(|(n, indexer)| {
                     n.map(|n| {
                         let ready = match indexer {
@@ -452,12 +452,8 @@ impl Live {
                     })
                 });
                 let nodes = [nodes.next().flatten(), nodes.next().flatten()];
-                tracing::debug!(
-                    chunks = chunks.len(),
-                    nodes_ms = t1.elapsed().as_millis() as u64,
-                    "flush encoded"
-                );
-                (nodes, chunks)
+                tracing::debug!(nodes_ms = t0.elapsed().as_millis() as u64, "flush encoded");
+                nodes
             })
             .await
             .map_err(|e| StoreError::Io(format!("a flush did not finish: {e}")))?;
