@@ -863,42 +863,46 @@ fn titles_skip_system_payloads_and_render_slash_commands() {
     assert_eq!(session_by_claude_id(&store, c).title, "login work");
 }
 
+/// Writes sessions `range` into `root`, each of `questions` questions of about a kilobyte of
+/// varied prose, numbered so that no two are alike.
+fn write_prose_sessions(root: &Path, range: std::ops::Range<u32>, questions: u32) {
+    let words = [
+        "the", "importer", "reads", "each", "line", "maps", "its", "message", "and", "writes",
+        "nodes", "with", "their", "edges", "cursor", "batch", "commit", "index",
+    ];
+    for s in range {
+        let sid = format!("{s:08x}-0000-4000-8000-000000000000");
+        let lines: Vec<String> = (0..questions)
+            .map(|i| {
+                let text: Vec<String> = (0..160u32)
+                    .map(|j| match (s * 300 + i + j * 7) % 19 {
+                        0 => format!("item{}", s * 100_000 + i * 160 + j),
+                        k => words[k as usize % words.len()].to_string(),
+                    })
+                    .collect();
+                line(
+                    &sid,
+                    &format!("{s:08x}-{i:04x}-4000-8000-000000000000"),
+                    (i > 0)
+                        .then(|| format!("{s:08x}-{:04x}-4000-8000-000000000000", i - 1))
+                        .as_deref(),
+                    &format!("2026-01-0{}T10:{:02}:{:02}Z", s % 9 + 1, i / 60, i % 60),
+                    &text.join(" "),
+                )
+            })
+            .collect();
+        std::fs::write(root.join(format!("{sid}.jsonl")), lines.join("\n") + "\n").unwrap();
+    }
+}
+
 #[test]
 fn a_large_first_import_trains_the_stores_dictionary_and_reads_back_through_it() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("projects/-nowhere-proj-x");
     std::fs::create_dir_all(&root).unwrap();
-    let words = [
-        "the", "importer", "reads", "each", "line", "maps", "its", "message", "and", "writes",
-        "nodes", "with", "their", "edges", "cursor", "batch", "commit", "index",
-    ];
     // Sessions of 300 questions of about a kilobyte each: four of them hold more records
     // than a dictionary is trained on.
-    let write_sessions = |range: std::ops::Range<u32>| {
-        for s in range {
-            let sid = format!("{s:08x}-0000-4000-8000-000000000000");
-            let lines: Vec<String> = (0..300u32)
-                .map(|i| {
-                    let text: Vec<String> = (0..160u32)
-                        .map(|j| match (s * 300 + i + j * 7) % 19 {
-                            0 => format!("item{}", s * 100_000 + i * 160 + j),
-                            k => words[k as usize % words.len()].to_string(),
-                        })
-                        .collect();
-                    line(
-                        &sid,
-                        &format!("{s:08x}-{i:04x}-4000-8000-000000000000"),
-                        (i > 0)
-                            .then(|| format!("{s:08x}-{:04x}-4000-8000-000000000000", i - 1))
-                            .as_deref(),
-                        &format!("2026-01-0{}T10:{:02}:{:02}Z", s + 1, i / 60, i % 60),
-                        &text.join(" "),
-                    )
-                })
-                .collect();
-            std::fs::write(root.join(format!("{sid}.jsonl")), lines.join("\n") + "\n").unwrap();
-        }
-    };
+    let write_sessions = |range| write_prose_sessions(&root, range, 300);
     write_sessions(0..4);
     let path = dir.path().join("s.redb");
     let store = support::store::open(&path).unwrap();
@@ -952,4 +956,48 @@ fn a_large_first_import_trains_the_stores_dictionary_and_reads_back_through_it()
     assert_eq!(hits.len(), 1);
     let n = store.node(hits[0].node).unwrap().unwrap();
     assert!(n.text.contains("item200814"));
+}
+
+#[test]
+fn syncs_file_by_file_add_up_to_a_dictionary() {
+    // As `--watch` reads: a pipe per file, each with too few records to train on alone.
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("projects/-nowhere-proj-x");
+    std::fs::create_dir_all(&root).unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
+    let mut importer = Importer::new(store.clone()).unwrap().keep_state();
+    for s in 0..10u32 {
+        write_prose_sessions(&root, s..s + 1, 40);
+        let path = root.join(format!("{s:08x}-0000-4000-8000-000000000000.jsonl"));
+        assert!(importer.sync_file(&path).unwrap());
+    }
+    assert_eq!(importer.take_summary().new_nodes(), 400);
+    let dict = store
+        .record_dict()
+        .expect("a dictionary trained on the records of all the syncs");
+    // The syncs after it compress with it.
+    let before = store.node_compression().unwrap().stored;
+    let mut later = Vec::new();
+    for s in 10..14u32 {
+        write_prose_sessions(&root, s..s + 1, 40);
+        let path = root.join(format!("{s:08x}-0000-4000-8000-000000000000.jsonl"));
+        importer.sync_file(&path).unwrap();
+        later.extend(store.session_nodes(importer_session(&store, s)).unwrap());
+    }
+    let stored = store.node_compression().unwrap().stored - before;
+    let without: u64 = later
+        .iter()
+        .map(|n| PreparedNode::new(n, None).unwrap().encoded_len() as u64)
+        .sum();
+    assert_eq!(later.len(), 160);
+    assert!(
+        stored * 10 < without * 8,
+        "{stored} bytes stored, {without} without a dictionary"
+    );
+    assert_eq!(store.record_dict().map(|d| d.id()), Some(dict.id()));
+}
+
+/// The session imported from the prose session numbered `s`.
+fn importer_session(store: &Store, s: u32) -> glassbox::store::SessionId {
+    session_by_claude_id(store, &format!("{s:08x}-0000-4000-8000-000000000000")).id
 }

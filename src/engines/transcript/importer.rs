@@ -11,8 +11,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
 use super::claude_code::{Batch, FileMapper, MapCtx, RunTaskCalls};
-use super::write::{WriteJob, WritePipe};
+use super::write::{Finished, WriteJob, WritePipe};
 use super::{BATCH_BYTES, BATCH_LINES, ImportSummary, Progress, TranscriptError};
+use crate::store::dict::DictFeed;
 use crate::store::{SessionId, SessionSource, Store, TranscriptCursor};
 
 /// A file being followed: its cursor and (in a long-running importer) its mapping state.
@@ -35,6 +36,9 @@ pub struct Importer {
     files_total: u64,
     /// The writer thread of the import in progress, if any.
     pipe: Option<WritePipe>,
+    /// The dictionary feed of the last writer thread, for the next: a store without a
+    /// dictionary gets one once the records of all its syncs add up to a training.
+    dict_feed: Option<DictFeed>,
     /// Files whose cursor is in a batch the writer thread may not have committed yet.
     in_flight: HashSet<String>,
     task_calls: RunTaskCalls,
@@ -66,6 +70,7 @@ impl Importer {
             files_done: 0,
             files_total: 0,
             pipe: None,
+            dict_feed: None,
             in_flight: HashSet::new(),
             task_calls: RunTaskCalls::default(),
             read_buf: Vec::new(),
@@ -453,7 +458,7 @@ impl Importer {
             }
             None => {
                 // Without the threads no dictionary is trained: the store's is used.
-                let mut feed = crate::store::dict::DictFeed::existing(&self.store);
+                let mut feed = DictFeed::existing(&self.store);
                 let done = WriteJob::new(batch, cursor.clone(), &mut feed)?.commit(&self.store)?;
                 done.add_to(&mut self.summary);
             }
@@ -467,7 +472,13 @@ impl Importer {
         if self.pipe.is_some() {
             return false;
         }
-        self.pipe = WritePipe::start(self.store.clone());
+        // A feed still gathering is dropped once the store has a dictionary (another process
+        // trained one): new records are compressed with that.
+        let feed = match self.dict_feed.take() {
+            Some(f) if f.dict().is_some() || self.store.record_dict().is_none() => f,
+            _ => DictFeed::new(&self.store),
+        };
+        self.pipe = WritePipe::start(self.store.clone(), feed);
         self.pipe.is_some()
     }
 
@@ -478,7 +489,8 @@ impl Importer {
         let Some(pipe) = self.pipe.take() else {
             return Ok(());
         };
-        let (done, error) = pipe.finish();
+        let Finished { done, error, feed } = pipe.finish();
+        self.dict_feed = feed;
         for d in done {
             d.add_to(&mut self.summary);
         }

@@ -199,7 +199,9 @@ impl WriteJob {
 /// is reported by `send`, `settle` and `finish`.
 pub(crate) struct WritePipe {
     batches: Option<std::sync::mpsc::SyncSender<Raw>>,
-    threads: Vec<std::thread::JoinHandle<()>>,
+    /// The preparer hands its dictionary feed back when it ends, for the next pipe.
+    preparer: Option<std::thread::JoinHandle<DictFeed>>,
+    writer: Option<std::thread::JoinHandle<()>>,
     state: Shared,
 }
 
@@ -220,7 +222,10 @@ struct PipeState {
 
 impl WritePipe {
     /// `None` when the threads cannot be started (the caller then writes batches itself).
-    pub(super) fn start(store: Store) -> Option<Self> {
+    /// `feed` compresses the records (and trains the store's dictionary, if it has none);
+    /// [`WritePipe::finish`] gives it back, so that the records of many short pipes (a
+    /// `--watch` syncs file by file) add up to a training.
+    pub(super) fn start(store: Store, feed: DictFeed) -> Option<Self> {
         let (raw_tx, raw_rx) = std::sync::mpsc::sync_channel::<Raw>(QUEUED_BATCHES);
         let (tx, rx) = std::sync::mpsc::channel::<Msg>();
         let state: Shared = std::sync::Arc::new((
@@ -234,10 +239,13 @@ impl WritePipe {
             .spawn(move || writer_loop(&rx, &writer_store, &shared))
             .ok()?;
         let shared = state.clone();
-        let mut feed = DictFeed::new(&store);
         let preparer = std::thread::Builder::new()
             .name("import-prepare".into())
-            .spawn(move || prepare_loop(&raw_rx, &tx, &shared, &mut feed));
+            .spawn(move || {
+                let mut feed = feed;
+                prepare_loop(&raw_rx, &tx, &shared, &mut feed);
+                feed
+            });
         let Ok(preparer) = preparer else {
             // The writer ends once its sender (moved into the failed closure) is gone.
             let _ = writer.join();
@@ -252,7 +260,8 @@ impl WritePipe {
             .spawn(crate::engines::thinkgraph::warm_up);
         Some(Self {
             batches: Some(raw_tx),
-            threads: vec![preparer, writer],
+            preparer: Some(preparer),
+            writer: Some(writer),
             state,
         })
     }
@@ -295,25 +304,42 @@ impl WritePipe {
         }
     }
 
-    /// Stops the threads once they have handled every batch; returns what was committed and
-    /// the first error.
-    pub(super) fn finish(mut self) -> (Vec<Committed>, Option<StoreError>) {
+    /// Stops the threads once they have handled every batch; returns what was committed, the
+    /// first error and the dictionary feed.
+    pub(super) fn finish(mut self) -> Finished {
         drop(self.batches.take());
-        let panicked = self
-            .threads
-            .drain(..)
-            .map(std::thread::JoinHandle::join)
-            .any(|j| j.is_err());
+        // The preparer ends first (the batches are over), then the writer (its jobs are).
+        let feed = self.preparer.take().map(std::thread::JoinHandle::join);
+        let writer = self.writer.take().map(std::thread::JoinHandle::join);
+        let panicked = matches!(feed, Some(Err(_))) || matches!(writer, Some(Err(_)));
+        let feed = feed.and_then(Result::ok);
         let (lock, _) = &*self.state;
         let Ok(mut st) = lock.lock() else {
-            return (Vec::new(), Some(poisoned_store()));
+            return Finished {
+                done: Vec::new(),
+                error: Some(poisoned_store()),
+                feed,
+            };
         };
         let mut error = st.error.take();
         if panicked && error.is_none() {
             error = Some(StoreError::Io("import writer thread panicked".into()));
         }
-        (std::mem::take(&mut st.done), error)
+        Finished {
+            done: std::mem::take(&mut st.done),
+            error,
+            feed,
+        }
     }
+}
+
+/// What a [`WritePipe`] did, once finished.
+pub(super) struct Finished {
+    pub done: Vec<Committed>,
+    /// The first write error.
+    pub error: Option<StoreError>,
+    /// The dictionary feed the pipe was started with (`None` if its thread panicked).
+    pub feed: Option<DictFeed>,
 }
 
 /// What the importing thread sends the preparer thread.
@@ -584,7 +610,8 @@ mod tests {
         let store = fx.open();
         let session = Session::new("t", SessionSource::ClaudeCode);
         store.write(|w| w.put_session(&session)).unwrap();
-        let pipe = WritePipe::start(store.clone()).expect("the threads start");
+        let pipe =
+            WritePipe::start(store.clone(), DictFeed::new(&store)).expect("the threads start");
         let node = Node::new(session.id, NodeType::Response, "a line that was read");
         let cursor = TranscriptCursor {
             path: "/p/s.jsonl".into(),
@@ -619,9 +646,10 @@ mod tests {
         let before = std::time::Instant::now();
         store.write(|w| w.put_session(&session)).unwrap();
         assert!(before.elapsed() < COMMIT_WAIT / 2);
-        let (done, error) = pipe.finish();
+        let Finished { done, error, feed } = pipe.finish();
         assert!(error.is_none(), "{error:?}");
         assert_eq!(done.len(), 1);
         assert_eq!(done[0].created.get("response"), Some(&1));
+        assert!(feed.is_some(), "the feed comes back for the next pipe");
     }
 }
