@@ -863,15 +863,21 @@ fn titles_skip_system_payloads_and_render_slash_commands() {
     assert_eq!(session_by_claude_id(&store, c).title, "login work");
 }
 
+/// The Claude session id of the prose session numbered `s` ([`write_prose_sessions`]).
+fn prose_session_id(s: u32) -> String {
+    format!("{s:08x}-0000-4000-8000-000000000000")
+}
+
 /// Writes sessions `range` into `root`, each of `questions` questions of about a kilobyte of
-/// varied prose, numbered so that no two are alike.
-fn write_prose_sessions(root: &Path, range: std::ops::Range<u32>, questions: u32) {
+/// varied prose, numbered so that no two are alike; returns the files written.
+fn write_prose_sessions(root: &Path, range: std::ops::Range<u32>, questions: u32) -> Vec<PathBuf> {
     let words = [
         "the", "importer", "reads", "each", "line", "maps", "its", "message", "and", "writes",
         "nodes", "with", "their", "edges", "cursor", "batch", "commit", "index",
     ];
+    let mut written = Vec::new();
     for s in range {
-        let sid = format!("{s:08x}-0000-4000-8000-000000000000");
+        let sid = prose_session_id(s);
         let lines: Vec<String> = (0..questions)
             .map(|i| {
                 let text: Vec<String> = (0..160u32)
@@ -891,8 +897,11 @@ fn write_prose_sessions(root: &Path, range: std::ops::Range<u32>, questions: u32
                 )
             })
             .collect();
-        std::fs::write(root.join(format!("{sid}.jsonl")), lines.join("\n") + "\n").unwrap();
+        let path = root.join(format!("{sid}.jsonl"));
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        written.push(path);
     }
+    written
 }
 
 #[test]
@@ -902,7 +911,9 @@ fn a_large_first_import_trains_the_stores_dictionary_and_reads_back_through_it()
     std::fs::create_dir_all(&root).unwrap();
     // Sessions of 300 questions of about a kilobyte each: four of them hold more records
     // than a dictionary is trained on.
-    let write_sessions = |range| write_prose_sessions(&root, range, 300);
+    let write_sessions = |range| {
+        write_prose_sessions(&root, range, 300);
+    };
     write_sessions(0..4);
     let path = dir.path().join("s.redb");
     let store = support::store::open(&path).unwrap();
@@ -966,9 +977,7 @@ fn syncs_file_by_file_add_up_to_a_dictionary() {
     std::fs::create_dir_all(&root).unwrap();
     let store = support::store::open(&dir.path().join("s.redb")).unwrap();
     let mut importer = Importer::new(store.clone()).unwrap().keep_state();
-    for s in 0..10u32 {
-        write_prose_sessions(&root, s..s + 1, 40);
-        let path = root.join(format!("{s:08x}-0000-4000-8000-000000000000.jsonl"));
+    for path in write_prose_sessions(&root, 0..10, 40) {
         assert!(importer.sync_file(&path).unwrap());
     }
     assert_eq!(importer.take_summary().new_nodes(), 400);
@@ -978,11 +987,10 @@ fn syncs_file_by_file_add_up_to_a_dictionary() {
     // The syncs after it compress with it.
     let before = store.node_compression().unwrap().stored;
     let mut later = Vec::new();
-    for s in 10..14u32 {
-        write_prose_sessions(&root, s..s + 1, 40);
-        let path = root.join(format!("{s:08x}-0000-4000-8000-000000000000.jsonl"));
-        importer.sync_file(&path).unwrap();
-        later.extend(store.session_nodes(importer_session(&store, s)).unwrap());
+    for (s, path) in (10..).zip(write_prose_sessions(&root, 10..14, 40)) {
+        assert!(importer.sync_file(&path).unwrap());
+        let session = session_by_claude_id(&store, &prose_session_id(s));
+        later.extend(store.session_nodes(session.id).unwrap());
     }
     let stored = store.node_compression().unwrap().stored - before;
     let without: u64 = later
@@ -995,9 +1003,4 @@ fn syncs_file_by_file_add_up_to_a_dictionary() {
         "{stored} bytes stored, {without} without a dictionary"
     );
     assert_eq!(store.record_dict().map(|d| d.id()), Some(dict.id()));
-}
-
-/// The session imported from the prose session numbered `s`.
-fn importer_session(store: &Store, s: u32) -> glassbox::store::SessionId {
-    session_by_claude_id(store, &format!("{s:08x}-0000-4000-8000-000000000000")).id
 }
