@@ -972,23 +972,50 @@ fn a_large_first_import_trains_the_stores_dictionary_and_reads_back_through_it()
 #[test]
 fn syncs_file_by_file_add_up_to_a_dictionary() {
     // As `--watch` reads: a pipe per file, each with too few records to train on alone.
+    let mut importer = None;
+    dictionary_from_file_by_file_imports(|store, path| {
+        importer
+            .get_or_insert_with(|| Importer::new(store.clone()).unwrap().keep_state())
+            .sync_file(path)
+            .unwrap()
+    });
+}
+
+#[test]
+fn imports_a_session_at_a_time_train_on_the_records_stored() {
+    // As the Claude Code hooks import: a process per session, none with enough records to
+    // train on, and nothing handed from one to the next but the store.
+    dictionary_from_file_by_file_imports(|store, path| {
+        let mut importer = Importer::new(store.clone()).unwrap();
+        importer.import_files(&[path.to_path_buf()], None).unwrap();
+        importer.take_summary().new_nodes() > 0
+    });
+}
+
+/// Imports ten files of 40 questions one at a time with `import`, each too small to train
+/// a dictionary on; the store must then have one, and four more files imported the same way
+/// must be stored at least a fifth smaller than without it.
+fn dictionary_from_file_by_file_imports(mut import: impl FnMut(&Store, &Path) -> bool) {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("projects/-nowhere-proj-x");
     std::fs::create_dir_all(&root).unwrap();
     let store = support::store::open(&dir.path().join("s.redb")).unwrap();
-    let mut importer = Importer::new(store.clone()).unwrap().keep_state();
-    for path in write_prose_sessions(&root, 0..10, 40) {
-        assert!(importer.sync_file(&path).unwrap());
+    for (i, path) in write_prose_sessions(&root, 0..10, 40).iter().enumerate() {
+        assert!(import(&store, path));
+        assert!(
+            i > 0 || store.record_dict().is_none(),
+            "one file trained one"
+        );
     }
-    assert_eq!(importer.take_summary().new_nodes(), 400);
+    assert_eq!(store.counts().unwrap().nodes, 400);
     let dict = store
         .record_dict()
-        .expect("a dictionary trained on the records of all the syncs");
-    // The syncs after it compress with it.
+        .expect("a dictionary trained on the records of all the imports");
+    // The imports after it compress with it.
     let before = store.node_compression().unwrap().stored;
     let mut later = Vec::new();
     for (s, path) in (10..).zip(write_prose_sessions(&root, 10..14, 40)) {
-        assert!(importer.sync_file(&path).unwrap());
+        assert!(import(&store, &path));
         let session = session_by_claude_id(&store, &prose_session_id(s));
         later.extend(store.session_nodes(session.id).unwrap());
     }

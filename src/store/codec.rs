@@ -325,6 +325,26 @@ fn decompress_with_dict(body: &[u8]) -> std::io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// The first `limit` bytes of a record's JSON, for a record stored plain or compressed
+/// without a dictionary; `None` for one compressed with a dictionary or that does not
+/// decompress. Reads no more of the frame than that.
+pub fn record_json_start(bytes: &[u8], limit: usize) -> Option<std::borrow::Cow<'_, [u8]>> {
+    use std::io::Read;
+    match bytes.split_first()? {
+        (&FORMAT_JSON, body) => Some(std::borrow::Cow::Borrowed(&body[..body.len().min(limit)])),
+        (&FORMAT_ZSTD_JSON, body) => {
+            let mut json = Vec::new();
+            zstd::stream::read::Decoder::new(body)
+                .ok()?
+                .take(limit as u64)
+                .read_to_end(&mut json)
+                .ok()?;
+            Some(std::borrow::Cow::Owned(json))
+        }
+        _ => None,
+    }
+}
+
 /// The JSON length of an encoded value (its size before compression).
 pub fn plain_len(bytes: &[u8]) -> usize {
     match bytes.split_first() {

@@ -21,8 +21,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, RwLock};
 
 use super::kv::{Db, ReadableTable};
-use super::tables::{META, RECORD_DICTS};
-use super::{COMPRESS_ABOVE, Node, Result, Store, StoreError, ZSTD_LEVEL};
+use super::tables::{META, NODES, RECORD_DICTS};
+use super::{COMPRESS_ABOVE, Node, Result, Store, StoreError, ZSTD_LEVEL, codec};
 
 /// Record JSON an import gathers before training a dictionary on it. Measured on generated
 /// Claude Code histories: a quarter of a megabyte trains in about 23 ms and compresses within
@@ -35,6 +35,10 @@ const SAMPLE_BYTES: usize = 16 << 10;
 /// Size of a trained dictionary. Measured on 98,000 records of Claude Code sessions: 32,
 /// 64 and 112 KiB compress within 2% of each other; the smallest trains fastest.
 const DICT_BYTES: usize = 32 << 10;
+/// Records a new import looks at in a store without a dictionary for samples of its own: a
+/// store filled a session at a time (a hook's import, `ask`) never had one import with
+/// [`TRAIN_BYTES`] of records, and the look stays short on a store of many tiny ones.
+const SCAN_RECORDS: usize = 20_000;
 /// The `meta` key naming the dictionary new records use (its id, u32 little-endian).
 const CURRENT_KEY: &str = "record_dict";
 
@@ -182,17 +186,65 @@ impl super::Writer<'_> {
     }
 }
 
+/// Record JSON gathered to train a dictionary on: the start of each record, one after
+/// another, and each one's length.
+#[derive(Default)]
+struct Samples {
+    bytes: Vec<u8>,
+    sizes: Vec<usize>,
+}
+
+impl Samples {
+    /// Takes the start of one record's JSON, unless it is too short to be compressed at all.
+    fn add(&mut self, json: &[u8]) {
+        if json.len() <= COMPRESS_ABOVE || self.is_full() {
+            return;
+        }
+        let take = json.len().min(SAMPLE_BYTES);
+        self.bytes.extend_from_slice(&json[..take]);
+        self.sizes.push(take);
+    }
+
+    fn is_full(&self) -> bool {
+        self.bytes.len() >= TRAIN_BYTES
+    }
+}
+
+impl Store {
+    /// Samples of the records already stored (those compressed without a dictionary), for a
+    /// store that has none: looks at no more than [`SCAN_RECORDS`] records and reads no more
+    /// of each than a sample takes.
+    fn stored_samples(&self, samples: &mut Samples) -> Result<()> {
+        let r = self.db.begin_read()?;
+        let Some(table) = r.open_table_if_exists(NODES)? else {
+            return Ok(());
+        };
+        for row in table.iter()?.take(SCAN_RECORDS) {
+            if samples.is_full() {
+                break;
+            }
+            let (_, v) = row?;
+            if let Some(json) = codec::record_json_start(v.value(), SAMPLE_BYTES) {
+                samples.add(&json);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// The dictionary an import's records are compressed with: the store's, or, for a store
-/// without one, one trained on the first [`TRAIN_BYTES`] of records the import writes. The
-/// training (about 23 ms, once per store) runs on a thread of its own while the import goes
-/// on: the records before it is ready go out without a dictionary, as the first ones do.
+/// without one, one trained on the first [`TRAIN_BYTES`] of records: those the store
+/// already holds (a store filled by hooks, a session per process), then those the import
+/// writes. The training (about 23 ms, once per store) runs on a thread of its own while the
+/// import goes on: the records before it is ready go out without a dictionary, as the first
+/// ones do.
 pub struct DictFeed {
     current: Option<Arc<RecordDict>>,
     /// Trained and in use, not yet handed out to be written ([`DictFeed::take_new`]).
     unsaved: Option<Arc<RecordDict>>,
-    /// Record JSON gathered to train on, one after another, and each one's length; `None`
-    /// once there is a dictionary or the training was started.
-    samples: Option<(Vec<u8>, Vec<usize>)>,
+    /// Records gathered to train on; `None` once there is a dictionary or the training was
+    /// started.
+    samples: Option<Samples>,
     /// The training under way.
     training: Option<std::thread::JoinHandle<Result<Arc<RecordDict>>>>,
 }
@@ -200,12 +252,22 @@ pub struct DictFeed {
 impl DictFeed {
     pub fn new(store: &Store) -> Self {
         let current = store.record_dict();
-        Self {
-            samples: current.is_none().then(Default::default),
+        let mut feed = Self {
+            samples: None,
             current,
             unsaved: None,
             training: None,
+        };
+        if feed.current.is_none() {
+            let mut samples = Samples::default();
+            // Without them the import trains on its own records alone.
+            if let Err(e) = store.stored_samples(&mut samples) {
+                tracing::warn!("the stored records could not be sampled: {e}");
+            }
+            feed.samples = Some(samples);
+            feed.train_when_full();
         }
+        feed
     }
 
     /// The store's dictionary only: nothing is trained.
@@ -227,39 +289,33 @@ impl DictFeed {
     /// training once there are enough; takes the dictionary in once it is trained, for
     /// `nodes` and the records after them.
     pub fn observe(&mut self, nodes: &[Node]) {
-        self.gather(nodes);
+        if let Some(samples) = &mut self.samples {
+            for n in nodes {
+                if samples.is_full() {
+                    break;
+                }
+                if let Ok(json) = serde_json::to_vec(n) {
+                    samples.add(&json);
+                }
+            }
+            self.train_when_full();
+        }
         if self.training.as_ref().is_some_and(|t| t.is_finished()) {
             self.wait();
         }
     }
 
-    fn gather(&mut self, nodes: &[Node]) {
-        let Some((samples, sizes)) = &mut self.samples else {
-            return;
-        };
-        for n in nodes {
-            if samples.len() >= TRAIN_BYTES {
-                break;
-            }
-            let Ok(json) = serde_json::to_vec(n) else {
-                continue;
-            };
-            if json.len() <= COMPRESS_ABOVE {
-                continue;
-            }
-            let take = json.len().min(SAMPLE_BYTES);
-            samples.extend_from_slice(&json[..take]);
-            sizes.push(take);
-        }
-        if samples.len() < TRAIN_BYTES {
+    /// Starts the training once the samples are enough.
+    fn train_when_full(&mut self) {
+        if !self.samples.as_ref().is_some_and(Samples::is_full) {
             return;
         }
-        let Some((samples, sizes)) = self.samples.take() else {
+        let Some(Samples { bytes, sizes }) = self.samples.take() else {
             return;
         };
         let train = move || {
             let t0 = std::time::Instant::now();
-            let dict = zstd::dict::from_continuous(&samples, &sizes, DICT_BYTES)
+            let dict = zstd::dict::from_continuous(&bytes, &sizes, DICT_BYTES)
                 .map_err(|e| StoreError::Encode(e.to_string()))
                 .and_then(register)?;
             tracing::debug!(
@@ -326,6 +382,7 @@ mod tests {
     use crate::store::{NodeType, PreparedNode, Session, SessionSource, codec, tables::NODES};
 
     on_every_arm!(a_trained_dictionary_is_kept_and_its_records_read_back);
+    on_every_arm!(a_store_filled_a_session_at_a_time_trains_on_the_records_it_holds);
 
     /// Held by each test that forgets a dictionary: the arms of one test train the same
     /// dictionary, and one arm forgetting it must not pull it from under another.
@@ -441,6 +498,56 @@ mod tests {
         let listed = store.session_nodes(s.id).unwrap();
         assert_eq!(listed.len(), 901);
         assert_eq!(&listed[..900], &all[..]);
+    }
+
+    fn a_store_filled_a_session_at_a_time_trains_on_the_records_it_holds(fx: &Fixture) {
+        let _alone = forgetting();
+        let store = fx.open();
+        let all = (0..9)
+            .map(|i| {
+                let s = Session::new(format!("hook {i}"), SessionSource::ClaudeCode);
+                let nodes = nodes(&s, 100);
+                (s, nodes)
+            })
+            .collect::<Vec<(Session, Vec<Node>)>>();
+        // Each session stored on its own, without a dictionary, as one hook's import would.
+        let store_session = |(s, nodes): &(Session, Vec<Node>)| {
+            store
+                .write(|w| {
+                    w.put_session(s)?;
+                    nodes.iter().try_for_each(|n| w.put_node(n))
+                })
+                .unwrap();
+            assert_eq!(stored_format(&store, &nodes[0]), codec::FORMAT_ZSTD_JSON);
+        };
+        // About 150 KB of records: the next import finds too few to train on.
+        store_session(&all[0]);
+        let mut feed = DictFeed::new(&store);
+        assert!(feed.training.is_none());
+        feed.wait();
+        assert!(feed.take_new().is_none());
+        for session in &all[1..] {
+            store_session(session);
+        }
+        // Enough now: the next import starts training on them before it reads a line.
+        let mut feed = DictFeed::new(&store);
+        assert!(feed.training.is_some());
+        feed.wait();
+        let dict = feed.take_new().expect("trained on the stored records");
+        let records = all.iter().flat_map(|(_, nodes)| nodes);
+        let (with, without) = records.fold((0, 0), |(with, without), n| {
+            (
+                with + PreparedNode::new(n, Some(&dict)).unwrap().encoded_len(),
+                without + PreparedNode::new(n, None).unwrap().encoded_len(),
+            )
+        });
+        assert!(
+            with * 10 < without * 9,
+            "{with} bytes with the dictionary, {without} without"
+        );
+        // A feed for a store that has a dictionary samples nothing.
+        store.write(|w| w.put_record_dict(&dict)).unwrap();
+        assert!(DictFeed::new(&store).samples.is_none());
     }
 
     #[test]
