@@ -114,8 +114,23 @@ fn a_fresh_data_dir_doctor_sessions_config_completions() {
             compacted["compacted"]["after_bytes"].as_u64().unwrap(),
         );
         assert!(after < before, "{compacted}");
+        // An empty store has no records to train a dictionary on.
+        assert_eq!(
+            compacted["compacted"]["recompressed"]["dict"],
+            serde_json::Value::Null
+        );
         let text = stdout(&run(glassbox(&data).args(["doctor", "--compact"])));
-        assert!(text.starts_with("compacted    "), "{text}");
+        let mut lines = text.lines();
+        assert!(
+            lines
+                .next()
+                .is_some_and(|l| l.starts_with("recompressed nothing: no dictionary yet")),
+            "{text}"
+        );
+        assert!(
+            lines.next().is_some_and(|l| l.starts_with("compacted    ")),
+            "{text}"
+        );
     }
 
     let show = stdout(&run(glassbox(&data)

@@ -1030,4 +1030,12 @@ fn dictionary_from_file_by_file_imports(mut import: impl FnMut(&Store, &Path) ->
         "{stored} bytes stored, {without} without a dictionary"
     );
     assert_eq!(store.record_dict().map(|d| d.id()), Some(dict.id()));
+    // The records imported before it (`doctor --compact`) are compressed with it too.
+    let older = store.node_compression().unwrap();
+    assert!(older.without_dict > 0);
+    let done = store.recompress_records(&|_| {}).unwrap();
+    assert_eq!((done.dict, done.trained), (Some(dict.id()), false));
+    assert!(done.records > 0 && done.bytes_after < done.bytes_before);
+    let now = store.node_compression().unwrap();
+    assert_eq!((now.without_dict, now.plain), (0, older.plain));
 }

@@ -46,8 +46,10 @@ fn colour_support() -> &'static str {
     }
 }
 
-/// `--compact`: the file's size before and after, or `busy` when another process was in a
-/// transaction on it. Only a redb file is compacted.
+/// `--compact`: the node records written before the store had a dictionary compressed
+/// with it (one trained first when there is none), then the file's size before and after,
+/// or `busy` when another process was in a transaction on it. Only a redb file is
+/// compacted.
 fn compact_store(ctx: &Ctx) -> Result<Value> {
     let path = match ctx.store_target()? {
         StoreTarget::File(path) => path,
@@ -60,12 +62,66 @@ fn compact_store(ctx: &Ctx) -> Result<Value> {
         anyhow::bail!("there is no store to compact at {}", path.display());
     }
     let mut store = crate::store::Store::open(&path)?;
-    Ok(match store.compact()? {
-        crate::store::Compacted::Done { before, after } => {
-            json!({"before_bytes": before, "after_bytes": after})
+    let spinner = super::working(
+        "doctor: compressing node records with the dictionary",
+        false,
+    );
+    let progress = |n: u64| {
+        if let Some(s) = &spinner {
+            s.set_message(format!(
+                "doctor: compressing node records with the dictionary: {n} rewritten…"
+            ));
         }
-        crate::store::Compacted::Busy => json!({"busy": true}),
-    })
+    };
+    let recompressed = store.recompress_records(&progress);
+    if let Some(s) = &spinner {
+        s.set_message("doctor: giving free pages back…");
+    }
+    let compacted = recompressed.map_err(anyhow::Error::from).and_then(|r| {
+        let mut v = match store.compact()? {
+            crate::store::Compacted::Done { before, after } => {
+                json!({"before_bytes": before, "after_bytes": after})
+            }
+            crate::store::Compacted::Busy => json!({"busy": true}),
+        };
+        v["recompressed"] = json!(r);
+        Ok(v)
+    });
+    if let Some(s) = spinner {
+        s.finish_and_clear();
+    }
+    compacted
+}
+
+/// The `--compact` lines of the text report.
+fn print_compacted(c: &Value) {
+    let r = &c["recompressed"];
+    match (r["dict"].as_u64(), r["records"].as_u64()) {
+        (None, _) => println!(
+            "recompressed nothing: no dictionary yet (it needs a quarter megabyte of records)"
+        ),
+        (Some(id), Some(n)) => println!(
+            "recompressed {n} node records with {}dictionary {id}{}",
+            if r["trained"] == true {
+                "the newly trained "
+            } else {
+                ""
+            },
+            match (r["bytes_before"].as_u64(), r["bytes_after"].as_u64()) {
+                (Some(b), Some(a)) if n > 0 => format!(": {} -> {}", human_size(b), human_size(a)),
+                _ => String::new(),
+            }
+        ),
+        _ => {}
+    }
+    match (c["before_bytes"].as_u64(), c["after_bytes"].as_u64()) {
+        (Some(before), Some(after)) => println!(
+            "compacted    {} -> {}",
+            human_size(before),
+            human_size(after)
+        ),
+        _ => println!("compacted    nothing: another glassbox was using the store; try again"),
+    }
 }
 
 /// The redb file: size, schema, counts, table sizes, compression. Reading every table and
@@ -88,6 +144,7 @@ fn redb_store(store_path: &std::path::Path, step: &dyn Fn(&str)) -> Value {
         json!({
             "node_bytes_stored": c.stored,
             "node_bytes_plain": c.plain,
+            "node_bytes_without_dictionary": c.without_dict,
             "ratio": c.ratio(),
             "dictionary": s.record_dict().map(|d| json!({"id": d.id(), "bytes": d.len()})),
         })
@@ -259,14 +316,7 @@ pub fn run(ctx: &Ctx, json_out: bool, compact: bool) -> Result<ExitCode> {
         v["compacted"] = c.clone();
     }
     if !json_out && let Some(c) = &compacted {
-        match (c["before_bytes"].as_u64(), c["after_bytes"].as_u64()) {
-            (Some(before), Some(after)) => println!(
-                "compacted    {} -> {}",
-                human_size(before),
-                human_size(after)
-            ),
-            _ => println!("compacted    nothing: another glassbox was using the store; try again"),
-        }
+        print_compacted(c);
     }
     if json_out {
         print_json(&v)?;
@@ -407,6 +457,15 @@ pub fn run(ctx: &Ctx, json_out: bool, compact: bool) -> Result<ExitCode> {
                 human_size(plain),
                 c["ratio"].as_f64().unwrap_or(1.0)
             );
+            if let Some(older) = c["node_bytes_without_dictionary"].as_u64()
+                && older > 0
+                && c["dictionary"].is_object()
+            {
+                println!(
+                    "             {} of them written before the dictionary: `glassbox doctor --compact` compresses them with it",
+                    human_size(older)
+                );
+            }
         }
         let c = &st["raw_compression"];
         if let (Some(stored), Some(received)) =

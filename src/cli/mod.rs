@@ -140,8 +140,10 @@ pub enum Command {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
-        /// First give the store file's free pages back to the file system (needs a moment
-        /// when no other glassbox is reading or writing the store).
+        /// First compress the node records written before the store had a dictionary with
+        /// it (training one on them when there is none), then give the store file's free
+        /// pages back to the file system (needs a moment when no other glassbox is reading
+        /// or writing the store).
         #[arg(long)]
         compact: bool,
     },

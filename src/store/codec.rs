@@ -345,6 +345,32 @@ pub fn record_json_start(bytes: &[u8], limit: usize) -> Option<std::borrow::Cow<
     }
 }
 
+/// Whether a record is one a dictionary could compress that was written without one:
+/// compressed on its own, or plain JSON long enough to compress. Reads its first byte only.
+pub fn wants_dict(bytes: &[u8]) -> bool {
+    match bytes.first() {
+        Some(&FORMAT_ZSTD_JSON) => true,
+        Some(&FORMAT_JSON) => bytes.len() > COMPRESS_ABOVE + 1,
+        _ => false,
+    }
+}
+
+/// A record stored before its store had a dictionary (plain JSON, or compressed without
+/// one) compressed with `dict`: `None` for any other record, one too short to compress, one
+/// that does not decompress, and one it would not make smaller.
+pub fn recompressed_with_dict(bytes: &[u8], dict: &RecordDict) -> Option<Vec<u8>> {
+    let plain = match bytes.split_first()? {
+        (&FORMAT_JSON, _) => std::borrow::Cow::Borrowed(bytes),
+        (&FORMAT_ZSTD_JSON, body) => {
+            let mut plain = vec![FORMAT_JSON];
+            plain.extend(zstd::stream::decode_all(body).ok()?);
+            std::borrow::Cow::Owned(plain)
+        }
+        _ => return None,
+    };
+    compress_with_dict(&plain, dict, &mut Vec::new()).filter(|packed| packed.len() < bytes.len())
+}
+
 /// The JSON length of an encoded value (its size before compression).
 pub fn plain_len(bytes: &[u8]) -> usize {
     match bytes.split_first() {

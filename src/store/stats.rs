@@ -33,6 +33,9 @@ pub struct Compression {
     pub stored: u64,
     /// Bytes of the same records uncompressed (plain JSON; raw bytes as received).
     pub plain: u64,
+    /// Bytes stored of the node records a dictionary could compress that are without one
+    /// (written before the store had it): what `doctor --compact` compresses with it.
+    pub without_dict: u64,
 }
 
 impl Compression {
@@ -54,19 +57,21 @@ pub fn is_search_table(name: &str) -> bool {
 impl Store {
     /// The node records' size as stored and as plain JSON (reads every record's header).
     pub fn node_compression(&self) -> Result<Compression> {
-        self.compression(NODES, codec::plain_len)
+        self.compression(NODES, codec::plain_len, codec::wants_dict)
     }
 
     /// The raw chunks' size as stored and as received (reads every chunk's header).
     pub fn raw_compression(&self) -> Result<Compression> {
-        self.compression(RAW_CHUNKS, codec::raw_chunk_plain_len)
+        self.compression(RAW_CHUNKS, codec::raw_chunk_plain_len, |_| false)
     }
 
-    /// The size of `table`'s values as stored, and uncompressed as `plain_len` gives it.
+    /// The size of `table`'s values as stored, uncompressed as `plain_len` gives it, and
+    /// stored of those `without_dict` tells.
     fn compression<const N: usize>(
         &self,
         table: TableDefinition<[u8; N], &[u8]>,
         plain_len: fn(&[u8]) -> usize,
+        without_dict: fn(&[u8]) -> bool,
     ) -> Result<Compression> {
         let r = self.db.begin_read()?;
         let t = r.open_table(table)?;
@@ -76,6 +81,9 @@ impl Store {
             let v = v.value();
             c.stored += v.len() as u64;
             c.plain += plain_len(v) as u64;
+            if without_dict(v) {
+                c.without_dict += v.len() as u64;
+            }
         }
         Ok(c)
     }
