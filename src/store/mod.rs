@@ -26,6 +26,7 @@ mod migrate;
 mod pairs;
 pub mod pg;
 mod read;
+mod recompress;
 pub mod search;
 mod stats;
 pub mod tables;
@@ -44,6 +45,7 @@ pub use memory::{
 };
 pub use migrate::SCHEMA_VERSION;
 pub use pairs::PairJudgement;
+pub use recompress::Recompressed;
 pub use search::SearchHit;
 pub use stats::{Compression, TableSize, is_search_table};
 use tables::*;
