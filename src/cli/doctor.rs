@@ -47,21 +47,17 @@ fn colour_support() -> &'static str {
 }
 
 /// `--compact`: the node records written before the store had a dictionary compressed
-/// with it (one trained first when there is none), then the file's size before and after,
-/// or `busy` when another process was in a transaction on it. Only a redb file is
-/// compacted.
+/// with it (one trained first when there is none), then, for a redb file, the file's size
+/// before and after, or `busy` when another process was in a transaction on it. A
+/// PostgreSQL database gives the space back itself (autovacuum).
 fn compact_store(ctx: &Ctx) -> Result<Value> {
-    let path = match ctx.store_target()? {
-        StoreTarget::File(path) => path,
-        postgres @ StoreTarget::Postgres(_) => anyhow::bail!(
-            "--compact applies to a redb file; the store is the PostgreSQL database {}",
-            postgres.label()
-        ),
+    let (mut store, file) = match ctx.store_target()? {
+        StoreTarget::File(path) if !path.exists() => {
+            anyhow::bail!("there is no store to compact at {}", path.display())
+        }
+        StoreTarget::File(path) => (crate::store::Store::open(&path)?, true),
+        StoreTarget::Postgres(_) => (ctx.open_store()?, false),
     };
-    if !path.exists() {
-        anyhow::bail!("there is no store to compact at {}", path.display());
-    }
-    let mut store = crate::store::Store::open(&path)?;
     let spinner = super::working(
         "doctor: compressing node records with the dictionary",
         false,
@@ -78,11 +74,15 @@ fn compact_store(ctx: &Ctx) -> Result<Value> {
         s.set_message("doctor: giving free pages back…");
     }
     let compacted = recompressed.map_err(anyhow::Error::from).and_then(|r| {
-        let mut v = match store.compact()? {
-            crate::store::Compacted::Done { before, after } => {
-                json!({"before_bytes": before, "after_bytes": after})
+        let mut v = if !file {
+            json!({"database": true})
+        } else {
+            match store.compact()? {
+                crate::store::Compacted::Done { before, after } => {
+                    json!({"before_bytes": before, "after_bytes": after})
+                }
+                crate::store::Compacted::Busy => json!({"busy": true}),
             }
-            crate::store::Compacted::Busy => json!({"busy": true}),
         };
         v["recompressed"] = json!(r);
         Ok(v)
@@ -119,6 +119,9 @@ fn print_compacted(c: &Value) {
             "compacted    {} -> {}",
             human_size(before),
             human_size(after)
+        ),
+        _ if c["database"] == true => println!(
+            "compacted    nothing: a PostgreSQL database gives freed space back itself (autovacuum)"
         ),
         _ => println!("compacted    nothing: another glassbox was using the store; try again"),
     }
