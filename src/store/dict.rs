@@ -9,8 +9,10 @@
 //! A store holds its dictionaries in `record_dicts` (keyed by the dictionary's zstd id,
 //! which its frames carry) and names the one new records use in `meta`. Nothing is fitted
 //! in advance: an import into a store without one trains it, on a thread of its own, on the
-//! first quarter megabyte of records it writes ([`DictFeed`]), and writes it in the
-//! transaction of the first records compressed with it.
+//! first quarter megabyte of records, those the store already holds and then those it
+//! writes ([`DictFeed`]), and writes it in the transaction of the first records compressed
+//! with it. `doctor --compact` rewrites the records from before it with it
+//! (`store/recompress.rs`).
 //!
 //! Dictionaries are known process-wide by id: every store registers its own when it opens,
 //! and takes in those another process added since at the start of its transactions
