@@ -1039,3 +1039,68 @@ fn dictionary_from_file_by_file_imports(mut import: impl FnMut(&Store, &Path) ->
     let now = store.node_compression().unwrap();
     assert_eq!((now.without_dict, now.plain), (0, older.plain));
 }
+
+#[test]
+fn a_hook_fed_store_gets_its_dictionary_and_doctor_compact_brings_the_rest_to_it() {
+    // The real binary, a process per session as the hooks' queue imports them: the store
+    // trains its dictionary once it holds enough, `doctor` says how much was written before
+    // it, and `doctor --compact` compresses that with it.
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    let doctor = |args: &[&str]| -> serde_json::Value {
+        let mut all = vec!["doctor", "--json"];
+        all.extend(args);
+        serde_json::from_slice(&support::bin::ok(support::bin::glassbox(&data).args(all)).stdout)
+            .unwrap()
+    };
+    let root = dir.path().join("projects/-nowhere-proj-x");
+    std::fs::create_dir_all(&root).unwrap();
+    for (s, path) in (0..).zip(write_prose_sessions(&root, 0..10, 40)) {
+        let one = dir.path().join(format!("one-{s}/-nowhere-proj-x"));
+        std::fs::create_dir_all(&one).unwrap();
+        std::fs::copy(&path, one.join(path.file_name().unwrap())).unwrap();
+        support::bin::ok(support::bin::glassbox(&data).args([
+            "import",
+            "claude-code",
+            one.parent().unwrap().to_str().unwrap(),
+            "--json",
+        ]));
+    }
+    let open = || support::store::open(&data.join("glassbox.redb")).unwrap();
+    let (dict, before) = {
+        let store = open();
+        let dict = store
+            .record_dict()
+            .expect("trained from the stored sessions")
+            .id();
+        (dict, store.node_compression().unwrap())
+    };
+    assert!(before.without_dict > 0, "{before:?}");
+    if !support::pg::suite_on_postgres() {
+        // The report of a redb file says how much predates the dictionary.
+        let nodes = &doctor(&[])["store"]["compression"];
+        assert_eq!(nodes["node_bytes_without_dictionary"], before.without_dict);
+        let text =
+            String::from_utf8(support::bin::ok(support::bin::glassbox(&data).arg("doctor")).stdout)
+                .unwrap();
+        assert!(
+            text.contains("of them written before the dictionary: `glassbox doctor --compact`"),
+            "{text}"
+        );
+    }
+
+    let compacted = doctor(&["--compact"]);
+    let r = &compacted["compacted"]["recompressed"];
+    assert_eq!(r["dict"], dict, "{compacted}");
+    assert_eq!(r["trained"], false);
+    assert!(r["records"].as_u64().unwrap() > 0, "{compacted}");
+    assert!(
+        r["bytes_after"].as_u64().unwrap() * 10 < r["bytes_before"].as_u64().unwrap() * 8,
+        "{compacted}"
+    );
+    let store = open();
+    let now = store.node_compression().unwrap();
+    assert_eq!((now.without_dict, now.plain), (0, before.plain));
+    assert!(now.stored < before.stored, "{now:?} {before:?}");
+    assert_eq!(store.counts().unwrap().nodes, 400);
+}
