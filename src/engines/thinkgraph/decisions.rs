@@ -5,6 +5,7 @@ use super::Decision;
 use super::confidence::{
     DECISION_NEUTRAL, EXPLICIT_CHOICE_BONUS, Indicators, MAX_CONFIDENCE, MIN_CONFIDENCE,
 };
+use super::counted::Counted;
 use super::patterns::{
     CHOICE_RES, CHOICE_WORDS, DECISION_PATTERN_NAMES, DECISION_RES, DECISION_SET, LIST_SPLIT_RE,
     LazyRegexes, OPTION_RES, OPTION_WORDS, PATH_CUT_RE, PATH_LEAD_RE, REJECTION_RES,
@@ -12,7 +13,6 @@ use super::patterns::{
 };
 use super::text::{sentence_spans, truncate_chars};
 use crate::store::Alternative;
-use regex::Regex;
 
 // Seed 000 ThinkGraph, decision point extraction: alternatives come from the 2 sentences
 // before a decision and the 3 after it, at most 5 per decision point; descriptions are cut to
@@ -69,7 +69,7 @@ pub(super) struct Sentence<'a> {
 
 /// The regexes of `list` (in order) whose bits `candidates` has set, each compiled when it
 /// is first reached: the others cannot match (see [`word_candidates`]).
-fn candidates_of(list: &LazyRegexes, candidates: u64) -> impl Iterator<Item = &Regex> {
+fn candidates_of(list: &LazyRegexes, candidates: u64) -> impl Iterator<Item = &Counted> {
     (0..list.len())
         .filter(move |i| candidates & (1 << i) != 0)
         .filter_map(|i| list.get(i))
@@ -85,8 +85,8 @@ pub(super) fn chosen_path(sentences: &[Sentence], i: usize) -> Option<String> {
             let candidates = word_candidates(s.text, &CHOICE_WORDS);
             candidates_of(&CHOICE_RES, candidates).find_map(|re| {
                 re.captures(s.text)
-                    .and_then(|caps| caps.name("c"))
-                    .and_then(|c| clean_path(c.as_str()))
+                    .and_then(|found| found.name("c"))
+                    .and_then(clean_path)
             })
         })
 }
@@ -149,11 +149,11 @@ pub(super) fn alternatives(context: &[Sentence], chosen: &str) -> Vec<Alternativ
         for re in candidates_of(&REJECTION_RES, candidates) {
             for caps in re.captures_iter(s.text) {
                 let alt = match caps.name("alt") {
-                    Some(alt) => Some(alt.as_str()),
-                    None => caps.get(0).and_then(|m| subject_before(s.text, m.start())),
+                    Some(alt) => Some(alt),
+                    None => subject_before(s.text, caps.start()),
                 };
                 if let Some(alt) = alt {
-                    list.add(alt, caps.name("r").map(|r| r.as_str()));
+                    list.add(alt, caps.name("r"));
                 }
             }
         }
@@ -163,13 +163,13 @@ pub(super) fn alternatives(context: &[Sentence], chosen: &str) -> Vec<Alternativ
         for re in candidates_of(&OPTION_RES, candidates) {
             for caps in re.captures_iter(s.text) {
                 if let Some(a) = caps.name("a") {
-                    list.add(a.as_str(), None);
+                    list.add(a, None);
                 }
                 if let Some(b) = caps.name("b") {
-                    list.add(b.as_str(), caps.name("r").map(|r| r.as_str()));
+                    list.add(b, caps.name("r"));
                 }
                 if let (Some(items), Some(split)) = (caps.name("list"), LIST_SPLIT_RE.as_ref()) {
-                    for item in split.split(items.as_str()) {
+                    for item in split.split(items) {
                         list.add(item, None);
                     }
                 }

@@ -7,6 +7,9 @@
 //! finds decision points.
 
 mod confidence;
+mod counted;
+#[cfg(test)]
+mod counted_tests;
 mod decisions;
 mod patterns;
 #[cfg(test)]

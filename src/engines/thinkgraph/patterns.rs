@@ -10,6 +10,7 @@ use std::sync::{LazyLock, OnceLock};
 use regex::{Regex, RegexSet};
 
 use super::StepKind;
+use super::counted::Counted;
 
 /// The 12 decision patterns, in priority order (the first that matches names the decision).
 pub(super) const DECISION_PATTERNS: [(&str, &str); 12] = [
@@ -828,10 +829,11 @@ pub(super) fn compile(pattern: &str) -> Option<Regex> {
 /// sources. Most texts need a few of a list or none (the word scan tells which may match),
 /// and the choice, rejection and option lists, with their counted spans of 200 characters,
 /// took three quarters of the 50 ms all of ThinkGraph's regexes cost to compile: compiled
-/// as a whole, the first decision a process met waited for every one of them.
+/// as a whole, the first decision a process met waited for every one of them. Each is a
+/// [`Counted`] regex, its spans' counts checked after the match rather than compiled.
 pub(super) struct LazyRegexes {
     sources: Vec<String>,
-    compiled: Vec<OnceLock<Option<Regex>>>,
+    compiled: Vec<OnceLock<Option<Counted>>>,
 }
 
 impl LazyRegexes {
@@ -845,9 +847,10 @@ impl LazyRegexes {
     }
 
     /// The regex at `i`, compiled now if it was not yet (`None` if it does not compile).
-    pub(super) fn get(&self, i: usize) -> Option<&Regex> {
+    pub(super) fn get(&self, i: usize) -> Option<&Counted> {
         let cell = self.compiled.get(i)?;
-        cell.get_or_init(|| compile(&self.sources[i])).as_ref()
+        cell.get_or_init(|| Counted::new(&pattern_source(&self.sources[i])))
+            .as_ref()
     }
 
     /// Whether the regex at `i` was compiled yet.
@@ -858,7 +861,7 @@ impl LazyRegexes {
 
     /// Every regex of the list, in order, each compiled.
     #[cfg(test)]
-    pub(super) fn iter(&self) -> impl Iterator<Item = Option<&Regex>> + '_ {
+    pub(super) fn iter(&self) -> impl Iterator<Item = Option<&Counted>> + '_ {
         (0..self.len()).map(|i| self.get(i))
     }
 }

@@ -677,7 +677,7 @@ proptest! {
 /// Words around the decision patterns' own: each pattern's words in several cases, words that
 /// hold them (`overgo`, `pick_up`), the letters case folding reads as `k` and `s`, and
 /// separators of every kind.
-fn decision_fragment() -> impl Strategy<Value = String> {
+pub(super) fn decision_fragment() -> impl Strategy<Value = String> {
     prop_oneof![
         prop::sample::select(vec![
             "could",
