@@ -12,7 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::dict::{self, RecordDict};
-use super::{COMPRESS_ABOVE, Edge, EdgeType, NodeId, StoreError, StoredChunk, ZSTD_LEVEL};
+use super::{COMPRESS_ABOVE, Edge, EdgeType, Node, NodeId, StoreError, StoredChunk, ZSTD_LEVEL};
 
 /// The format byte of JSON-encoded values.
 pub const FORMAT_JSON: u8 = 1;
@@ -43,12 +43,31 @@ pub fn encode_with_dict<T: Serialize>(
     value: &T,
     dict: Option<&RecordDict>,
 ) -> Result<Vec<u8>, StoreError> {
+    encode_sized(value, dict, 0)
+}
+
+/// A node's record ([`encode_with_dict`]), its JSON buffer made room for the node's text up
+/// front: a long trace's megabytes would otherwise grow it by doubling, copying and faulting
+/// in twice its size, in the turn's last write.
+pub fn encode_node(n: &Node, dict: Option<&RecordDict>) -> Result<Vec<u8>, StoreError> {
+    encode_sized(n, dict, n.text.len() + n.text.len() / 16 + 1024)
+}
+
+/// [`encode_with_dict`] with room for `json_bytes` of JSON made first.
+fn encode_sized<T: Serialize>(
+    value: &T,
+    dict: Option<&RecordDict>,
+    json_bytes: usize,
+) -> Result<Vec<u8>, StoreError> {
     BUFFERS.with(|b| {
         let Ok(mut b) = b.try_borrow_mut() else {
             // Encoding from inside an encode (nothing does): no shared buffers then.
-            return encode_with(value, dict, &mut Vec::new(), &mut Vec::new());
+            let mut plain = Vec::with_capacity(json_bytes + 1);
+            return encode_with(value, dict, &mut plain, &mut Vec::new());
         };
         let (plain, packed) = &mut *b;
+        plain.clear();
+        plain.reserve(json_bytes + 1);
         let out = encode_with(value, dict, plain, packed);
         for buf in [plain, packed] {
             if buf.capacity() > KEEP_BUFFER_BYTES {

@@ -28,7 +28,7 @@ impl PreparedNode {
             id: node.id,
             session: node.session,
             kind: node.kind,
-            bytes: codec::encode_with_dict(node, dict)?,
+            bytes: codec::encode_node(node, dict)?,
             head: NodeHead::of(node).encode()?,
             text: search::prepare(node),
         })
@@ -92,7 +92,7 @@ impl EncodedNode {
         if n.text.len() >= SPLIT_PUT_BYTES && n.status != NodeStatus::Streaming {
             let (bytes, prepared) = std::thread::scope(|s| {
                 let words = s.spawn(|| search::prepare(n));
-                let bytes = codec::encode_with_dict(n, dict);
+                let bytes = codec::encode_node(n, dict);
                 (bytes, words.join().ok().flatten())
             });
             return Ok(Self {
@@ -106,7 +106,7 @@ impl EncodedNode {
     /// A node's record alone: its put finds the words, unless it is [`EncodedNode::indexed`].
     pub fn without_terms(n: &Node, dict: Option<&dict::RecordDict>) -> Result<Self> {
         Ok(Self {
-            bytes: codec::encode_with_dict(n, dict)?,
+            bytes: codec::encode_node(n, dict)?,
             words: Words::Find,
         })
     }

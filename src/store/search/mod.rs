@@ -589,6 +589,7 @@ pub(super) fn index_prepared(
         Some(d) => d,
         None => pending.new_doc(txn)?,
     };
+    pending.reserve(p.words.len(), p.ends.len());
     for (term, tf) in p.terms() {
         pending.op(term.as_bytes(), doc, tf);
     }

@@ -454,10 +454,10 @@ fn grouped_rows(words: &[u8], ops: &[Op]) -> Rows {
 }
 
 impl PendingIndex {
-    pub(super) fn op(&mut self, term: &[u8], doc: u32, tf: u32) {
+    /// Takes up the buffers of this thread's last transaction, if the log has none yet, so
+    /// that each commit does not grow (and fault in) its log from nothing again.
+    fn take_spare(&mut self) {
         if self.ops.capacity() == 0 {
-            // The buffers of this thread's last transaction, so that each commit does not
-            // grow (and fault in) its log from nothing again.
             SPARE.with(|spare| {
                 if let Ok(mut spare) = spare.try_borrow_mut() {
                     self.words = std::mem::take(&mut spare.0);
@@ -465,6 +465,19 @@ impl PendingIndex {
                 }
             });
         }
+    }
+
+    /// Makes room for `ops` more changes of `bytes` bytes of terms in all (a node's words,
+    /// known before they are logged), so that a node of a hundred thousand terms does not
+    /// grow the log by doubling.
+    pub(super) fn reserve(&mut self, bytes: usize, ops: usize) {
+        self.take_spare();
+        self.words.reserve(bytes);
+        self.ops.reserve(ops);
+    }
+
+    pub(super) fn op(&mut self, term: &[u8], doc: u32, tf: u32) {
+        self.take_spare();
         let start = self.words.len();
         self.words.extend_from_slice(term);
         self.ops.push(Op {
@@ -569,7 +582,7 @@ impl PendingIndex {
                 break;
             }
             runs.pop();
-            rows = fold_into(txn, last.id, &rows)?;
+            rows = fold_into(txn, last, &rows)?;
         }
         // With nothing older to shadow, a tombstone would only take room.
         let postings = write_run(txn, id, rows.iter(), runs.is_empty())?;
@@ -585,9 +598,18 @@ impl PendingIndex {
 
 /// Run `older` overlaid with `newer`, as rows; the run's table is dropped. Tombstones are
 /// kept.
-fn fold_into(txn: &WriteTxn, older: u64, newer: &Rows) -> Result<Rows> {
-    let name = run_name(older);
-    let mut out = Rows::default();
+fn fold_into(txn: &WriteTxn, older: Run, newer: &Rows) -> Result<Rows> {
+    let name = run_name(older.id);
+    // Room for both, the older run's terms reckoned at the newer ones' mean length: these
+    // are the turn's last write for a long trace, a hundred thousand rows.
+    let (terms, postings) = (newer.ends.len(), newer.postings.len());
+    let older_postings = usize::try_from(older.postings).unwrap_or(0);
+    let mean_term = newer.words.len().div_ceil(terms.max(1));
+    let mut out = Rows::with_capacity(
+        newer.words.len() + older_postings * mean_term,
+        terms + older_postings,
+        postings + older_postings,
+    );
     {
         let table = txn.open_table(run_table(&name))?;
         let mut newer = newer.iter().peekable();
