@@ -1,5 +1,8 @@
 //! The command tree. Every engine is also a headless subcommand that prints plain text or
 //! `--json`; with no subcommand the binary opens the TUI.
+// The doc comments of the command tree are its `--help`: `<config dir>` and `[store] url`
+// there are words for a person, not HTML or links.
+#![allow(rustdoc::invalid_html_tags, rustdoc::private_intra_doc_links)]
 
 mod ask;
 mod checkpoint;

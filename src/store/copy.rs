@@ -26,7 +26,7 @@ fn run_table(name: &str) -> TableDefinition<'_, &'static [u8], &'static [u8]> {
 impl Store {
     /// Copies every table of this store, rows as they are, into `target`, which must hold
     /// no session and no node (a store just created). Reads one snapshot of this store;
-    /// writes in transactions of at most [`BATCH_ROWS`] rows or [`BATCH_BYTES`] bytes, and
+    /// writes in transactions of at most `BATCH_ROWS` rows or `BATCH_BYTES` bytes, and
     /// calls `progress(table, rows copied of it so far)` after each. A row `target` already
     /// has under the same key (its schema version in `meta`) is replaced. Nothing is
     /// journalled: the target's journal becomes this store's. Returns how many rows each

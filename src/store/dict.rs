@@ -16,7 +16,7 @@
 //!
 //! Dictionaries are known process-wide by id: every store registers its own when it opens,
 //! and takes in those another process added since at the start of its transactions
-//! ([`refresh`]; see `Store::read`).
+//! (`refresh`; see `Store::read`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -94,7 +94,7 @@ impl RecordDict {
 /// The dictionaries known in this process, by id.
 static KNOWN: LazyLock<RwLock<HashMap<u32, Arc<RecordDict>>>> = LazyLock::new(Default::default);
 /// How many times a record named a dictionary not known here. A store whose last
-/// [`refresh`] saw fewer looks for new ones in its next transaction: a count rather than a
+/// `refresh` saw fewer looks for new ones in its next transaction: a count rather than a
 /// flag, so that one store's refresh does not hide another store's miss.
 static MISSES: AtomicU64 = AtomicU64::new(0);
 
@@ -209,7 +209,7 @@ impl Samples {
 }
 
 /// The dictionary an import's records are compressed with: the store's, or, for a store
-/// without one, one trained on the first [`TRAIN_BYTES`] of records: those the store
+/// without one, one trained on the first `TRAIN_BYTES` of records: those the store
 /// already holds (a store filled by hooks, a session per process), then those the import
 /// writes. The training (about 23 ms, once per store) runs on a thread of its own while the
 /// import goes on: the records before it is ready go out without a dictionary, as the first

@@ -36,7 +36,7 @@ pub struct NodeHead {
     pub status: NodeStatus,
     pub created_at: DateTime<Utc>,
     pub confidence: Option<f64>,
-    /// The first non-blank line, trimmed and cut to [`EXCERPT_CHARS`] (with `…`).
+    /// The first non-blank line, trimmed and cut to `EXCERPT_CHARS` (with `…`).
     pub excerpt: String,
     /// ThinkGraph steps stored on the node.
     pub steps: u32,

@@ -127,7 +127,7 @@ impl Store {
     }
 
     /// A session's nodes in creation order, handed to `f` one at a time from one read
-    /// transaction, read [`WALK_BATCH`] at a time (one batch on a byte backend), so a
+    /// transaction, read `WALK_BATCH` at a time (one batch on a byte backend), so a
     /// session of any size is read in the memory of that many nodes. `f` stops the walk by
     /// returning `ControlFlow::Break`.
     pub fn for_each_session_node(

@@ -4,7 +4,7 @@
 //! native thinking get an explicit first pass that reasons about the question (streamed as
 //! thinking), then the answer is generated conditioned on that reasoning.
 //!
-//! Tokens are picked by the sampler chain of [`LocalDecoding`] ([`Picker`]): repetition
+//! Tokens are picked by the sampler chain of [`LocalDecoding`] (`Picker`): repetition
 //! penalty and DRY, then greedy or seeded sampling. A request with a [`ChatRequest::schema`] has its answer
 //! pass sampled under the GBNF grammar llama.cpp compiles from that JSON Schema: the model
 //! can only write text the schema accepts, so the answer always parses, and the pass has

@@ -866,7 +866,7 @@ impl LazyRegexes {
     }
 }
 
-/// A [`LazyRegexes`] of `patterns`, none compiled yet.
+/// A `LazyRegexes` of `patterns`, none compiled yet.
 pub(super) fn lazy_all<'a>(patterns: impl IntoIterator<Item = &'a str>) -> LazyRegexes {
     LazyRegexes::new(patterns.into_iter().map(str::to_string).collect())
 }
@@ -911,7 +911,7 @@ pub(super) static LIST_SPLIT_RE: LazyLock<Option<Regex>> = LazyLock::new(|| comp
 /// confidence and step-kind indicators, the path cutters), rather than on the first step
 /// that needs each: for a caller about to analyse many texts, on a thread that would
 /// otherwise wait. The decision, choice, rejection and option regexes are left to be
-/// compiled one by one by the first sentence that may match each (see [`LazyRegexes`]).
+/// compiled one by one by the first sentence that may match each (see `LazyRegexes`).
 pub fn warm_up() {
     LazyLock::force(&WORD_TABLE);
     LazyLock::force(&SIGNAL_SET);

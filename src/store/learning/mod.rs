@@ -1,6 +1,6 @@
 //! Learnings (seed 002, Nous): an append-only log of learning events and the projections folded
 //! from it. The log is the truth; the `learnings` rows, the concept and edge indexes and the
-//! learnings' rows in `memories` are read models that [`Store::rebuild_learnings`] can always
+//! learnings' rows in `memories` are read models that `Store::rebuild_learnings` can always
 //! derive again from event 0.
 //!
 //! - this file: the event, its validation, vector clocks, the projected [`Learning`] and the

@@ -27,7 +27,7 @@ pub enum DiffMsg {
     },
 }
 
-/// Work for the runtime, carried out by [`run`].
+/// Work for the runtime, carried out by `run`.
 #[derive(Debug)]
 pub enum DiffEffect {
     /// Align and label the steps of `a` and `b`.

@@ -59,7 +59,7 @@ pub enum GotMsg {
     },
 }
 
-/// Work for the runtime, carried out by [`run`].
+/// Work for the runtime, carried out by `run`.
 #[derive(Debug)]
 pub enum GotEffect {
     /// Read the config defaults, and the last GoT run of the session (if any).

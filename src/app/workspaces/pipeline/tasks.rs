@@ -45,7 +45,7 @@ pub enum PipelineMsg {
     },
 }
 
-/// Work for the runtime, carried out by [`run`].
+/// Work for the runtime, carried out by `run`.
 #[derive(Debug)]
 pub enum PipelineEffect {
     /// Read the config's default mode and `session`'s last run.

@@ -38,7 +38,7 @@ pub enum ResearchMsg {
     },
 }
 
-/// Work for the runtime, carried out by [`run`].
+/// Work for the runtime, carried out by `run`.
 #[derive(Debug)]
 pub enum ResearchEffect {
     /// Read `session`'s last research run.

@@ -7,7 +7,7 @@
 //! correction, which reasons the step again.
 //!
 //! The state and the update logic live here; the engine tasks and the store reads in
-//! [`tasks`]; what is drawn in `crate::views::verify`.
+//! `tasks`; what is drawn in `crate::views::verify`.
 
 mod tasks;
 
@@ -91,7 +91,7 @@ pub enum VerifyMsg {
     ForkFailed(String),
 }
 
-/// Work for the runtime, carried out by [`tasks::run`].
+/// Work for the runtime, carried out by `tasks::run`.
 #[derive(Clone, Debug)]
 pub enum VerifyEffect {
     /// Read a run of the session (`None`: the newest verification).

@@ -176,8 +176,8 @@ impl LoopDetector {
     ///
     /// The delta is read as bytes: a run of ASCII characters that are not whitespace (most
     /// of any text) cannot end a line or a word, so it is read in one go
-    /// ([`LoopDetector::push_ascii`]); whitespace and non-ASCII characters go one at a time
-    /// through [`LoopDetector::push_char`].
+    /// (`LoopDetector::push_ascii`); whitespace and non-ASCII characters go one at a time
+    /// through `LoopDetector::push_char`.
     pub fn push(&mut self, delta: &str) -> Option<LoopReport> {
         let already = self.found.is_some();
         let bytes = delta.as_bytes();

@@ -4,7 +4,7 @@
 //! This file holds the server, its connections and sessions, and the tool dispatch; the
 //! tools live by concern: `thoughts` (recording thoughts and their critiques), `ledger_tools`
 //! (sessions, checkpoints, search), with `output` shaping results, `params` the settings and
-//! `stdio` the stdio transport. Store work runs through [`LedgerServer::store_call`], which
+//! `stdio` the stdio transport. Store work runs through `LedgerServer::store_call`, which
 //! waits out a store that cannot be reached.
 // Sampling is deprecated by the 2026-07-28 spec (SEP-2577), yet it is still the way a server
 // asks the client's model for text — as a request on older connections and as an

@@ -1,5 +1,5 @@
 //! Claude Code session transcripts (JSONL, FORMATS.md §3): each line is parsed tolerantly and
-//! mapped onto glassbox nodes and edges by a per-file [`FileMapper`] whose ids are
+//! mapped onto glassbox nodes and edges by a per-file `FileMapper` whose ids are
 //! deterministic, so reading a line twice writes the same records.
 //!
 //! `lines.rs` reads a line; this file holds the mapper's state and the helpers every kind of
