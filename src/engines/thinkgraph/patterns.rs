@@ -1,9 +1,9 @@
 //! The regexes of ThinkGraph: the 12 decision patterns, the choice, rejection and option
 //! patterns, confidence indicators and step-kind indicators. All are case-insensitive, use
-//! ASCII word boundaries and only bounded repetitions (`.{1,200}?`), so matching stays
-//! linear on any input. Also the word scan ([`scan_words`]): one pass over a step's words
-//! tells which decision patterns it may match and counts the indicators that are one word,
-//! so most regexes need not run.
+//! ASCII word boundaries and only bounded repetitions (`.{1,200}?`: compiled without the
+//! count and held to it after each match, see `counted.rs`). Also the word scan
+//! ([`scan_words`]): one pass over a step's words tells which decision patterns it may
+//! match and counts the indicators that are one word, so most regexes need not run.
 
 use std::sync::{LazyLock, OnceLock};
 
