@@ -5,7 +5,7 @@
 //! states each): the choice, rejection and option patterns took 1–3 ms each to compile, about
 //! 35 ms for all of them, paid by every process that meets its first decisions (each import
 //! a Claude Code hook runs, and the first 250 files of any import). Here each counted span is
-//! lifted into a group of its own with the count dropped (`(?P<gb_count1>.+?)`), which
+//! lifted into a group of its own with the count dropped (`(?P<gb_count0>.+?)`), which
 //! compiles about five times faster, and a match is checked against the counts:
 //!
 //! - Leftmost-first matching prefers, at each position, the first of its ways to match in
@@ -143,9 +143,8 @@ impl Counted {
         }
         let mut lifted = Vec::new();
         let uncounted = lift(&hir, true, &mut lifted);
-        let plain = || Regex::new(source).ok();
         if lifted.is_empty() {
-            let exact = plain()?;
+            let exact = Regex::new(source).ok()?;
             return Some(Self {
                 uncounted: exact.clone(),
                 counts: Vec::new(),
