@@ -112,6 +112,10 @@ fn a_fresh_data_dir_doctor_sessions_config_completions() {
             compacted["compacted"]["recompressed"]["dict"],
             serde_json::Value::Null
         );
+        assert_eq!(
+            compacted["compacted"]["search_index"],
+            serde_json::json!({"runs_before": 0, "runs_after": 0, "postings": 0})
+        );
     }
     let text = stdout(&run(glassbox(&data).args(["doctor", "--compact"])));
     let mut lines = text.lines();
@@ -121,6 +125,7 @@ fn a_fresh_data_dir_doctor_sessions_config_completions() {
             .is_some_and(|l| l.starts_with("recompressed nothing: no dictionary yet")),
         "{text}"
     );
+    assert_eq!(lines.next(), Some("search index empty"), "{text}");
     let compacted = lines.next().unwrap_or_default();
     if on_postgres {
         assert!(

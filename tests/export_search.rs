@@ -273,8 +273,8 @@ fn v1_store_migrates_to_the_current_schema_and_is_searchable() {
     let path = dir.path().join("s.redb");
     std::fs::copy(Path::new(FIXTURES).join("store_v1.redb"), &path).unwrap();
     let store = Store::open(&path).unwrap();
-    assert_eq!(SCHEMA_VERSION, 14);
-    assert_eq!(store.schema_version().unwrap(), 14);
+    assert_eq!(SCHEMA_VERSION, 15);
+    assert_eq!(store.schema_version().unwrap(), 15);
     // v5: the memory tables exist and are empty; v6: so is the learning log, and a replay
     // agrees with the (empty) read models.
     assert_eq!(store.memory_count().unwrap(), 0);

@@ -47,9 +47,10 @@ fn colour_support() -> &'static str {
 }
 
 /// `--compact`: the node records written before the store had a dictionary compressed
-/// with it (one trained first when there is none), then, for a redb file, the file's size
-/// before and after, or `busy` when another process was in a transaction on it. A
-/// PostgreSQL database gives the space back itself (autovacuum).
+/// with it (one trained first when there is none), the full-text index merged into one run
+/// (in blocks, without tombstones), then, for a redb file, the file's size before and
+/// after, or `busy` when another process was in a transaction on it. A PostgreSQL database
+/// gives the space back itself (autovacuum).
 fn compact_store(ctx: &Ctx) -> Result<Value> {
     let (mut store, file) = match ctx.store_target()? {
         StoreTarget::File(path) if !path.exists() => {
@@ -69,24 +70,36 @@ fn compact_store(ctx: &Ctx) -> Result<Value> {
             ));
         }
     };
-    let recompressed = store.recompress_records(&progress);
+    let recompressed = store.recompress_records(&progress).and_then(|r| {
+        if let Some(s) = &spinner {
+            s.set_message("doctor: merging the search index…");
+        }
+        let before = store.search_runs()?.len();
+        let postings = store.write(|w| w.compact_search_index())?;
+        let after = store.search_runs()?.len();
+        let index = json!({"runs_before": before, "runs_after": after, "postings": postings});
+        Ok((r, index))
+    });
     if let Some(s) = &spinner {
         s.set_message("doctor: giving free pages back…");
     }
-    let compacted = recompressed.map_err(anyhow::Error::from).and_then(|r| {
-        let mut v = if !file {
-            json!({"database": true})
-        } else {
-            match store.compact()? {
-                crate::store::Compacted::Done { before, after } => {
-                    json!({"before_bytes": before, "after_bytes": after})
+    let compacted = recompressed
+        .map_err(anyhow::Error::from)
+        .and_then(|(r, index)| {
+            let mut v = if !file {
+                json!({"database": true})
+            } else {
+                match store.compact()? {
+                    crate::store::Compacted::Done { before, after } => {
+                        json!({"before_bytes": before, "after_bytes": after})
+                    }
+                    crate::store::Compacted::Busy => json!({"busy": true}),
                 }
-                crate::store::Compacted::Busy => json!({"busy": true}),
-            }
-        };
-        v["recompressed"] = json!(r);
-        Ok(v)
-    });
+            };
+            v["recompressed"] = json!(r);
+            v["search_index"] = index;
+            Ok(v)
+        });
     if let Some(s) = spinner {
         s.finish_and_clear();
     }
@@ -111,6 +124,16 @@ fn print_compacted(c: &Value) {
                 (Some(b), Some(a)) if n > 0 => format!(": {} -> {}", human_size(b), human_size(a)),
                 _ => String::new(),
             }
+        ),
+        _ => {}
+    }
+    let index = &c["search_index"];
+    match (index["runs_before"].as_u64(), index["runs_after"].as_u64()) {
+        (Some(0), _) => println!("search index empty"),
+        (Some(before), Some(after)) => println!(
+            "search index {before} run{} -> {after} ({} postings)",
+            if before == 1 { "" } else { "s" },
+            index["postings"].as_u64().unwrap_or(0)
         ),
         _ => {}
     }

@@ -144,9 +144,10 @@ pub enum Command {
         #[arg(long)]
         json: bool,
         /// First compress the node records written before the store had a dictionary with
-        /// it (training one on them when there is none), then give a redb file's free pages
-        /// back to the file system (needs a moment when no other glassbox is reading or
-        /// writing the store; a PostgreSQL database does that itself).
+        /// it (training one on them when there is none), merge the full-text index into one
+        /// run (the fastest to search), then give a redb file's free pages back to the file
+        /// system (needs a moment when no other glassbox is reading or writing the store; a
+        /// PostgreSQL database does that itself).
         #[arg(long)]
         compact: bool,
     },

@@ -36,13 +36,18 @@
 //! - v14: node records may be compressed with a dictionary trained on the store's own
 //!   records (format byte 4, the dictionaries in `record_dicts`, see `store/dict.rs`).
 //!   Nothing is rewritten: the step only creates the table.
+//! - v15: runs of the index may hold their entries in blocks keyed by each block's first
+//!   term (a bit of the run's postings count in `meta` says so, see `search/blocks.rs`).
+//!   Nothing is rewritten: runs of a row per term stay readable until a merge or
+//!   `doctor --compact` writes them again. The version only keeps earlier builds, which
+//!   would misread a run in blocks, from opening the file.
 
 use super::kv::{ReadTxn, ReadableTable, WriteTxn};
 use super::tables::*;
 use super::{Store, StoreError, codec, search};
 
 /// The schema version this build writes.
-pub const SCHEMA_VERSION: u32 = 14;
+pub const SCHEMA_VERSION: u32 = 15;
 
 const VERSION_KEY: &str = "schema_version";
 
@@ -108,8 +113,8 @@ pub(super) fn ensure_schema(store: &Store) -> Result<(), StoreError> {
                 10 => migrate_v10_to_v11(&txn)?,
                 11 => migrate_v11_to_v12(&txn)?,
                 12 => migrate_v12_to_v13(&txn)?,
-                // `create_tables` made `record_dicts`.
-                13 => {}
+                // `create_tables` made `record_dicts`; the runs of a row per term stay.
+                13 | 14 => {}
                 other => {
                     return Err(StoreError::Corrupt(format!(
                         "no migration from schema {other}"

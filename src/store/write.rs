@@ -438,7 +438,7 @@ impl Writer<'_> {
 
     /// Merges the full-text index into one run without tombstones (the smallest form, and the
     /// fastest to search); returns the postings it holds. Imports leave a few runs; this is
-    /// for `doctor --compact` and tests.
+    /// for `doctor --compact`.
     pub fn compact_search_index(&mut self) -> Result<u64> {
         self.index.apply(self.txn)?;
         search::compact(self.txn)

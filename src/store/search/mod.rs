@@ -19,6 +19,7 @@
 //! and merges the postings; `query.rs` ranks and cuts snippets; `upgrade.rs` brings an index of
 //! an earlier schema over.
 
+mod blocks;
 mod postings;
 mod query;
 mod terms;

@@ -21,17 +21,22 @@
 //! deleted). Newer runs shadow older ones; tombstones are dropped when a merge produces the
 //! oldest run. The list of live runs, oldest first, is in `meta` under [`RUNS_KEY`]; runs are
 //! written in the same transaction as the nodes they index, so the index never disagrees
-//! with the nodes (a crash keeps both or neither).
+//! with the nodes (a crash keeps both or neither). How a run's table holds its entries (in
+//! blocks, schema v15 on) is `blocks.rs`'s.
 
 use super::super::tables::META;
 use std::collections::HashMap;
 
+use super::blocks::{BlockWriter, Layout, RunCursor, lookup};
 use super::{DOC_NODE_BYTES, SEARCH_DOC_NODES, TermHasher, add_to_totals};
 use crate::store::kv::{ReadTable, ReadTxn, ReadableTable, TableDefinition, WriteTxn};
 use crate::store::{Result, StoreError};
 
-/// `meta` key of the live runs, oldest first: `run id ‖ postings` (u64 LE each) repeated.
+/// `meta` key of the live runs, oldest first: `run id ‖ postings` (u64 LE each) repeated,
+/// the top bit of `postings` set for a run in blocks ([`Layout::Blocks`]).
 pub(in crate::store) const RUNS_KEY: &str = "search_runs";
+/// The bit of a run's postings count in `meta` that says its table holds blocks.
+const BLOCKS_BIT: u64 = 1 << 63;
 /// `meta` key of the next doc number to give (u32 LE).
 pub(in crate::store) const NEXT_DOC_KEY: &str = "search_next_doc";
 /// Bytes of one posting of schema v9 to v11: node id, then term frequency (u32 LE).
@@ -52,6 +57,18 @@ pub(in crate::store) struct Run {
     pub id: u64,
     /// Postings it holds, tombstones included.
     pub postings: u64,
+    pub layout: Layout,
+}
+
+impl Run {
+    /// A run of this build's layout.
+    fn new(id: u64, postings: u64) -> Self {
+        Self {
+            id,
+            postings,
+            layout: Layout::Blocks,
+        }
+    }
 }
 
 pub(in crate::store) fn run_name(id: u64) -> String {
@@ -75,24 +92,34 @@ pub(in crate::store) fn decode_runs(v: Option<&[u8]>) -> Result<Vec<Run>> {
             let mut n = [0u8; 8];
             id.copy_from_slice(&c[..8]);
             n.copy_from_slice(&c[8..]);
+            let n = u64::from_le_bytes(n);
             Run {
                 id: u64::from_le_bytes(id),
-                postings: u64::from_le_bytes(n),
+                postings: n & !BLOCKS_BIT,
+                layout: if n & BLOCKS_BIT != 0 {
+                    Layout::Blocks
+                } else {
+                    Layout::Rows
+                },
             }
         })
         .collect())
 }
 
-fn encode_runs(runs: &[Run]) -> Vec<u8> {
+pub(in crate::store) fn encode_runs(runs: &[Run]) -> Vec<u8> {
     let mut v = Vec::with_capacity(runs.len() * 16);
     for r in runs {
+        let bit = match r.layout {
+            Layout::Rows => 0,
+            Layout::Blocks => BLOCKS_BIT,
+        };
         v.extend_from_slice(&r.id.to_le_bytes());
-        v.extend_from_slice(&r.postings.to_le_bytes());
+        v.extend_from_slice(&(r.postings | bit).to_le_bytes());
     }
     v
 }
 
-fn read_runs(txn: &WriteTxn) -> Result<Vec<Run>> {
+pub(super) fn read_runs(txn: &WriteTxn) -> Result<Vec<Run>> {
     let meta = txn.open_table(META)?;
     let v = meta.get(RUNS_KEY)?;
     decode_runs(v.as_ref().map(|v| v.value()))
@@ -139,7 +166,7 @@ pub(in crate::store) fn encode_legacy_postings(postings: &[LegacyPosting], out: 
     }
 }
 
-fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+pub(super) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v & 0x7f) as u8 | 0x80);
         v >>= 7;
@@ -147,7 +174,7 @@ fn put_varint(out: &mut Vec<u8>, mut v: u64) {
     out.push(v as u8);
 }
 
-fn get_varint(v: &[u8], pos: &mut usize) -> Option<u64> {
+pub(super) fn get_varint(v: &[u8], pos: &mut usize) -> Option<u64> {
     let mut x = 0u64;
     let mut shift = 0u32;
     loop {
@@ -240,8 +267,11 @@ fn overlay(older: &[Posting], newer: &[Posting], drop_tombstones: bool, out: &mu
 
 /// The index's runs opened for reading, oldest first.
 pub(super) struct RunReader<'t> {
-    tables: Vec<ReadTable<'t, &'static [u8], &'static [u8]>>,
+    tables: Vec<(RunTable<'t>, Layout)>,
 }
+
+/// A run's table opened for reading.
+type RunTable<'t> = ReadTable<'t, &'static [u8], &'static [u8]>;
 
 impl<'t> RunReader<'t> {
     pub(super) fn open(r: &'t ReadTxn) -> Result<Self> {
@@ -251,7 +281,7 @@ impl<'t> RunReader<'t> {
         let mut tables = Vec::with_capacity(runs.len());
         for run in runs {
             let name = run_name(run.id);
-            tables.push(r.open_table(run_table(&name))?);
+            tables.push((r.open_table(run_table(&name))?, run.layout));
         }
         Ok(Self { tables })
     }
@@ -260,12 +290,14 @@ impl<'t> RunReader<'t> {
     pub(super) fn postings(&self, term: &[u8]) -> Result<Vec<Posting>> {
         let mut merged = Vec::new();
         let (mut run, mut next) = (Vec::new(), Vec::new());
-        for t in &self.tables {
-            let Some(v) = t.get(term)? else { continue };
-            run.clear();
-            decode_postings(v.value(), &mut run)?;
-            overlay(&merged, &run, false, &mut next);
-            std::mem::swap(&mut merged, &mut next);
+        for (t, layout) in &self.tables {
+            lookup(t, *layout, term, &mut |v| {
+                run.clear();
+                decode_postings(v, &mut run)?;
+                overlay(&merged, &run, false, &mut next);
+                std::mem::swap(&mut merged, &mut next);
+                Ok(())
+            })?;
         }
         merged.retain(|p| p.1 > 0);
         Ok(merged)
@@ -587,7 +619,7 @@ impl PendingIndex {
         // With nothing older to shadow, a tombstone would only take room.
         let postings = write_run(txn, id, rows.iter(), runs.is_empty())?;
         if postings > 0 {
-            runs.push(Run { id, postings });
+            runs.push(Run::new(id, postings));
         }
         while runs.len() >= 2 && runs[runs.len() - 1].postings >= runs[runs.len() - 2].postings {
             merge_newest(txn, &mut runs)?;
@@ -614,14 +646,13 @@ fn fold_into(txn: &WriteTxn, older: Run, newer: &Rows) -> Result<Rows> {
         let table = txn.open_table(run_table(&name))?;
         let mut newer = newer.iter().peekable();
         let (mut old, mut merged) = (Vec::new(), Vec::new());
-        for row in table.iter()? {
-            let (k, v) = row?;
-            let term = k.value();
+        let mut rows = RunCursor::new(&table, older.layout)?;
+        while let Some((term, v)) = rows.current() {
             while let Some((t, p)) = newer.next_if(|n| n.0 < term) {
                 out.push(t, p);
             }
             old.clear();
-            decode_postings(v.value(), &mut old)?;
+            decode_postings(v, &mut old)?;
             match newer.next_if(|n| n.0 == term) {
                 Some((_, p)) => {
                     overlay(&old, p, false, &mut merged);
@@ -629,6 +660,7 @@ fn fold_into(txn: &WriteTxn, older: Run, newer: &Rows) -> Result<Rows> {
                 }
                 None => out.push(term, &old),
             }
+            rows.advance()?;
         }
         for (t, p) in newer {
             out.push(t, p);
@@ -649,31 +681,31 @@ fn merge_newest(txn: &WriteTxn, runs: &mut Vec<Run>) -> Result<()> {
     };
     let id = next_id(&[newer, older]).max(next_id(runs));
     let drop_tombstones = runs.is_empty();
-    let postings = merge_runs(txn, older.id, Some(newer.id), id, drop_tombstones)?;
+    let postings = merge_runs(txn, older, Some(newer), id, drop_tombstones)?;
     for old in [older.id, newer.id] {
         txn.delete_table(run_table(&run_name(old)))?;
     }
     if postings == 0 && drop_tombstones {
         txn.delete_table(run_table(&run_name(id)))?;
     } else {
-        runs.push(Run { id, postings });
+        runs.push(Run::new(id, postings));
     }
     Ok(())
 }
 
-/// Writes run `into` as run `older` overlaid with run `newer`, reading both in term order.
-/// Returns the postings written.
+/// Writes run `into` (in blocks) as run `older` overlaid with run `newer`, reading both in
+/// term order. Returns the postings written.
 /// With no `newer`, run `older` is copied (dropping its tombstones, if asked).
 fn merge_runs(
     txn: &WriteTxn,
-    older: u64,
-    newer: Option<u64>,
+    older: Run,
+    newer: Option<Run>,
     into: u64,
     drop_tombstones: bool,
 ) -> Result<u64> {
     let (na, nb, nc) = (
-        run_name(older),
-        newer.map(run_name).unwrap_or_default(),
+        run_name(older.id),
+        newer.map(|r| run_name(r.id)).unwrap_or_default(),
         run_name(into),
     );
     let a = txn.open_table(run_table(&na))?;
@@ -683,16 +715,11 @@ fn merge_runs(
     };
     let mut c = txn.open_table(run_table(&nc))?;
     // `into` is a new table written in term order: appended through a cursor.
-    let mut c = c.appender()?;
-    let mut ia = a.iter()?;
-    let mut ib = match &b {
-        Some(b) => Some(b.iter()?),
-        None => None,
-    };
-    let mut ra = ia.next().transpose()?;
-    let mut rb = match ib.as_mut() {
-        Some(i) => i.next().transpose()?,
-        None => None,
+    let mut c = BlockWriter::new(c.appender()?);
+    let mut ra = RunCursor::new(&a, older.layout)?;
+    let mut rb = match (&b, newer) {
+        (Some(b), Some(newer)) => Some(RunCursor::new(b, newer.layout)?),
+        _ => None,
     };
     let (mut pa, mut pb, mut out) = (Vec::new(), Vec::new(), Vec::new());
     let mut value = Vec::new();
@@ -700,50 +727,46 @@ fn merge_runs(
     loop {
         pa.clear();
         pb.clear();
-        // Take the smaller term (both when equal); put back the other row.
-        let (from_a, from_b) = match (ra.take(), rb.take()) {
+        let x = ra.current();
+        let y = rb.as_ref().and_then(RunCursor::current);
+        // Take the smaller term (both when equal).
+        let (from_a, from_b) = match (x, y) {
             (None, None) => break,
-            (Some(x), None) => (Some(x), None),
-            (None, Some(y)) => (None, Some(y)),
-            (Some(x), Some(y)) => match x.0.value().cmp(y.0.value()) {
-                std::cmp::Ordering::Less => {
-                    rb = Some(y);
-                    (Some(x), None)
-                }
-                std::cmp::Ordering::Greater => {
-                    ra = Some(x);
-                    (None, Some(y))
-                }
+            (Some(x), Some(y)) => match x.0.cmp(y.0) {
+                std::cmp::Ordering::Less => (Some(x), None),
+                std::cmp::Ordering::Greater => (None, Some(y)),
                 std::cmp::Ordering::Equal => (Some(x), Some(y)),
             },
+            (x, y) => (x, y),
         };
-        if let Some((_, v)) = &from_a {
-            decode_postings(v.value(), &mut pa)?;
-            ra = ia.next().transpose()?;
+        if let Some((_, v)) = from_a {
+            decode_postings(v, &mut pa)?;
         }
-        if let Some((_, v)) = &from_b {
-            decode_postings(v.value(), &mut pb)?;
-            rb = match ib.as_mut() {
-                Some(i) => i.next().transpose()?,
-                None => None,
-            };
+        if let Some((_, v)) = from_b {
+            decode_postings(v, &mut pb)?;
         }
         let one_side = from_a.is_none() || from_b.is_none();
         let Some((term, raw)) = from_a.or(from_b) else {
             break;
         };
         overlay(&pa, &pb, drop_tombstones, &mut out);
-        if out.is_empty() {
-            continue;
+        if !out.is_empty() {
+            if one_side && out.len() == pa.len() + pb.len() {
+                // Nothing was shadowed or dropped: the stored bytes are the merged value.
+                c.push(term, raw)?;
+            } else {
+                encode_postings(&out, &mut value);
+                c.push(term, value.as_slice())?;
+            }
+            written += out.len() as u64;
         }
-        if one_side && out.len() == pa.len() + pb.len() {
-            // Nothing was shadowed or dropped: the stored bytes are the merged value.
-            c.push(term.value(), raw.value())?;
-        } else {
-            encode_postings(&out, &mut value);
-            c.push(term.value(), value.as_slice())?;
+        let (took_a, took_b) = (from_a.is_some(), from_b.is_some());
+        if took_a {
+            ra.advance()?;
         }
-        written += out.len() as u64;
+        if took_b && let Some(rb) = rb.as_mut() {
+            rb.advance()?;
+        }
     }
     c.close()?;
     Ok(written)
@@ -759,9 +782,9 @@ pub(in crate::store) fn compact(txn: &WriteTxn) -> Result<u64> {
     if let [only] = runs.as_slice() {
         // A lone run may still hold tombstones from before it was alone.
         let id = next_id(&runs);
-        let postings = merge_runs(txn, only.id, None, id, true)?;
+        let postings = merge_runs(txn, *only, None, id, true)?;
         txn.delete_table(run_table(&run_name(only.id)))?;
-        runs = vec![Run { id, postings }];
+        runs = vec![Run::new(id, postings)];
         if postings == 0 {
             txn.delete_table(run_table(&run_name(id)))?;
             runs.clear();
@@ -804,6 +827,7 @@ pub(in crate::store) fn import_oldest_legacy_run(
         Run {
             id,
             postings: written,
+            layout: Layout::Rows,
         },
     );
     write_runs(txn, &runs)
@@ -823,9 +847,9 @@ fn write_run<'r>(
     let (mut value, mut kept) = (Vec::new(), Vec::new());
     let mut written = 0u64;
     {
-        // The table is new and the rows come in term order: appended through a cursor,
-        // which redb gathers into whole leaves (several times faster than an insert each).
-        let mut end = table.appender()?;
+        // The table is new and the rows come in term order: appended through a cursor as
+        // blocks of entries.
+        let mut end = BlockWriter::new(table.appender()?);
         for (term, postings) in rows {
             let postings = if drop_tombstones && postings.iter().any(|p| p.1 == 0) {
                 kept.clear();
@@ -848,6 +872,32 @@ fn write_run<'r>(
         txn.delete_table(run_table(&name))?;
     }
     Ok(written)
+}
+
+/// Writes every run in blocks again as a row per term, as schema v9 to v14 kept them, for
+/// tests of stores written before blocks.
+#[cfg(test)]
+pub(in crate::store) fn runs_as_rows(txn: &WriteTxn) -> Result<()> {
+    let mut runs = read_runs(txn)?;
+    for run in runs.iter_mut().filter(|r| r.layout == Layout::Blocks) {
+        let name = run_name(run.id);
+        let mut rows = Vec::new();
+        {
+            let t = txn.open_table(run_table(&name))?;
+            let mut c = RunCursor::new(&t, run.layout)?;
+            while let Some((k, v)) = c.current() {
+                rows.push((k.to_vec(), v.to_vec()));
+                c.advance()?;
+            }
+        }
+        txn.delete_table(run_table(&name))?;
+        let mut t = txn.open_table(run_table(&name))?;
+        for (k, v) in rows {
+            t.insert(k.as_slice(), v.as_slice())?;
+        }
+        run.layout = Layout::Rows;
+    }
+    write_runs(txn, &runs)
 }
 
 #[cfg(test)]

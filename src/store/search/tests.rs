@@ -306,6 +306,7 @@ fn v8_segments_become_the_oldest_run(fx: &Fixture) {
     store.write(|w| w.compact_search_index()).unwrap();
     {
         let txn = store.db.begin_write().unwrap();
+        super::postings::runs_as_rows(&txn).unwrap();
         let runs = {
             let meta = txn.open_table(META).unwrap();
             let v = meta.get(RUNS_KEY).unwrap();
@@ -475,6 +476,7 @@ fn v11_index_and_edges_become_doc_numbers_and_empty_edge_values(fx: &Fixture) {
     // Write the index and edges back as v11 kept them.
     {
         let txn = store.db.begin_write().unwrap();
+        super::postings::runs_as_rows(&txn).unwrap();
         let runs = {
             let meta = txn.open_table(META).unwrap();
             let v = meta.get(RUNS_KEY).unwrap();

@@ -6,9 +6,10 @@
 use std::collections::HashMap;
 
 use super::super::tables::{META, NODES, SEARCH_DOCS};
+use super::blocks::{BlockWriter, Layout};
 use super::postings::{
     LegacyPosting, NEXT_DOC_KEY, RUNS_KEY, Run, decode_legacy_postings, decode_runs,
-    encode_postings, run_name, run_table,
+    encode_postings, encode_runs, run_name, run_table,
 };
 use super::{
     DOC_HEADER, SEARCH_DOC_NODES, TOTALS_KEY, encode_doc, encode_doc_node, index_all_nodes,
@@ -66,7 +67,11 @@ pub(in crate::store) fn to_doc_numbers(txn: &WriteTxn) -> Result<Upgraded> {
         let postings = reencode_run(txn, run.id, id, &numbers)?;
         txn.delete_table(run_table(&run_name(run.id)))?;
         if postings > 0 {
-            converted.push(Run { id, postings });
+            converted.push(Run {
+                id,
+                postings,
+                layout: Layout::Blocks,
+            });
         } else {
             txn.delete_table(run_table(&run_name(id)))?;
         }
@@ -76,12 +81,7 @@ pub(in crate::store) fn to_doc_numbers(txn: &WriteTxn) -> Result<Upgraded> {
     if converted.is_empty() {
         meta.remove(RUNS_KEY)?;
     } else {
-        let mut v = Vec::with_capacity(converted.len() * 16);
-        for r in &converted {
-            v.extend_from_slice(&r.id.to_le_bytes());
-            v.extend_from_slice(&r.postings.to_le_bytes());
-        }
-        meta.insert(RUNS_KEY, v.as_slice())?;
+        meta.insert(RUNS_KEY, encode_runs(&converted).as_slice())?;
     }
     Ok(Upgraded {
         docs: u64::from(next),
@@ -126,8 +126,9 @@ fn number_docs(txn: &WriteTxn) -> Result<HashMap<[u8; 16], u32>> {
     Ok(numbers)
 }
 
-/// Writes run `from` (v11 postings) as run `into` with doc numbers; postings of nodes without
-/// one (deleted since) are dropped. Returns the postings written.
+/// Writes run `from` (v11 postings, a row per term) as run `into` with doc numbers, in
+/// blocks; postings of nodes without one (deleted since) are dropped. Returns the postings
+/// written.
 fn reencode_run(
     txn: &WriteTxn,
     from: u64,
@@ -137,6 +138,7 @@ fn reencode_run(
     let (na, nb) = (run_name(from), run_name(into));
     let old = txn.open_table(run_table(&na))?;
     let mut new = txn.open_table(run_table(&nb))?;
+    let mut new = BlockWriter::new(new.appender()?);
     let mut legacy: Vec<LegacyPosting> = Vec::new();
     let mut postings = Vec::new();
     let mut value = Vec::new();
@@ -155,9 +157,10 @@ fn reencode_run(
             continue;
         }
         encode_postings(&postings, &mut value);
-        new.insert(term.value(), value.as_slice())?;
+        new.push(term.value(), value.as_slice())?;
         written += postings.len() as u64;
     }
+    new.close()?;
     Ok(written)
 }
 
@@ -181,7 +184,7 @@ fn drop_runs(txn: &WriteTxn) -> Result<()> {
 #[cfg(test)]
 pub(in crate::store) fn write_v11_layout(txn: &WriteTxn) -> Result<()> {
     use super::decode_doc_node;
-    use super::postings::{decode_postings, encode_legacy_postings};
+    use super::postings::{decode_postings, encode_legacy_postings, runs_as_rows};
 
     let node_of: HashMap<u32, [u8; 16]> = {
         let t = txn.open_table(SEARCH_DOC_NODES)?;
@@ -192,6 +195,8 @@ pub(in crate::store) fn write_v11_layout(txn: &WriteTxn) -> Result<()> {
         }
         m
     };
+    // v11 runs hold a row per term.
+    runs_as_rows(txn)?;
     let runs = {
         let meta = txn.open_table(META)?;
         let v = meta.get(RUNS_KEY)?;
