@@ -59,6 +59,10 @@ fn compact_store(ctx: &Ctx) -> Result<Value> {
         StoreTarget::File(path) => (crate::store::Store::open(&path)?, true),
         StoreTarget::Postgres(_) => (ctx.open_store()?, false),
     };
+    // The file's size before any of it: the rewrites below may grow the file for a moment
+    // (redb takes room for new pages before the old ones are freed), which is not what
+    // compacting gained.
+    let start_bytes = store.file_bytes();
     let spinner = super::working(
         "doctor: compressing node records with the dictionary",
         false,
@@ -90,8 +94,8 @@ fn compact_store(ctx: &Ctx) -> Result<Value> {
                 json!({"database": true})
             } else {
                 match store.compact()? {
-                    crate::store::Compacted::Done { before, after } => {
-                        json!({"before_bytes": before, "after_bytes": after})
+                    crate::store::Compacted::Done { after, .. } => {
+                        json!({"before_bytes": start_bytes, "after_bytes": after})
                     }
                     crate::store::Compacted::Busy => json!({"busy": true}),
                 }
