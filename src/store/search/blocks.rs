@@ -19,7 +19,6 @@
 
 use std::ops::Range as Span;
 
-use super::postings::{get_varint, put_varint};
 use crate::store::kv::{Appender, Entry, Range, ReadableTable};
 use crate::store::{Result, StoreError};
 
@@ -39,6 +38,38 @@ pub(in crate::store) enum Layout {
 
 fn corrupt() -> StoreError {
     StoreError::Corrupt("search index: malformed block of a run".into())
+}
+
+/// Appends `v` as a varint: seven bits a byte, low first, the top bit set on all but the
+/// last (the postings' encoding too, see `postings.rs`).
+pub(super) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v & 0x7f) as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads the varint at `pos` and moves `pos` past it; `None` when it is cut short or
+/// longer than 64 bits.
+pub(super) fn get_varint(v: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut x = 0u64;
+    let mut shift = 0u32;
+    loop {
+        let b = *v.get(*pos)?;
+        *pos += 1;
+        if shift > 56 && u64::from(b & 0x7f) >> (64 - shift) != 0 {
+            return None;
+        }
+        x |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            return Some(x);
+        }
+        shift += 7;
+        if shift >= 64 {
+            return None;
+        }
+    }
 }
 
 /// The entry of `block` that starts at `pos`: where its term and its postings lie, and where

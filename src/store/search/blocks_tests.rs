@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use super::{BLOCK_BYTES, BlockWriter, Layout, RunCursor, find_in_block, lookup};
 use crate::store::kv::{ReadableTable, TableDefinition};
-use crate::store::search::postings::runs_as_rows;
+use crate::store::search::postings::{Run, runs_as_rows};
 use crate::store::testing::{Fixture, on_every_arm};
 use crate::store::{Node, NodeType, Session, SessionSource, Store, StoreError};
 
@@ -143,15 +143,15 @@ fn hits(store: &Store, q: &str) -> Vec<(crate::store::NodeId, String)> {
     v
 }
 
-fn layouts(store: &Store) -> Vec<Layout> {
+fn runs(store: &Store) -> Vec<Run> {
     let r = store.db.begin_read().unwrap();
     let meta = r.open_table(crate::store::tables::META).unwrap();
     let v = meta.get(super::super::postings::RUNS_KEY).unwrap();
-    super::super::postings::decode_runs(v.as_ref().map(|v| v.value()))
-        .unwrap()
-        .into_iter()
-        .map(|r| r.layout)
-        .collect()
+    super::super::postings::decode_runs(v.as_ref().map(|v| v.value())).unwrap()
+}
+
+fn layouts(store: &Store) -> Vec<Layout> {
+    runs(store).into_iter().map(|r| r.layout).collect()
 }
 
 /// A store whose runs hold a row per term (as before schema v15) answers every query as it
@@ -215,5 +215,19 @@ fn runs_of_a_row_per_term_stay_readable_beside_blocks(fx: &Fixture) {
     expect(&store);
     store.write(|w| w.compact_search_index()).unwrap();
     assert_eq!(layouts(&store), vec![Layout::Blocks]);
+    expect(&store);
+    // One run in blocks is left as it is; a lone run of rows is brought into blocks.
+    let id = |store: &Store| runs(store)[0].id;
+    let before = id(&store);
+    store.write(|w| w.compact_search_index()).unwrap();
+    assert_eq!(id(&store), before);
+    {
+        let txn = store.db.begin_write().unwrap();
+        runs_as_rows(&txn).unwrap();
+        txn.commit().unwrap();
+    }
+    store.write(|w| w.compact_search_index()).unwrap();
+    assert_eq!(layouts(&store), vec![Layout::Blocks]);
+    assert_ne!(id(&store), before);
     expect(&store);
 }

@@ -27,7 +27,7 @@
 use super::super::tables::META;
 use std::collections::HashMap;
 
-use super::blocks::{BlockWriter, Layout, RunCursor, lookup};
+use super::blocks::{BlockWriter, Layout, RunCursor, get_varint, lookup, put_varint};
 use super::{DOC_NODE_BYTES, SEARCH_DOC_NODES, TermHasher, add_to_totals};
 use crate::store::kv::{ReadTable, ReadTxn, ReadableTable, TableDefinition, WriteTxn};
 use crate::store::{Result, StoreError};
@@ -166,35 +166,6 @@ pub(in crate::store) fn encode_legacy_postings(postings: &[LegacyPosting], out: 
     }
 }
 
-pub(super) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v & 0x7f) as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-pub(super) fn get_varint(v: &[u8], pos: &mut usize) -> Option<u64> {
-    let mut x = 0u64;
-    let mut shift = 0u32;
-    loop {
-        let b = *v.get(*pos)?;
-        *pos += 1;
-        if shift > 56 && u64::from(b & 0x7f) >> (64 - shift) != 0 {
-            return None;
-        }
-        x |= u64::from(b & 0x7f) << shift;
-        if b < 0x80 {
-            return Some(x);
-        }
-        shift += 7;
-        if shift >= 64 {
-            return None;
-        }
-    }
-}
-
-/// Reads a run's value for one term (see the module doc for the layout), appending to `out`.
 /// The next doc number from its `meta` value (0 when there is none yet).
 pub(in crate::store) fn decode_next_doc(v: Option<&[u8]>) -> Result<u32> {
     match v {
@@ -206,6 +177,7 @@ pub(in crate::store) fn decode_next_doc(v: Option<&[u8]>) -> Result<u32> {
     }
 }
 
+/// Reads a run's value for one term (see the module doc for the layout), appending to `out`.
 pub(in crate::store) fn decode_postings(v: &[u8], out: &mut Vec<Posting>) -> Result<()> {
     let corrupt = || StoreError::Corrupt("search index: malformed postings".into());
     out.reserve(v.len() / 2);
@@ -776,11 +748,17 @@ fn merge_runs(
 /// Returns the postings left.
 pub(in crate::store) fn compact(txn: &WriteTxn) -> Result<u64> {
     let mut runs = read_runs(txn)?;
+    let merged = runs.len() >= 2;
     while runs.len() >= 2 {
         merge_newest(txn, &mut runs)?;
     }
-    if let [only] = runs.as_slice() {
-        // A lone run may still hold tombstones from before it was alone.
+    // A run that becomes the oldest is written without tombstones (by a merge, or by a
+    // commit that folded every older run in), so a lone run in blocks is already compact:
+    // only a run of a row per term, written before blocks, is copied, to bring it into them.
+    if let [only] = runs.as_slice()
+        && !merged
+        && only.layout == Layout::Rows
+    {
         let id = next_id(&runs);
         let postings = merge_runs(txn, *only, None, id, true)?;
         txn.delete_table(run_table(&run_name(only.id)))?;
