@@ -108,7 +108,11 @@ impl Store {
         let postings = RunReader::open(&r)?;
         let docs = r.open_table(SEARCH_DOC_NODES)?;
         let want = session.map(SessionId::to_bytes);
-        let lists = terms
+        // In term order, so that each score is summed in the same order in every run (a
+        // set's order changes from one process to the next, and with it the last bits).
+        let mut ordered: Vec<&String> = terms.iter().collect();
+        ordered.sort_unstable();
+        let lists = ordered
             .iter()
             .map(|term| postings.postings(term.as_bytes()))
             .collect::<Result<Vec<_>>>()?;

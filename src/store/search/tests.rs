@@ -220,6 +220,23 @@ fn ranking_prefers_more_and_rarer_hits(fx: &Fixture) {
     assert_eq!(hits[1].node, c.id);
     assert_eq!(store.search("zebra", None, 1).unwrap().len(), 1);
     assert!(store.search("a", None, 10).unwrap().is_empty());
+    // The same query scores the same to the last bit every time, whatever order its words
+    // come in (each score is a sum over them).
+    let bits = |q: &str| -> Vec<(NodeId, u64)> {
+        let hits = store.search(q, None, 10).unwrap();
+        hits.iter().map(|h| (h.node, h.score.to_bits())).collect()
+    };
+    let first = bits("zebra common words among here");
+    for q in [
+        "here among words common zebra",
+        "words zebra here common among",
+    ]
+    .iter()
+    .cycle()
+    .take(40)
+    {
+        assert_eq!(bits(q), first, "{q}");
+    }
 }
 
 /// Many small transactions make many runs; they merge as they match in size, and what a
