@@ -185,31 +185,34 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
         args.paths.clone()
     };
     // Nothing to import says where it looked and how to look elsewhere (a watch waits for
-    // files to appear).
-    if !args.watch {
-        let mut errors = Vec::new();
-        let found = transcript::discover(&paths, &mut errors)?;
-        if found.is_empty() && errors.is_empty() {
-            let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
-            let hint = if default {
-                "looked for *.jsonl in its project folders; set CLAUDE_CONFIG_DIR or pass a path"
-            } else {
-                "looked for *.jsonl files; pass the folder that holds them, such as \
-                 ~/.claude/projects, or no path to read CLAUDE_CONFIG_DIR's"
-            };
-            let line = format!(
-                "{} {} no Claude Code transcripts ({hint})",
-                shown.join(", "),
-                if shown.len() == 1 { "holds" } else { "hold" }
-            );
-            if args.json {
-                eprintln!("{line}");
-                print_json(&ImportSummary::default())?;
-            } else {
-                println!("{line}");
-            }
-            return Ok(ExitCode::SUCCESS);
+    // files to appear). What is found here is what the import reads: the folders are walked
+    // once.
+    let mut errors = Vec::new();
+    let found = if args.watch {
+        Vec::new()
+    } else {
+        transcript::discover(&paths, &mut errors)?
+    };
+    if !args.watch && found.is_empty() && errors.is_empty() {
+        let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        let hint = if default {
+            "looked for *.jsonl in its project folders; set CLAUDE_CONFIG_DIR or pass a path"
+        } else {
+            "looked for *.jsonl files; pass the folder that holds them, such as \
+             ~/.claude/projects, or no path to read CLAUDE_CONFIG_DIR's"
+        };
+        let line = format!(
+            "{} {} no Claude Code transcripts ({hint})",
+            shown.join(", "),
+            if shown.len() == 1 { "holds" } else { "hold" }
+        );
+        if args.json {
+            eprintln!("{line}");
+            print_json(&ImportSummary::default())?;
+        } else {
+            println!("{line}");
         }
+        return Ok(ExitCode::SUCCESS);
     }
     let store = ctx.open_store()?;
     let json = args.json;
@@ -304,8 +307,7 @@ async fn claude_code(ctx: &Ctx, args: ClaudeCodeArgs) -> Result<ExitCode> {
     let (stop, listener) = stop_on_ctrl_c()?;
     let (summary, total) =
         tokio::task::spawn_blocking(move || -> Result<(ImportSummary, usize)> {
-            let mut errors = Vec::new();
-            let files = transcript::discover(&paths, &mut errors)?;
+            let files = found;
             let mut importer = Importer::new(store)?;
             importer.stop_on(stop);
             let bar = show_progress.then(|| super::progress_bar("files", files.len() as u64));

@@ -4,7 +4,8 @@ use std::collections::BTreeMap;
 
 use super::{BLOCK_BYTES, BlockWriter, Layout, RunCursor, find_in_block, lookup};
 use crate::store::kv::{ReadableTable, TableDefinition};
-use crate::store::search::postings::{Run, runs_as_rows};
+use crate::store::search::legacy::runs_as_rows;
+use crate::store::search::postings::Run;
 use crate::store::testing::{Fixture, on_every_arm};
 use crate::store::{Node, NodeType, Session, SessionSource, Store, StoreError};
 

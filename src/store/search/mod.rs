@@ -20,6 +20,7 @@
 //! an earlier schema over.
 
 mod blocks;
+mod legacy;
 mod postings;
 mod query;
 mod terms;
@@ -32,9 +33,8 @@ use sha2::{Digest, Sha256};
 use super::tables::{META, NODES, SEARCH_DOCS};
 use super::{Node, NodeId, NodeStatus, NodeType, Result, SessionId, StoreError, codec};
 use crate::store::kv::{ReadableTable, TableDefinition, WriteTxn};
-pub(super) use postings::{
-    PendingIndex, compact, decode_legacy_postings, import_oldest_legacy_run,
-};
+pub(super) use legacy::{decode_legacy_postings, import_oldest_legacy_run};
+pub(super) use postings::{PendingIndex, compact};
 pub use query::{BM25_TF_MAX, bm25_idf, bm25_tf, snippet};
 use terms::TermTable;
 pub(super) use upgrade::to_doc_numbers;

@@ -284,9 +284,9 @@ fn v8_segments_become_the_oldest_run(fx: &Fixture) {
     use crate::store::kv::ReadableTable;
 
     use super::super::tables::{META, SEARCH_DOCS, SEARCH_POSTINGS};
+    use super::legacy::encode_legacy_postings;
     use super::postings::{
-        NEXT_DOC_KEY, RUNS_KEY, decode_postings, decode_runs, encode_legacy_postings, run_name,
-        run_table,
+        NEXT_DOC_KEY, RUNS_KEY, decode_postings, decode_runs, run_name, run_table,
     };
 
     let store = fx.open();
@@ -323,7 +323,7 @@ fn v8_segments_become_the_oldest_run(fx: &Fixture) {
     store.write(|w| w.compact_search_index()).unwrap();
     {
         let txn = store.db.begin_write().unwrap();
-        super::postings::runs_as_rows(&txn).unwrap();
+        super::legacy::runs_as_rows(&txn).unwrap();
         let runs = {
             let meta = txn.open_table(META).unwrap();
             let v = meta.get(RUNS_KEY).unwrap();
@@ -406,9 +406,9 @@ fn v11_index_and_edges_become_doc_numbers_and_empty_edge_values(fx: &Fixture) {
     use crate::store::kv::ReadableTable;
 
     use super::super::tables::{EDGES_OUT, META, SEARCH_DOCS, key33};
+    use super::legacy::encode_legacy_postings;
     use super::postings::{
-        NEXT_DOC_KEY, RUNS_KEY, decode_postings, decode_runs, encode_legacy_postings, run_name,
-        run_table,
+        NEXT_DOC_KEY, RUNS_KEY, decode_postings, decode_runs, run_name, run_table,
     };
     use crate::store::{Edge, EdgeType, codec};
 
@@ -493,7 +493,7 @@ fn v11_index_and_edges_become_doc_numbers_and_empty_edge_values(fx: &Fixture) {
     // Write the index and edges back as v11 kept them.
     {
         let txn = store.db.begin_write().unwrap();
-        super::postings::runs_as_rows(&txn).unwrap();
+        super::legacy::runs_as_rows(&txn).unwrap();
         let runs = {
             let meta = txn.open_table(META).unwrap();
             let v = meta.get(RUNS_KEY).unwrap();

@@ -7,9 +7,9 @@ use std::collections::HashMap;
 
 use super::super::tables::{META, NODES, SEARCH_DOCS};
 use super::blocks::{BlockWriter, Layout};
+use super::legacy::{LegacyPosting, decode_legacy_postings};
 use super::postings::{
-    LegacyPosting, NEXT_DOC_KEY, RUNS_KEY, Run, decode_legacy_postings, decode_runs,
-    encode_postings, encode_runs, run_name, run_table,
+    NEXT_DOC_KEY, RUNS_KEY, Run, decode_runs, encode_postings, encode_runs, run_name, run_table,
 };
 use super::{
     DOC_HEADER, SEARCH_DOC_NODES, TOTALS_KEY, encode_doc, encode_doc_node, index_all_nodes,
@@ -184,7 +184,8 @@ fn drop_runs(txn: &WriteTxn) -> Result<()> {
 #[cfg(test)]
 pub(in crate::store) fn write_v11_layout(txn: &WriteTxn) -> Result<()> {
     use super::decode_doc_node;
-    use super::postings::{decode_postings, encode_legacy_postings, runs_as_rows};
+    use super::legacy::{encode_legacy_postings, runs_as_rows};
+    use super::postings::decode_postings;
 
     let node_of: HashMap<u32, [u8; 16]> = {
         let t = txn.open_table(SEARCH_DOC_NODES)?;
