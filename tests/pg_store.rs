@@ -198,7 +198,16 @@ fn doctor_reports_the_server_and_never_the_password() {
     assert_eq!(st["tls"], pg.tls(), "{st}");
     assert!(st["latency_ms"].as_f64().unwrap() > 0.0, "{st}");
     assert!(st["schema_version"].as_u64().is_some(), "{st}");
-    assert!(st.get("size_bytes").is_none() && st.get("compression").is_none());
+    // No file to measure, but the records are: what they take stored and as JSON.
+    assert!(st.get("size_bytes").is_none(), "{st}");
+    let c = &st["compression"];
+    let (stored, plain) = (
+        c["node_bytes_stored"].as_u64().unwrap(),
+        c["node_bytes_plain"].as_u64().unwrap(),
+    );
+    assert!(stored > 0 && plain > stored, "{c}");
+    assert!(c["ratio"].as_f64().unwrap() > 1.0, "{c}");
+    assert!(!st["search_runs"].as_array().unwrap().is_empty(), "{st}");
     outputs.push(text(&out));
 
     let out = ok(on(&data, &url).arg("doctor"));
@@ -209,8 +218,15 @@ fn doctor_reports_the_server_and_never_the_password() {
     );
     assert!(shown.contains("round trip"), "{shown}");
     assert!(shown.contains("searched exactly by glassbox"), "{shown}");
+    assert!(!shown.contains("free "), "{shown}");
     assert!(
-        !shown.contains("free ") && !shown.contains("compression"),
+        shown.contains("  nodes      ")
+            && shown.contains("of JSON (")
+            && shown.contains("× compression"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("  search     ") && shown.contains(" in the index"),
         "{shown}"
     );
     outputs.push(shown);

@@ -169,24 +169,7 @@ fn redb_store(store_path: &std::path::Path, step: &dyn Fn(&str)) -> Value {
     let counts = s.counts().ok();
     step("measuring the store's tables");
     let tables = s.table_sizes().ok();
-    step("reading the node records");
-    let compression = s.node_compression().ok().map(|c| {
-        json!({
-            "node_bytes_stored": c.stored,
-            "node_bytes_plain": c.plain,
-            "node_bytes_without_dictionary": c.without_dict,
-            "ratio": c.ratio(),
-            "dictionary": s.record_dict().map(|d| json!({"id": d.id(), "bytes": d.len()})),
-        })
-    });
-    step("reading the raw streams");
-    let raw_compression = s.raw_compression().ok().map(|c| {
-        json!({
-            "bytes_stored": c.stored,
-            "bytes_received": c.plain,
-            "ratio": c.ratio(),
-        })
-    });
+    let (compression, raw_compression) = compression(&s, step);
     step("looking for unfinished imports");
     let unfinished = unfinished_imports(&s);
     json!({
@@ -203,6 +186,30 @@ fn redb_store(store_path: &std::path::Path, step: &dyn Fn(&str)) -> Value {
     })
 }
 
+/// The node records' and the raw streams' size as stored and uncompressed (every record
+/// is read: over a PostgreSQL connection, a large store takes a while).
+fn compression(s: &crate::store::Store, step: &dyn Fn(&str)) -> (Value, Value) {
+    step("reading the node records");
+    let nodes = s.node_compression().ok().map(|c| {
+        json!({
+            "node_bytes_stored": c.stored,
+            "node_bytes_plain": c.plain,
+            "node_bytes_without_dictionary": c.without_dict,
+            "ratio": c.ratio(),
+            "dictionary": s.record_dict().map(|d| json!({"id": d.id(), "bytes": d.len()})),
+        })
+    });
+    step("reading the raw streams");
+    let raw = s.raw_compression().ok().map(|c| {
+        json!({
+            "bytes_stored": c.stored,
+            "bytes_received": c.plain,
+            "ratio": c.ratio(),
+        })
+    });
+    (json!(nodes), json!(raw))
+}
+
 /// The sessions a killed `import json` left partway ([`export::UNFINISHED_IMPORT`]).
 fn unfinished_imports(s: &crate::store::Store) -> Vec<String> {
     s.sessions()
@@ -216,8 +223,8 @@ fn unfinished_imports(s: &crate::store::Store) -> Vec<String> {
 }
 
 /// The PostgreSQL database: the URL without its password, the server's version, TLS, the
-/// round-trip latency, and the store's schema and counts.
-fn postgres_store(url: &str) -> Value {
+/// round-trip latency, and the store's schema, counts, compression and index runs.
+fn postgres_store(url: &str, step: &dyn Fn(&str)) -> Value {
     let label = crate::config::store_target::redact(url);
     let fail = |e: String| json!({"backend": "postgres", "url": label, "error": e});
     let backend = match StoreTarget::connect_postgres(url) {
@@ -240,7 +247,13 @@ fn postgres_store(url: &str) -> Value {
     match crate::store::Store::open_backend(std::sync::Arc::new(backend), info.url.clone()) {
         Ok(s) => {
             v["schema_version"] = json!(s.schema_version().ok());
+            step("counting the store's rows");
             v["counts"] = json!(s.counts().ok());
+            let (nodes, raw) = compression(&s, step);
+            v["compression"] = nodes;
+            v["raw_compression"] = raw;
+            v["search_runs"] = json!(s.search_runs().ok());
+            step("looking for unfinished imports");
             v["unfinished_imports"] = json!(unfinished_imports(&s));
         }
         Err(e) => v["error"] = json!(e.to_string()),
@@ -256,7 +269,7 @@ fn gather(ctx: &Ctx, step: &dyn Fn(&str)) -> Value {
         Ok(StoreTarget::File(path)) => redb_store(&path, step),
         Ok(StoreTarget::Postgres(url)) => {
             step("asking the PostgreSQL server");
-            postgres_store(&url)
+            postgres_store(&url, step)
         }
         Err(e) => json!({"error": e.to_string()}),
     };
@@ -413,6 +426,12 @@ pub fn run(ctx: &Ctx, json_out: bool, compact: bool) -> Result<ExitCode> {
             let parts: Vec<String> = c.iter().map(|(k, n)| format!("{k} {n}")).collect();
             println!("             {}", parts.join("  "));
         }
+        let runs = st["search_runs"].as_array().map_or(0, Vec::len);
+        println!(
+            "  search     {runs} run{} in the index",
+            if runs == 1 { "" } else { "s" }
+        );
+        print_compression(st);
     } else if st.get("exists") == Some(&Value::Bool(false)) {
         println!("store        {} (created on first use)", s(&st["path"]));
     } else {
@@ -467,48 +486,7 @@ pub fn run(ctx: &Ctx, json_out: bool, compact: bool) -> Result<ExitCode> {
                 if runs == 1 { "" } else { "s" }
             );
         }
-        let c = &st["compression"];
-        if let (Some(stored), Some(plain)) = (
-            c["node_bytes_stored"].as_u64(),
-            c["node_bytes_plain"].as_u64(),
-        ) {
-            let dict = c["dictionary"]["bytes"]
-                .as_u64()
-                .map(|b| {
-                    format!(
-                        ", with a {} dictionary of this store's records",
-                        human_size(b)
-                    )
-                })
-                .unwrap_or_default();
-            println!(
-                "  nodes      {} stored for {} of JSON ({:.1}× compression{dict})",
-                human_size(stored),
-                human_size(plain),
-                c["ratio"].as_f64().unwrap_or(1.0)
-            );
-            if let Some(older) = c["node_bytes_without_dictionary"].as_u64()
-                && older > 0
-                && c["dictionary"].is_object()
-            {
-                println!(
-                    "             {} of them written before the dictionary: `glassbox doctor --compact` compresses them with it",
-                    human_size(older)
-                );
-            }
-        }
-        let c = &st["raw_compression"];
-        if let (Some(stored), Some(received)) =
-            (c["bytes_stored"].as_u64(), c["bytes_received"].as_u64())
-            && stored > 0
-        {
-            println!(
-                "  raw        {} stored for {} of provider streams ({:.1}× compression)",
-                human_size(stored),
-                human_size(received),
-                c["ratio"].as_f64().unwrap_or(1.0)
-            );
-        }
+        print_compression(st);
     }
     if let Some(ids) = st["unfinished_imports"].as_array()
         && !ids.is_empty()
@@ -574,4 +552,51 @@ pub fn run(ctx: &Ctx, json_out: bool, compact: bool) -> Result<ExitCode> {
         }
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// The compression lines of `doctor`'s text: node records and raw streams, as stored against
+/// uncompressed.
+fn print_compression(st: &Value) {
+    let c = &st["compression"];
+    if let (Some(stored), Some(plain)) = (
+        c["node_bytes_stored"].as_u64(),
+        c["node_bytes_plain"].as_u64(),
+    ) {
+        let dict = c["dictionary"]["bytes"]
+            .as_u64()
+            .map(|b| {
+                format!(
+                    ", with a {} dictionary of this store's records",
+                    human_size(b)
+                )
+            })
+            .unwrap_or_default();
+        println!(
+            "  nodes      {} stored for {} of JSON ({:.1}× compression{dict})",
+            human_size(stored),
+            human_size(plain),
+            c["ratio"].as_f64().unwrap_or(1.0)
+        );
+        if let Some(older) = c["node_bytes_without_dictionary"].as_u64()
+            && older > 0
+            && c["dictionary"].is_object()
+        {
+            println!(
+                "             {} of them written before the dictionary: `glassbox doctor --compact` compresses them with it",
+                human_size(older)
+            );
+        }
+    }
+    let c = &st["raw_compression"];
+    if let (Some(stored), Some(received)) =
+        (c["bytes_stored"].as_u64(), c["bytes_received"].as_u64())
+        && stored > 0
+    {
+        println!(
+            "  raw        {} stored for {} of provider streams ({:.1}× compression)",
+            human_size(stored),
+            human_size(received),
+            c["ratio"].as_f64().unwrap_or(1.0)
+        );
+    }
 }
