@@ -17,7 +17,7 @@
 # Usage: scripts/bench-scale.sh            (needs jq, curl and python3)
 #        SCALE_BIN=target/release/glassbox scripts/bench-scale.sh   (skip the build)
 #        SCALE_WORK=/tmp/scale scripts/bench-scale.sh   (keep the generated inputs there)
-#        IMPORT_RUNS=3 ASK_RUNS=7 (the defaults): runs the import and ask rows take the median of
+#        IMPORT_RUNS=7 ASK_RUNS=7 (the defaults): how many runs the import and ask rows take the median of
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -60,10 +60,11 @@ for n in "${SIZES[@]}"; do
     IMPORTS[$n]="" KB[$n]=0
 done
 # The median of IMPORT_RUNS runs at each size (one run varies by a tenth, which the per-file
-# rows would read as growth), each on an empty data dir. The sizes take turns, run by run,
+# rows would read as growth; on one binary the median of three gave the time per file from
+# -9% to -27%, and that of seven -11% and -17%), each on an empty data dir. The sizes take turns, run by run,
 # so that the machine's drift over the minute this takes falls on every size alike rather
 # than on the largest, measured last; at 2,500 files jq takes turns with the import.
-runs=${IMPORT_RUNS:-3}
+runs=${IMPORT_RUNS:-7}
 jqs=()
 for _ in $(seq "$runs"); do
     for n in "${SIZES[@]}"; do
@@ -102,7 +103,7 @@ if [[ ! -d "$one" ]]; then
     cp "$first" "$one/$(basename "$(dirname "$first")")/"
 fi
 ones=()
-for _ in $(seq "${IMPORT_RUNS:-3}"); do
+for _ in $(seq "${IMPORT_RUNS:-7}"); do
     rm -rf "$WORK/data-one"
     t0=$(now)
     GLASSBOX_DATA_DIR="$WORK/data-one" "$BIN" import claude-code "$one" --json > /dev/null
