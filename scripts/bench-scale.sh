@@ -60,8 +60,8 @@ for n in "${SIZES[@]}"; do
     IMPORTS[$n]="" KB[$n]=0
 done
 # The median of IMPORT_RUNS runs at each size (one run varies by a tenth, which the per-file
-# rows would read as growth; on one binary the median of three gave the time per file from
-# -9% to -27%, and that of seven -11% and -17%), each on an empty data dir. The sizes take turns, run by run,
+# rows would read as growth; with one import pipeline the median of three gave the time per
+# file from -9% to -27%, and that of seven -11% and -17%), each on an empty data dir. The sizes take turns, run by run,
 # so that the machine's drift over the minute this takes falls on every size alike rather
 # than on the largest, measured last; at 2,500 files jq takes turns with the import.
 runs=${IMPORT_RUNS:-7}
