@@ -245,6 +245,14 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
         return super::pipeline::run(ctx, &args, mode).await;
     }
     let question = read_question(args.question.as_deref().unwrap_or_default())?;
+    // Compiling the routing patterns takes milliseconds: it is done while the store opens.
+    let routing = {
+        let (q, cfg) = (question.clone(), cfg.routing.clone());
+        std::thread::Builder::new()
+            .name("glassbox-route".into())
+            .spawn(move || classify(&q, &cfg))
+            .ok()
+    };
     let store = ctx.open_store()?;
     let mut session = args
         .session
@@ -263,7 +271,9 @@ pub async fn run(ctx: &Ctx, args: AskArgs) -> Result<ExitCode> {
         None => None,
     };
     let built = providers::build(ctx)?;
-    let route = classify(&question, &cfg.routing);
+    let route = routing
+        .and_then(|t| t.join().ok())
+        .unwrap_or_else(|| classify(&question, &cfg.routing));
     let effort = match args.effort {
         Some(e) => e,
         None if cfg.routing.enabled => route.effort(&cfg.routing),

@@ -13,6 +13,7 @@
 //! so a long stream costs a bounded number of whole-node writes. A kill loses at most what
 //! arrived after the last committed node write; the raw chunks hold more.
 
+use std::sync::Arc;
 use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
 
@@ -24,6 +25,7 @@ use super::TurnEvent;
 use super::graph_feed::GraphFeed;
 use crate::engines::llm::RawChunk;
 use crate::engines::thinkgraph::GraphUpdate;
+use crate::store::dict::RecordDict;
 use crate::store::search::{PreparedText, StreamedTerms};
 use crate::store::{
     DecisionId, DecisionPoint, EncodedChunk, EncodedNode, Node, NodeId, NodeStatus, NodeType,
@@ -121,48 +123,70 @@ impl Indexer {
 }
 
 /// A node of a flush, made ready for its transaction: encoded, or (a streamed node at the
-/// turn's end) with the words found as it streamed, its record to be encoded in the
-/// transaction while the words go into the index.
+/// turn's end) with the words found as it streamed and its record being encoded on a thread
+/// of its own since the stream ended, while those words are awaited and merged into the
+/// index.
 enum Ready {
     Encoded(Result<EncodedNode, StoreError>),
-    Words(Option<PreparedText>),
+    Words(Option<PreparedText>, Option<Encoding>),
+}
+
+/// A streamed node's record, being encoded.
+type Encoding = std::thread::JoinHandle<Result<EncodedNode, StoreError>>;
+
+/// Starts encoding `n`'s record on a thread of its own (`None` if no thread could start:
+/// the transaction then encodes it).
+fn encode_apart(n: &Arc<Node>, dict: Option<&Arc<RecordDict>>) -> Option<Encoding> {
+    let (n, dict) = (Arc::clone(n), dict.cloned());
+    std::thread::Builder::new()
+        .name("glassbox-record".into())
+        .spawn(move || {
+            let t0 = Instant::now();
+            let record = EncodedNode::without_terms(&n, dict.as_deref());
+            tracing::debug!(
+                encode_ms = t0.elapsed().as_millis() as u64,
+                bytes = n.text.len(),
+                "streamed record encoded"
+            );
+            record
+        })
+        .ok()
 }
 
 /// Puts the nodes of a flush; returns what it committed, for the log.
-fn put_nodes(w: &mut Writer<'_>, nodes: [Option<(Node, Ready)>; 2]) -> Result<Written, StoreError> {
-    // The records of the nodes that come with their words are encoded on another thread
-    // while those words are merged into the index: for a long trace the two are most of the
-    // turn's last write.
+fn put_nodes(
+    w: &mut Writer<'_>,
+    nodes: [Option<(Arc<Node>, Ready)>; 2],
+) -> Result<Written, StoreError> {
+    // The words of the streamed nodes go into the index while their records are encoded
+    // (started when the stream ended): for a long trace the two are most of the turn's
+    // last write.
+    let mut indexed = [false; 2];
+    for (slot, entry) in nodes.iter().enumerate() {
+        if let Some((n, Ready::Words(Some(words), _))) = entry {
+            w.index_words(n, words)?;
+            indexed[slot] = true;
+        }
+    }
+    if indexed.contains(&true) {
+        w.apply_index()?;
+    }
     let dict = w.record_dict();
-    let (mut encoded, indexed) = std::thread::scope(|s| {
-        let encoding = s.spawn(|| {
-            nodes.each_ref().map(|slot| match slot {
-                Some((n, Ready::Words(_))) => Some(EncodedNode::without_terms(n, dict.as_deref())),
-                _ => None,
-            })
-        });
-        let mut indexed = [false; 2];
-        for (slot, entry) in nodes.iter().enumerate() {
-            if let Some((n, Ready::Words(Some(words)))) = entry {
-                w.index_words(n, words)?;
-                indexed[slot] = true;
-            }
-        }
-        if indexed.contains(&true) {
-            w.apply_index()?;
-        }
-        let encoded = encoding
-            .join()
-            .map_err(|_| StoreError::Encode("a node's record could not be encoded".into()))?;
-        Ok::<_, StoreError>((encoded, indexed))
-    })?;
     let mut written: Written = [None, None];
     for (slot, entry) in nodes.into_iter().enumerate() {
         let Some((n, ready)) = entry else { continue };
-        let record = match (ready, encoded[slot].take()) {
-            (Ready::Encoded(record), _) => record?,
-            (Ready::Words(_), record) => {
-                let record = record.unwrap_or_else(|| EncodedNode::new(&n, dict.as_deref()))?;
+        let record = match ready {
+            Ready::Encoded(record) => record?,
+            Ready::Words(_, encoding) => {
+                let record = match encoding.map(std::thread::JoinHandle::join) {
+                    Some(Ok(record)) => record?,
+                    Some(Err(_)) => {
+                        return Err(StoreError::Encode(
+                            "a node's record could not be encoded".into(),
+                        ));
+                    }
+                    None => EncodedNode::new(&n, dict.as_deref())?,
+                };
                 if indexed[slot] {
                     record.indexed()
                 } else {
@@ -442,10 +466,22 @@ impl Live {
             // beside the commit of the flush before this one.
             let nodes = tokio::task::spawn_blocking(move || {
                 let t0 = Instant::now();
-                let mut nodes = nodes.into_iter().zip(indexers).map(|(n, indexer)| {
+                // The records of the nodes whose words are being found start encoding
+                // first: the words may take a few milliseconds more to arrive.
+                let started = nodes.into_iter().zip(indexers).map(|(n, indexer)| {
                     n.map(|n| {
+                        let n = Arc::new(n);
+                        let encoding = indexer
+                            .as_ref()
+                            .and_then(|_| encode_apart(&n, dict.as_ref()));
+                        (n, indexer, encoding)
+                    })
+                });
+                let started: Vec<_> = started.collect();
+                let mut nodes = started.into_iter().map(|s| {
+                    s.map(|(n, indexer, encoding)| {
                         let ready = match indexer {
-                            Some(i) => Ready::Words(i.words(&n)),
+                            Some(i) => Ready::Words(i.words(&n), encoding),
                             None => Ready::Encoded(EncodedNode::new(&n, dict.as_deref())),
                         };
                         (n, ready)
