@@ -11,6 +11,7 @@ mod compaction;
 mod graph_feed;
 mod history;
 mod live;
+mod loop_feed;
 mod routing;
 #[cfg(test)]
 mod tests;

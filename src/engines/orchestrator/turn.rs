@@ -15,7 +15,8 @@ use super::{
     FinishedTurn, LOOPING, MEMORY_USED, Orchestrator, TOOL_ERROR, TOOL_RESULT, TurnEvent,
     TurnOutcome, TurnRequest, title_from,
 };
-use crate::engines::llm::loops::{LoopAction, LoopDetector, LoopParams, LoopReport, loop_stop};
+use super::loop_feed::{Found, LoopFeed};
+use crate::engines::llm::loops::{LoopAction, LoopReport, loop_stop};
 use crate::engines::llm::{
     CallCtx, ChatRequest, LlmError, Message, StopReason, StreamEvent, ThinkingBlock, ToolCall,
     ToolResult, Usage,
@@ -30,53 +31,28 @@ use crate::store::{
 const MAX_BATCH_BYTES: usize = 256 * 1024;
 const EVENT_BYTES: usize = 64;
 
-/// The loop detectors over a turn's thinking and answer. A loop is reported once per turn;
-/// after that only the stream it was found in is read, to count its repeats.
-struct LoopWatch {
+/// Records a loop found in the thinking or the answer on its node and reports it; true when
+/// the call is to stop.
+fn loop_found(
+    live: &mut Live,
+    events: &mpsc::UnboundedSender<TurnEvent>,
+    (kind, report): Found,
     action: LoopAction,
-    thinking: LoopDetector,
-    text: LoopDetector,
-    /// The node kind the loop was found in.
-    found: Option<NodeType>,
-}
-
-impl LoopWatch {
-    fn new(params: &LoopParams, action: LoopAction) -> Self {
-        Self {
-            action,
-            thinking: LoopDetector::new(params),
-            text: LoopDetector::new(params),
-            found: None,
-        }
-    }
-
-    /// Reads a delta of the thinking or the answer; returns the loop when it is first found.
-    fn push(&mut self, kind: NodeType, delta: &str) -> Option<LoopReport> {
-        if self.action == LoopAction::Off || self.found.is_some_and(|k| k != kind) {
-            return None;
-        }
-        let detector = if kind == NodeType::Thinking {
-            &mut self.thinking
-        } else {
-            &mut self.text
-        };
-        let report = detector.push(delta);
-        if report.is_some() {
-            self.found = Some(kind);
-        }
-        report
-    }
-
-    /// The loop found this turn, with its repeats counted to the end of what arrived.
-    fn found(&self) -> Option<(NodeType, LoopReport)> {
-        let kind = self.found?;
-        let detector = if kind == NodeType::Thinking {
-            &self.thinking
-        } else {
-            &self.text
-        };
-        detector.found().map(|r| (kind, r))
-    }
+) -> bool {
+    let node = live.node(kind);
+    node.meta
+        .insert(LOOPING.into(), looping_meta(kind, report, action));
+    let node = node.id;
+    live.dirty = true;
+    let _ = events.send(TurnEvent::Loop {
+        node,
+        period: report.period,
+        repeats: report.repeats,
+        unit: report.unit,
+        in_thinking: kind == NodeType::Thinking,
+        action,
+    });
+    action == LoopAction::Stop
 }
 
 /// The `looping` meta of a node the model looped in.
@@ -416,7 +392,7 @@ impl Orchestrator {
         let mut spent = Usage::default();
         let mut stop;
         let mut error;
-        let mut loops = LoopWatch::new(&self.loops, self.loop_action);
+        let mut loops = LoopFeed::new(&self.loops, self.loop_action);
         let mut ahead = Ahead::new(self.knowledge.clone());
         let mut stopped_looping = false;
         let mut tick = tokio::time::interval(FLUSH_EVERY);
@@ -465,9 +441,7 @@ impl Orchestrator {
                                     let text = paragraph(&mut said.new_thinking, live.thinking.as_ref(), text);
                                     append(&mut live, NodeType::Thinking, &text, delta_len, &mut said.open_from);
                                     live.dirty = true;
-                                    looped = loops
-                                        .push(NodeType::Thinking, &text)
-                                        .map(|r| (NodeType::Thinking, r));
+                                    looped = loops.push(NodeType::Thinking, &text);
                                     let updates = live.graph.push(&text);
                                     let _ = events.send(TurnEvent::Thinking(text));
                                     for (id, kind) in live.created.drain(..) {
@@ -512,9 +486,7 @@ impl Orchestrator {
                                     let text = paragraph(&mut said.new_text, live.response.as_ref(), text);
                                     append(&mut live, NodeType::Response, &text, delta_len, &mut said.text_from);
                                     live.dirty = true;
-                                    looped = loops
-                                        .push(NodeType::Response, &text)
-                                        .map(|r| (NodeType::Response, r));
+                                    looped = loops.push(NodeType::Response, &text);
                                     let _ = events.send(TurnEvent::Text(text));
                                 }
                                 StreamEvent::ToolUse { id, name, input } => {
@@ -548,25 +520,12 @@ impl Orchestrator {
                             for (id, kind) in live.created.drain(..) {
                                 let _ = events.send(TurnEvent::NodeCreated { id, kind });
                             }
-                            if let Some((kind, report)) = looped {
-                                let action = self.loop_action;
-                                let node = live.node(kind);
-                                node.meta.insert(LOOPING.into(), looping_meta(kind, report, action));
-                                let node = node.id;
-                                live.dirty = true;
-                                let _ = events.send(TurnEvent::Loop {
-                                    node,
-                                    period: report.period,
-                                    repeats: report.repeats,
-                                    unit: report.unit,
-                                    in_thinking: kind == NodeType::Thinking,
-                                    action,
-                                });
-                                if action == LoopAction::Stop {
-                                    call_cancel.cancel();
-                                    stopped_looping = true;
-                                    break 'call;
-                                }
+                            if let Some(found) = looped
+                                && loop_found(&mut live, &events, found, self.loop_action)
+                            {
+                                call_cancel.cancel();
+                                stopped_looping = true;
+                                break 'call;
                             }
                             if batch >= MAX_BATCH_BYTES {
                                 break false;
@@ -609,6 +568,12 @@ impl Orchestrator {
             }
             // A call stopped for looping is dropped unread (its token already told it to stop).
             drop(stream);
+            // A loop in the call's last pieces.
+            if let Some(found) = loops.settle()
+                && loop_found(&mut live, &events, found, self.loop_action)
+            {
+                stopped_looping = true;
+            }
             // Chunks sent just before the stream ended.
             while let Ok(chunk) = raw_rx.try_recv() {
                 live.push_raw(chunk);
@@ -679,7 +644,7 @@ impl Orchestrator {
             spent = usage;
         }
         // The repeats counted to the end of what arrived.
-        if let Some((kind, report)) = loops.found() {
+        if let Some((kind, report)) = loops.finish() {
             live.node(kind)
                 .meta
                 .insert(LOOPING.into(), looping_meta(kind, report, self.loop_action));
