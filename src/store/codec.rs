@@ -50,7 +50,27 @@ pub fn encode_with_dict<T: Serialize>(
 /// front: a long trace's megabytes would otherwise grow it by doubling, copying and faulting
 /// in twice its size, in the turn's last write.
 pub fn encode_node(n: &Node, dict: Option<&RecordDict>) -> Result<Vec<u8>, StoreError> {
-    encode_sized(n, dict, n.text.len() + n.text.len() / 16 + 1024)
+    let meta: usize = n.meta.iter().map(|(k, v)| k.len() + json_len_hint(v)).sum();
+    encode_sized(n, dict, n.text.len() + n.text.len() / 16 + meta + 1024)
+}
+
+/// About how many bytes of JSON `v` takes (a little more for plain text): a long trace's
+/// steps are hundreds of kilobytes of meta, which the text's share alone left out, so its
+/// buffer was grown (copied and faulted in again) near its end.
+fn json_len_hint(v: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    match v {
+        Value::Null | Value::Bool(_) => 5,
+        Value::Number(_) => 24,
+        Value::String(s) => s.len() + s.len() / 16 + 2,
+        Value::Array(a) => 2 + a.iter().map(|v| json_len_hint(v) + 1).sum::<usize>(),
+        Value::Object(o) => {
+            2 + o
+                .iter()
+                .map(|(k, v)| k.len() + 4 + json_len_hint(v))
+                .sum::<usize>()
+        }
+    }
 }
 
 /// [`encode_with_dict`] with room for `json_bytes` of JSON made first.

@@ -92,6 +92,10 @@ pub const SEARCH_TERMS_V3: TableDefinition<&[u8], u32> = TableDefinition::new("s
 /// for a node, so an unchanged text is skipped. (Before schema v10 the node's distinct terms
 /// followed, joined by 0x00; they are now read from its stored text when it is re-indexed.)
 pub const SEARCH_DOCS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("search_docs");
+/// node id → nothing: nodes whose words are not in the full-text index yet. A streamed
+/// trace past the turn's limit is indexed after its turn, by the next search (see
+/// `Store::index_pending`). A store gets the table with its first such trace.
+pub const SEARCH_PENDING: TableDefinition<[u8; 16], ()> = TableDefinition::new("search_pending");
 /// zstd dictionary id → the dictionary: what node records of format 4 were compressed with
 /// (schema v14 on; see `store/dict.rs`).
 pub const RECORD_DICTS: TableDefinition<u32, &[u8]> = TableDefinition::new("record_dicts");

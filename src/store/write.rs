@@ -81,6 +81,8 @@ enum Words {
     Found(search::PreparedText),
     /// It leaves them: [`Writer::index_words`] did it earlier in the transaction.
     Indexed,
+    /// It leaves them for later: the node is marked for the next search to index.
+    Later,
 }
 
 impl EncodedNode {
@@ -116,6 +118,15 @@ impl EncodedNode {
     pub fn indexed(self) -> Self {
         Self {
             words: Words::Indexed,
+            ..self
+        }
+    }
+
+    /// This record, for a node whose words go into the index later: its put marks it for
+    /// the next search ([`Store::index_pending`]) instead.
+    pub fn index_later(self) -> Self {
+        Self {
+            words: Words::Later,
             ..self
         }
     }
@@ -193,6 +204,13 @@ impl Writer<'_> {
             Words::Found(p) => self.index_found(n, &p, old.as_deref())?,
             Words::Find => search::index_node(self.txn, &mut self.index, n, old.as_deref())?,
             Words::Indexed => {}
+            Words::Later => {
+                // Words of an earlier text of it are not left behind in the index.
+                search::unindex_node(self.txn, &mut self.index, n.id.to_bytes(), old.as_deref())?;
+                self.txn
+                    .open_table(SEARCH_PENDING)?
+                    .put(n.id.to_bytes(), ())?;
+            }
         }
         super::leases::note(self.txn, n)?;
         self.journal(ChangeKind::NodePut, Some(n.session), Some(n.id.0))
@@ -213,6 +231,30 @@ impl Writer<'_> {
         } else {
             search::index_node(self.txn, &mut self.index, n, old.as_deref())
         }
+    }
+
+    /// Indexes the nodes whose words were left for later ([`EncodedNode::index_later`]):
+    /// those still stored, from their text as it is now. Returns how many marks it took.
+    pub fn index_pending(&mut self) -> Result<usize> {
+        let ids: Vec<[u8; 16]> = self
+            .txn
+            .open_table(SEARCH_PENDING)?
+            .iter()?
+            .map(|row| row.map(|(k, _)| k.value()))
+            .collect::<Result<_>>()?;
+        for id in &ids {
+            let record = self
+                .txn
+                .open_table(NODES)?
+                .get(*id)?
+                .map(|v| v.value().to_vec());
+            if let Some(bytes) = record {
+                let n: Node = codec::decode("nodes", &bytes)?;
+                search::index_node(self.txn, &mut self.index, &n, Some(&bytes))?;
+            }
+            self.txn.open_table(SEARCH_PENDING)?.remove(*id)?;
+        }
+        Ok(ids.len())
     }
 
     /// Merges the index changes gathered so far now, rather than when the transaction

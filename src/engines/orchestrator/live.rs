@@ -14,6 +14,7 @@
 //! arrived after the last committed node write; the raw chunks hold more.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc as std_mpsc;
 use std::time::{Duration, Instant};
 
@@ -39,6 +40,11 @@ pub(super) const FLUSH_EVERY: Duration = Duration::from_millis(150);
 const RAW_FLUSH_BYTES: usize = 4 << 20;
 /// Nodes up to this size (bytes of text) are written with every flush.
 const SMALL_NODE: usize = 256 * 1024;
+/// A streamed node whose text grows past this many bytes has its words put into the index
+/// after its turn, by the next search ([`Store::index_pending`]), rather than found as it
+/// streams: on a fast stream of megabytes, finding and merging them was a third of what the
+/// turn spent, and the turn's end waited for both.
+const INDEX_LATER_BYTES: usize = 512 * 1024;
 /// A larger node is written again once its text grew by this share of what was written...
 const GROWTH_DIVISOR: usize = 4;
 /// ...or this long after its last write.
@@ -87,23 +93,35 @@ async fn finished(task: Flush) -> Result<(), StoreError> {
 /// the turn's last write does not read megabytes of text again (see [`StreamedTerms`]).
 struct Indexer {
     text: std_mpsc::Sender<String>,
-    done: std::thread::JoinHandle<(usize, PreparedText)>,
+    /// Set when the words are no longer wanted (the node grew past [`INDEX_LATER_BYTES`]):
+    /// the thread then stops without finishing them.
+    dropped: Arc<AtomicBool>,
+    done: std::thread::JoinHandle<Option<(usize, PreparedText)>>,
 }
 
 impl Indexer {
     fn start() -> Option<Self> {
         let (text, pieces) = std_mpsc::channel::<String>();
+        let dropped = Arc::new(AtomicBool::new(false));
+        let stop = Arc::clone(&dropped);
         let done = std::thread::Builder::new()
             .name("glassbox-index".into())
             .spawn(move || {
                 let mut terms = StreamedTerms::new();
                 for piece in pieces {
+                    if stop.load(Ordering::Relaxed) {
+                        return None;
+                    }
                     terms.push(&piece);
                 }
-                (terms.len(), terms.finish())
+                Some((terms.len(), terms.finish()))
             })
             .ok()?;
-        Some(Self { text, done })
+        Some(Self {
+            text,
+            dropped,
+            done,
+        })
     }
 
     /// The words found, when they are those of `n`'s whole text.
@@ -116,9 +134,14 @@ impl Indexer {
             "streamed words found"
         );
         match done {
-            Ok((len, terms)) if len == n.text.len() => Some(terms),
+            Ok(Some((len, terms))) if len == n.text.len() => Some(terms),
             _ => None,
         }
+    }
+
+    /// Stops the thread: the words are found later.
+    fn drop_words(self) {
+        self.dropped.store(true, Ordering::Relaxed);
     }
 }
 
@@ -231,6 +254,8 @@ pub(super) struct Live {
     /// Word finders of the thinking and the response node, started with the node and fed
     /// what is appended to it.
     indexers: [Option<Indexer>; 2],
+    /// Whether the thinking and the response node grew past [`INDEX_LATER_BYTES`].
+    index_later: [bool; 2],
 }
 
 impl Live {
@@ -254,6 +279,7 @@ impl Live {
             written_at: Instant::now(),
             in_flight: None,
             indexers: [None, None],
+            index_later: [false; 2],
         }
     }
 
@@ -279,8 +305,18 @@ impl Live {
 
     /// Appends `text` to the thinking or the response node.
     pub(super) fn append(&mut self, kind: NodeType, text: &str) {
-        self.node(kind).text.push_str(text);
-        let indexer = &mut self.indexers[usize::from(kind != NodeType::Thinking)];
+        let node = self.node(kind);
+        node.text.push_str(text);
+        let len = node.text.len();
+        let slot = usize::from(kind != NodeType::Thinking);
+        let indexer = &mut self.indexers[slot];
+        if len > INDEX_LATER_BYTES {
+            self.index_later[slot] = true;
+            if let Some(i) = indexer.take() {
+                i.drop_words();
+            }
+            return;
+        }
         if let Some(i) = indexer
             && i.text.send(text.to_owned()).is_err()
         {
@@ -420,8 +456,10 @@ impl Live {
             .map(|n| n.id)
             .collect();
         let mut indexers = [None, None];
+        let mut later = [false; 2];
         let nodes = if self.dirty && pick == Pick::Last {
             indexers = std::mem::take(&mut self.indexers);
+            later = self.index_later;
             [self.thinking.take(), self.response.take()]
         } else if self.dirty && pick != Pick::None {
             let pick = |slot: usize, n: &Option<Node>| {
@@ -478,10 +516,14 @@ impl Live {
                     })
                 });
                 let started: Vec<_> = started.collect();
-                let mut nodes = started.into_iter().map(|s| {
+                let mut nodes = started.into_iter().zip(later).map(|(s, later)| {
                     s.map(|(n, indexer, encoding)| {
                         let ready = match indexer {
                             Some(i) => Ready::Words(i.words(&n), encoding),
+                            None if later => Ready::Encoded(
+                                EncodedNode::without_terms(&n, dict.as_deref())
+                                    .map(EncodedNode::index_later),
+                            ),
                             None => Ready::Encoded(EncodedNode::new(&n, dict.as_deref())),
                         };
                         (n, ready)

@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use super::super::tables::{META, NODES};
+use super::super::tables::{META, NODES, SEARCH_PENDING};
 use super::postings::RunReader;
 use super::{
     SEARCH_DOC_NODES, SearchHit, TOTALS_KEY, decode_doc_node, decode_totals, indexed_text,
@@ -99,6 +99,10 @@ impl Store {
         if terms.is_empty() || limit == 0 {
             return Ok(Vec::new());
         }
+        if let Err(e) = self.index_pending() {
+            // What is indexed is still found.
+            tracing::warn!("the nodes waiting for the index were not indexed: {e}");
+        }
         let r = self.read()?;
         let meta = r.open_table(META)?;
         let (docs_total, tokens_total) =
@@ -164,6 +168,28 @@ impl Store {
             });
         }
         Ok(out)
+    }
+
+    /// Adds to the full-text index the nodes whose words were left for later (a streamed
+    /// trace past the turn's limit, after its turn); every search does this first. Returns
+    /// how many were waiting.
+    pub fn index_pending(&self) -> Result<usize> {
+        if self.pending_index_count()? == 0 {
+            return Ok(0);
+        }
+        let t0 = std::time::Instant::now();
+        let n = self.write(|w| w.index_pending())?;
+        tracing::debug!(nodes = n, ms = t0.elapsed().as_millis() as u64, "pending nodes indexed");
+        Ok(n)
+    }
+
+    /// How many nodes wait for their words to go into the index.
+    pub fn pending_index_count(&self) -> Result<u64> {
+        let r = self.read()?;
+        match r.open_table_if_exists(SEARCH_PENDING)? {
+            Some(t) => t.len(),
+            None => Ok(0),
+        }
     }
 
     /// The full-text index's runs, oldest first: (postings, tombstones included) of each.
