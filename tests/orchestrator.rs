@@ -412,3 +412,52 @@ async fn a_streamed_turn_is_indexed_as_its_whole_text_and_its_raw_record_reads_b
         .collect();
     assert_eq!(raw, body.as_bytes());
 }
+
+/// A thinking past half a megabyte is stored at the turn's end without its words, marked for
+/// the index; the next search adds them first and finds it, scored as if the turn had indexed
+/// it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_trace_is_indexed_by_the_next_search() {
+    let pieces: Vec<String> = (0..16_000)
+        .map(|i| format!("Step {i} weighs the zygomorphic option. "))
+        .collect();
+    let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    let body = support::wire::anthropic_frames(&pieces, &["The answer is ", "morphic."]).concat();
+    let server = ScriptedServer::start(Script::new(vec![Step::sse(&body)])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
+    let orch = anthropic_orchestrator(&store, &server.url());
+    let (out, _) = ask(&orch, None, "which option?").await.unwrap();
+    assert_eq!(out.error, None);
+    let thinking = store.node(out.thinking.unwrap()).unwrap().unwrap();
+    assert!(thinking.text.len() > 512 * 1024, "{}", thinking.text.len());
+    assert_eq!(store.pending_index_count().unwrap(), 1, "the trace waits");
+    let indexed = store.search_doc_count().unwrap();
+
+    let nodes = store.session_nodes(out.session).unwrap();
+    let fresh = support::store::open(&dir.path().join("fresh.redb")).unwrap();
+    let session = store.session(out.session).unwrap().unwrap();
+    fresh
+        .write(|w| {
+            w.put_session(&session)?;
+            for n in &nodes {
+                w.put_node(n)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    let hits = |s: &Store, q: &str| -> Vec<(NodeId, String)> {
+        s.search(q, None, 10)
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.node, format!("{:.9}", h.score)))
+            .collect()
+    };
+    let got = hits(&store, "zygomorphic");
+    assert_eq!(got[0].0, thinking.id);
+    assert_eq!(store.pending_index_count().unwrap(), 0);
+    assert_eq!(store.search_doc_count().unwrap(), indexed + 1);
+    for q in ["zygomorphic", "step 15999", "weighs option", "answer"] {
+        assert_eq!(hits(&store, q), hits(&fresh, q), "{q}");
+    }
+}

@@ -8,6 +8,7 @@ use crate::store::{Session, SessionSource, Store};
 
 on_every_arm!(
     index_follows_text_changes_streaming_and_deletes,
+    words_left_for_later_are_indexed_by_the_next_search,
     segments_split_merge_and_shrink,
     ranking_prefers_more_and_rarer_hits,
     runs_merge_and_newer_runs_shadow_older_ones,
@@ -131,6 +132,69 @@ fn index_follows_text_changes_streaming_and_deletes(fx: &Fixture) {
     assert_eq!(store.search_doc_count().unwrap(), 1);
     store.write(|w| w.delete_session(s.id)).unwrap();
     assert!(store.search("gamma", None, 10).unwrap().is_empty());
+    assert_eq!(store.search_doc_count().unwrap(), 0);
+}
+
+/// A node put with its words left for later ([`EncodedNode::index_later`]) is not in the
+/// index until the next search, which adds it first and finds it, scored as if it had been
+/// indexed at once; its earlier words go at once; a mark whose node is gone is dropped.
+fn words_left_for_later_are_indexed_by_the_next_search(fx: &Fixture) {
+    use crate::store::EncodedNode;
+    let store = fx.open();
+    // The same nodes indexed at once, in a store of their own.
+    let direct_fx = Fixture::redb();
+    let direct = direct_fx.open();
+    let s = Session::new("t", SessionSource::Glassbox);
+    let other = Node::new(s.id, NodeType::Response, "alpha gamma delta");
+    let mut n = Node::new(s.id, NodeType::Thinking, "alpha beta beta");
+    for st in [&store, &direct] {
+        st.write(|w| {
+            w.put_session(&s)?;
+            w.put_node(&other)?;
+            w.put_node(&n)
+        })
+        .unwrap();
+    }
+    assert_eq!(store.pending_index_count().unwrap(), 0);
+    let later = |st: &Store, n: &Node| {
+        st.write(|w| {
+            let record = EncodedNode::without_terms(n, w.record_dict().as_deref())?;
+            w.put_encoded_node(n, record.index_later())
+        })
+        .unwrap();
+    };
+    n.text = "gamma epsilon epsilon".into();
+    later(&store, &n);
+    direct.write(|w| w.put_node(&n)).unwrap();
+    assert_eq!(store.pending_index_count().unwrap(), 1);
+    assert_eq!(
+        store.search_doc_count().unwrap(),
+        1,
+        "its earlier words left the index at once"
+    );
+    let hits = |st: &Store, q: &str| -> Vec<(NodeId, String)> {
+        st.search(q, None, 10)
+            .unwrap()
+            .into_iter()
+            .map(|h| (h.node, format!("{:.9}", h.score)))
+            .collect()
+    };
+    assert_eq!(hits(&store, "epsilon")[0].0, n.id);
+    assert_eq!(store.pending_index_count().unwrap(), 0);
+    for q in ["epsilon", "gamma", "alpha", "beta"] {
+        assert_eq!(hits(&store, q), hits(&direct, q), "{q}");
+    }
+    assert!(hits(&store, "beta").is_empty());
+    assert_eq!(store.search_doc_count().unwrap(), 2);
+    assert_eq!(store.index_pending().unwrap(), 0, "nothing is left");
+
+    // A mark whose node was deleted before the next search is dropped.
+    n.text = "zeta".into();
+    later(&store, &n);
+    store.write(|w| w.delete_session(s.id)).unwrap();
+    assert_eq!(store.index_pending().unwrap(), 1);
+    assert_eq!(store.pending_index_count().unwrap(), 0);
+    assert!(store.search("zeta", None, 10).unwrap().is_empty());
     assert_eq!(store.search_doc_count().unwrap(), 0);
 }
 
