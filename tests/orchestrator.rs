@@ -461,3 +461,57 @@ async fn a_long_trace_is_indexed_by_the_next_search() {
         assert_eq!(hits(&store, q), hits(&fresh, q), "{q}");
     }
 }
+
+/// As a user: `ask` streams a long trace, `doctor` says it waits for the index, `search`
+/// finds it, and `doctor` no longer counts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_doctor_and_search_a_long_trace_with_the_binary() {
+    let pieces: Vec<String> = (0..16_000)
+        .map(|i| format!("Step {i} weighs the zygomorphic option. "))
+        .collect();
+    let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    let body = support::wire::anthropic_frames(&pieces, &["The answer."]).concat();
+    let server = ScriptedServer::start(Script::new(vec![Step::sse(&body)])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_path_buf();
+    let url = server.url();
+    let run = move |args: &[&str]| {
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_glassbox"));
+        c.env("GLASSBOX_DATA_DIR", &data)
+            .envs(support::bin::store_env(&data))
+            .env("GLASSBOX_CONFIG_DIR", data.join("config"))
+            .env("GLASSBOX_EMBEDDINGS__PROVIDER", "none")
+            .env("ANTHROPIC_API_KEY", "k")
+            .env("GLASSBOX_PROVIDERS__ANTHROPIC__BASE_URL", &url)
+            .env("GLASSBOX_NETWORK__MAX_RETRIES", "0")
+            .args(args)
+            .stdin(std::process::Stdio::null());
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let (asked, waiting, waiting_text, found, after) = tokio::task::spawn_blocking(move || {
+        (
+            run(&["--provider", "anthropic", "ask", "--json", "which option?"]),
+            run(&["doctor", "--json"]),
+            run(&["doctor"]),
+            run(&["search", "--json", "zygomorphic"]),
+            run(&["doctor", "--json"]),
+        )
+    })
+    .await
+    .unwrap();
+    let done: serde_json::Value = serde_json::from_str(asked.lines().last().unwrap()).unwrap();
+    assert_eq!(done["type"], "done", "{done}");
+    let pending = |doctor: &str| {
+        serde_json::from_str::<serde_json::Value>(doctor).unwrap()["store"]["search_pending"]
+            .clone()
+    };
+    assert_eq!(pending(&waiting), serde_json::json!(1));
+    assert!(
+        waiting_text.contains("1 long trace waiting for the next search to index it"),
+        "{waiting_text}"
+    );
+    assert!(found.contains("zygomorphic"), "{found}");
+    assert_eq!(pending(&after), serde_json::json!(0));
+}

@@ -79,6 +79,7 @@ fn compact_store(ctx: &Ctx) -> Result<Value> {
             s.set_message("doctor: merging the search index…");
         }
         let before = store.search_runs()?.len();
+        store.index_pending()?;
         let postings = store.write(|w| w.compact_search_index())?;
         let after = store.search_runs()?.len();
         let index = json!({"runs_before": before, "runs_after": after, "postings": postings});
@@ -182,8 +183,22 @@ fn redb_store(store_path: &std::path::Path, step: &dyn Fn(&str)) -> Value {
         "compression": compression,
         "raw_compression": raw_compression,
         "search_runs": s.search_runs().ok(),
+        "search_pending": s.pending_index_count().ok(),
         "unfinished_imports": unfinished,
     })
+}
+
+/// `, 1 long trace waiting for the index` when streamed nodes wait for the next search to
+/// add their words (see `Store::index_pending`), else nothing.
+fn pending_note(st: &Value) -> String {
+    match st["search_pending"].as_u64() {
+        Some(n) if n > 0 => format!(
+            ", {n} long trace{} waiting for the next search to index {}",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "it" } else { "them" }
+        ),
+        _ => String::new(),
+    }
 }
 
 /// The node records' and the raw streams' size as stored and uncompressed (every record
@@ -253,6 +268,7 @@ fn postgres_store(url: &str, step: &dyn Fn(&str)) -> Value {
             v["compression"] = nodes;
             v["raw_compression"] = raw;
             v["search_runs"] = json!(s.search_runs().ok());
+            v["search_pending"] = json!(s.pending_index_count().ok());
             step("looking for unfinished imports");
             v["unfinished_imports"] = json!(unfinished_imports(&s));
         }
@@ -428,8 +444,9 @@ pub fn run(ctx: &Ctx, json_out: bool, compact: bool) -> Result<ExitCode> {
         }
         let runs = st["search_runs"].as_array().map_or(0, Vec::len);
         println!(
-            "  search     {runs} run{} in the index",
-            if runs == 1 { "" } else { "s" }
+            "  search     {runs} run{} in the index{}",
+            if runs == 1 { "" } else { "s" },
+            pending_note(st)
         );
         print_compression(st);
     } else if st.get("exists") == Some(&Value::Bool(false)) {
@@ -480,10 +497,11 @@ pub fn run(ctx: &Ctx, json_out: bool, compact: bool) -> Result<ExitCode> {
             );
             let runs = st["search_runs"].as_array().map_or(0, Vec::len);
             println!(
-                "  search     {} ({:.0}% of the file) in {runs} run{}",
+                "  search     {} ({:.0}% of the file) in {runs} run{}{}",
                 human_size(index),
                 index as f64 * 100.0 / file as f64,
-                if runs == 1 { "" } else { "s" }
+                if runs == 1 { "" } else { "s" },
+                pending_note(st)
             );
         }
         print_compression(st);

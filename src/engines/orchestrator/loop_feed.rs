@@ -192,7 +192,11 @@ mod tests {
     use super::*;
 
     fn tea(cycles: usize) -> String {
-        let steps = ["Boil the water first.", "Warm the pot with it.", "Add the tea leaves."];
+        let steps = [
+            "Boil the water first.",
+            "Warm the pot with it.",
+            "Add the tea leaves.",
+        ];
         (0..cycles * 3)
             .map(|i| format!("{}\n", steps[i % 3]))
             .collect()

@@ -11,11 +11,11 @@ use super::ahead::Ahead;
 use super::compaction::count_compaction;
 use super::history::{history_until, session_output_tokens, superseded_nodes};
 use super::live::{FLUSH_EVERY, Live};
+use super::loop_feed::{Found, LoopFeed};
 use super::{
     FinishedTurn, LOOPING, MEMORY_USED, Orchestrator, TOOL_ERROR, TOOL_RESULT, TurnEvent,
     TurnOutcome, TurnRequest, title_from,
 };
-use super::loop_feed::{Found, LoopFeed};
 use crate::engines::llm::loops::{LoopAction, LoopReport, loop_stop};
 use crate::engines::llm::{
     CallCtx, ChatRequest, LlmError, Message, StopReason, StreamEvent, ThinkingBlock, ToolCall,

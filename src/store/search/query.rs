@@ -179,7 +179,11 @@ impl Store {
         }
         let t0 = std::time::Instant::now();
         let n = self.write(|w| w.index_pending())?;
-        tracing::debug!(nodes = n, ms = t0.elapsed().as_millis() as u64, "pending nodes indexed");
+        tracing::debug!(
+            nodes = n,
+            ms = t0.elapsed().as_millis() as u64,
+            "pending nodes indexed"
+        );
         Ok(n)
     }
 
