@@ -16,7 +16,7 @@ use glassbox::engines::llm::{CallCtx, ChatRequest, Provider, StreamEvent, Thinki
 use glassbox::engines::orchestrator::{
     Knowledge, KnowledgeContext, Orchestrator, TurnEvent, TurnOutcome, TurnRequest,
 };
-use glassbox::store::{EdgeType, NodeId, NodeType, SessionId, Store};
+use glassbox::store::{EdgeType, Node, NodeId, NodeType, SessionId, Store};
 use support::{Script, ScriptedServer, Step};
 
 /// An OpenAI-compatible stream answering `text` with `tokens` output tokens.
@@ -340,6 +340,47 @@ async fn a_provider_compaction_becomes_a_boundary_node_and_goes_back_instead_of_
     assert!(header.nodes.contains(&node));
 }
 
+/// Asks "which option?" of an Anthropic server answering with `step`, into a new store; the
+/// store's folder, the store, the turn and its thinking node.
+async fn ask_anthropic(step: Step) -> (tempfile::TempDir, Store, TurnOutcome, Node) {
+    let server = ScriptedServer::start(Script::new(vec![step])).await;
+    let dir = tempfile::tempdir().unwrap();
+    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
+    let orch = anthropic_orchestrator(&store, &server.url());
+    let (out, _) = ask(&orch, None, "which option?").await.unwrap();
+    assert_eq!(out.error, None);
+    let thinking = store.node(out.thinking.unwrap()).unwrap().unwrap();
+    (dir, store, out, thinking)
+}
+
+/// The nodes of `session` put the usual way (indexed as they are put) into a new store at
+/// `path`.
+fn indexed_afresh(store: &Store, session: SessionId, path: &std::path::Path) -> Store {
+    let nodes = store.session_nodes(session).unwrap();
+    let fresh = support::store::open(path).unwrap();
+    let session = store.session(session).unwrap().unwrap();
+    fresh
+        .write(|w| {
+            w.put_session(&session)?;
+            for n in &nodes {
+                w.put_node(n)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+    fresh
+}
+
+/// What a search finds, with its scores to nine places.
+fn hits(store: &Store, q: &str) -> Vec<(NodeId, String)> {
+    store
+        .search(q, None, 10)
+        .unwrap()
+        .into_iter()
+        .map(|h| (h.node, format!("{:.9}", h.score)))
+        .collect()
+}
+
 /// A long thinking streamed in many reads, words cut between them: the turn finds its words
 /// as they arrive, and the index holds what indexing the stored nodes afresh gives (the same
 /// hits, scored the same). The raw record, stored compressed, reads back byte for byte.
@@ -357,32 +398,14 @@ async fn a_streamed_turn_is_indexed_as_its_whole_text_and_its_raw_record_reads_b
     let step = Step::sse(&body)
         .split(&body, support::ChunkBy::Frames)
         .delay_each(std::time::Duration::from_micros(200));
-    let server = ScriptedServer::start(Script::new(vec![step])).await;
-    let dir = tempfile::tempdir().unwrap();
-    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
-    let orch = anthropic_orchestrator(&store, &server.url());
-    let (out, _) = ask(&orch, None, "which option?").await.unwrap();
-    assert_eq!(out.error, None);
-    let thinking = store.node(out.thinking.unwrap()).unwrap().unwrap();
+    let (dir, store, out, thinking) = ask_anthropic(step).await;
     assert!(
         thinking
             .text
             .ends_with("zygomorphic option. Größe ÉTÉ 東京 ")
     );
 
-    // The same nodes indexed the usual way, in a store of their own.
-    let nodes = store.session_nodes(out.session).unwrap();
-    let fresh = support::store::open(&dir.path().join("fresh.redb")).unwrap();
-    let session = store.session(out.session).unwrap().unwrap();
-    fresh
-        .write(|w| {
-            w.put_session(&session)?;
-            for n in &nodes {
-                w.put_node(n)?;
-            }
-            Ok(())
-        })
-        .unwrap();
+    let fresh = indexed_afresh(&store, out.session, &dir.path().join("fresh.redb"));
     for q in [
         "zygomorphic",
         "step 17",
@@ -391,16 +414,9 @@ async fn a_streamed_turn_is_indexed_as_its_whole_text_and_its_raw_record_reads_b
         "weighs option",
         "answer",
     ] {
-        let hits = |s: &Store| -> Vec<(NodeId, String)> {
-            s.search(q, None, 10)
-                .unwrap()
-                .into_iter()
-                .map(|h| (h.node, format!("{:.9}", h.score)))
-                .collect()
-        };
-        let got = hits(&store);
+        let got = hits(&store, q);
         assert!(!got.is_empty(), "{q}");
-        assert_eq!(got, hits(&fresh), "{q}");
+        assert_eq!(got, hits(&fresh, q), "{q}");
     }
 
     let streams = store.session_streams(out.session).unwrap();
@@ -413,46 +429,27 @@ async fn a_streamed_turn_is_indexed_as_its_whole_text_and_its_raw_record_reads_b
     assert_eq!(raw, body.as_bytes());
 }
 
+/// An Anthropic stream of about 640 KB of thinking, then `answer`.
+fn long_trace(answer: &[&str]) -> String {
+    let pieces: Vec<String> = (0..16_000)
+        .map(|i| format!("Step {i} weighs the zygomorphic option. "))
+        .collect();
+    let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+    support::wire::anthropic_frames(&pieces, answer).concat()
+}
+
 /// A thinking past half a megabyte is stored at the turn's end without its words, marked for
 /// the index; the next search adds them first and finds it, scored as if the turn had indexed
 /// it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_long_trace_is_indexed_by_the_next_search() {
-    let pieces: Vec<String> = (0..16_000)
-        .map(|i| format!("Step {i} weighs the zygomorphic option. "))
-        .collect();
-    let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
-    let body = support::wire::anthropic_frames(&pieces, &["The answer is ", "morphic."]).concat();
-    let server = ScriptedServer::start(Script::new(vec![Step::sse(&body)])).await;
-    let dir = tempfile::tempdir().unwrap();
-    let store = support::store::open(&dir.path().join("s.redb")).unwrap();
-    let orch = anthropic_orchestrator(&store, &server.url());
-    let (out, _) = ask(&orch, None, "which option?").await.unwrap();
-    assert_eq!(out.error, None);
-    let thinking = store.node(out.thinking.unwrap()).unwrap().unwrap();
+    let body = long_trace(&["The answer is ", "morphic."]);
+    let (dir, store, out, thinking) = ask_anthropic(Step::sse(&body)).await;
     assert!(thinking.text.len() > 512 * 1024, "{}", thinking.text.len());
     assert_eq!(store.pending_index_count().unwrap(), 1, "the trace waits");
     let indexed = store.search_doc_count().unwrap();
 
-    let nodes = store.session_nodes(out.session).unwrap();
-    let fresh = support::store::open(&dir.path().join("fresh.redb")).unwrap();
-    let session = store.session(out.session).unwrap().unwrap();
-    fresh
-        .write(|w| {
-            w.put_session(&session)?;
-            for n in &nodes {
-                w.put_node(n)?;
-            }
-            Ok(())
-        })
-        .unwrap();
-    let hits = |s: &Store, q: &str| -> Vec<(NodeId, String)> {
-        s.search(q, None, 10)
-            .unwrap()
-            .into_iter()
-            .map(|h| (h.node, format!("{:.9}", h.score)))
-            .collect()
-    };
+    let fresh = indexed_afresh(&store, out.session, &dir.path().join("fresh.redb"));
     let got = hits(&store, "zygomorphic");
     assert_eq!(got[0].0, thinking.id);
     assert_eq!(store.pending_index_count().unwrap(), 0);
@@ -466,11 +463,7 @@ async fn a_long_trace_is_indexed_by_the_next_search() {
 /// finds it, and `doctor` no longer counts it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ask_doctor_and_search_a_long_trace_with_the_binary() {
-    let pieces: Vec<String> = (0..16_000)
-        .map(|i| format!("Step {i} weighs the zygomorphic option. "))
-        .collect();
-    let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
-    let body = support::wire::anthropic_frames(&pieces, &["The answer."]).concat();
+    let body = long_trace(&["The answer."]);
     let server = ScriptedServer::start(Script::new(vec![Step::sse(&body)])).await;
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().to_path_buf();

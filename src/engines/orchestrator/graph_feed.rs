@@ -9,9 +9,10 @@
 //! analysed in place; a thread that died (a panic in the analysis) leaves the rest of the
 //! text without steps rather than steps at wrong offsets.
 
-use std::sync::mpsc;
+use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
+use super::behind::Behind;
 use crate::engines::thinkgraph::{GraphUpdate, ThinkGraphBuilder};
 
 /// What the thread answers for each piece (and for the end): the updates it made final
@@ -22,10 +23,7 @@ enum Feed {
     /// Not started: no thinking yet.
     Idle,
     Thread {
-        pieces: mpsc::Sender<String>,
-        answers: mpsc::Receiver<Answer>,
-        /// Pieces handed over and not answered yet.
-        pending: usize,
+        behind: Behind<String, Answer>,
         done: JoinHandle<()>,
     },
     /// The thread could not start: the builder runs here.
@@ -49,29 +47,20 @@ impl GraphFeed {
     }
 
     fn start() -> Feed {
-        let (pieces, rx) = mpsc::channel::<String>();
-        let (tx, answers) = mpsc::channel::<Answer>();
-        let spawned = std::thread::Builder::new()
-            .name("glassbox-graph".into())
-            .spawn(move || {
-                let mut graph = ThinkGraphBuilder::new();
-                for piece in rx {
-                    let updates = graph.push(&piece);
-                    if tx.send((updates, graph.confidence())).is_err() {
-                        return;
-                    }
+        let spawned = Behind::spawn("glassbox-graph", |pieces: Receiver<String>, answers| {
+            let mut graph = ThinkGraphBuilder::new();
+            for piece in pieces {
+                let updates = graph.push(&piece);
+                if answers.send((updates, graph.confidence())).is_err() {
+                    return;
                 }
-                // The turn closed the feed: the last paragraph is final.
-                let updates = graph.finish();
-                let _ = tx.send((updates, graph.confidence()));
-            });
+            }
+            // The turn closed the feed: the last paragraph is final.
+            let updates = graph.finish();
+            let _ = answers.send((updates, graph.confidence()));
+        });
         match spawned {
-            Ok(done) => Feed::Thread {
-                pieces,
-                answers,
-                pending: 0,
-                done,
-            },
+            Ok((behind, done)) => Feed::Thread { behind, done },
             Err(e) => {
                 tracing::debug!("ThinkGraph runs on the turn's thread: {e}");
                 Feed::Here(ThinkGraphBuilder::new())
@@ -85,40 +74,35 @@ impl GraphFeed {
             self.feed = Self::start();
         }
         let mut out = Vec::new();
-        if let Feed::Thread {
-            pieces, pending, ..
-        } = &mut self.feed
-        {
-            if pieces.send(piece.to_owned()).is_ok() {
-                *pending += 1;
-                self.collect(1, &mut out);
-            } else {
-                self.gone();
+        match &mut self.feed {
+            Feed::Thread { behind, .. } => {
+                if behind.send(piece.to_owned()).is_ok() {
+                    self.collect(1, &mut out);
+                } else {
+                    self.gone();
+                }
             }
-        } else if let Feed::Here(graph) = &mut self.feed {
-            out.extend(graph.push(piece));
-            self.confidence = graph.confidence();
+            Feed::Here(graph) => {
+                out.extend(graph.push(piece));
+                self.confidence = graph.confidence();
+            }
+            Feed::Idle | Feed::Gone => {}
         }
         out
     }
 
     /// Waits until at most `behind` pieces are unanswered, adding the answers to `out`.
     fn collect(&mut self, behind: usize, out: &mut Vec<GraphUpdate>) {
-        let Feed::Thread {
-            answers, pending, ..
-        } = &mut self.feed
-        else {
+        let Feed::Thread { behind: feed, .. } = &mut self.feed else {
             return;
         };
-        while *pending > behind {
-            match answers.recv() {
-                Ok((updates, confidence)) => {
-                    *pending -= 1;
-                    out.extend(updates);
-                    self.confidence = confidence;
-                }
-                Err(_) => return self.gone(),
-            }
+        let confidence = &mut self.confidence;
+        let answered = feed.collect(behind, |(updates, c)| {
+            out.extend(updates);
+            *confidence = c;
+        });
+        if answered.is_err() {
+            self.gone();
         }
     }
 
@@ -140,14 +124,8 @@ impl GraphFeed {
         let mut out = self.settle();
         match std::mem::replace(&mut self.feed, Feed::Idle) {
             Feed::Idle | Feed::Gone => {}
-            Feed::Thread {
-                pieces,
-                answers,
-                done,
-                ..
-            } => {
-                drop(pieces);
-                if let Ok((updates, confidence)) = answers.recv() {
+            Feed::Thread { behind, done } => {
+                if let Some((updates, confidence)) = behind.close() {
                     out.extend(updates);
                     self.confidence = confidence;
                 }

@@ -9,9 +9,10 @@
 //! call ends. Without the thread (it could not start, or loops are not looked for) the
 //! pieces are read in place; a thread that died reports no further loops.
 
-use std::sync::mpsc;
+use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
+use super::behind::Behind;
 use crate::engines::llm::loops::{LoopAction, LoopDetector, LoopParams, LoopReport};
 use crate::store::NodeType;
 
@@ -67,10 +68,7 @@ impl LoopWatch {
 
 enum Feed {
     Thread {
-        pieces: mpsc::Sender<(NodeType, String)>,
-        answers: mpsc::Receiver<Option<Found>>,
-        /// Pieces handed over and not answered yet.
-        pending: usize,
+        behind: Behind<(NodeType, String), Option<Found>>,
         done: JoinHandle<LoopWatch>,
     },
     /// No thread: the detectors run here.
@@ -92,26 +90,20 @@ impl LoopFeed {
                 feed: Feed::Here(watch),
             };
         }
-        let (pieces, rx) = mpsc::channel::<(NodeType, String)>();
-        let (tx, answers) = mpsc::channel();
-        let spawned = std::thread::Builder::new()
-            .name("glassbox-loops".into())
-            .spawn(move || {
+        let spawned = Behind::spawn(
+            "glassbox-loops",
+            move |pieces: Receiver<(NodeType, String)>, answers| {
                 let mut watch = watch;
-                for (kind, piece) in rx {
-                    if tx.send(watch.push(kind, &piece)).is_err() {
+                for (kind, piece) in pieces {
+                    if answers.send(watch.push(kind, &piece)).is_err() {
                         break;
                     }
                 }
                 watch
-            });
-        let feed = match spawned {
-            Ok(done) => Feed::Thread {
-                pieces,
-                answers,
-                pending: 0,
-                done,
             },
+        );
+        let feed = match spawned {
+            Ok((behind, done)) => Feed::Thread { behind, done },
             Err(e) => {
                 tracing::debug!("loop detection runs on the turn's thread: {e}");
                 Feed::Here(LoopWatch::new(params, action))
@@ -124,14 +116,11 @@ impl LoopFeed {
     /// pieces before it made one first found.
     pub(super) fn push(&mut self, kind: NodeType, piece: &str) -> Option<Found> {
         match &mut self.feed {
-            Feed::Thread {
-                pieces, pending, ..
-            } => {
-                if pieces.send((kind, piece.to_owned())).is_err() {
+            Feed::Thread { behind, .. } => {
+                if behind.send((kind, piece.to_owned())).is_err() {
                     self.gone();
                     return None;
                 }
-                *pending += 1;
                 self.collect(1)
             }
             Feed::Here(watch) => watch.push(kind, piece),
@@ -146,24 +135,15 @@ impl LoopFeed {
 
     /// Waits until at most `behind` pieces are unanswered; the loop they found first, if any.
     fn collect(&mut self, behind: usize) -> Option<Found> {
-        let Feed::Thread {
-            answers, pending, ..
-        } = &mut self.feed
-        else {
+        let Feed::Thread { behind: feed, .. } = &mut self.feed else {
             return None;
         };
         let mut found = None;
-        while *pending > behind {
-            match answers.recv() {
-                Ok(answer) => {
-                    *pending -= 1;
-                    found = found.or(answer);
-                }
-                Err(_) => {
-                    self.gone();
-                    return found;
-                }
-            }
+        if feed
+            .collect(behind, |answer| found = found.or(answer))
+            .is_err()
+        {
+            self.gone();
         }
         found
     }
@@ -177,8 +157,9 @@ impl LoopFeed {
     /// everything handed over.
     pub(super) fn finish(self) -> Option<Found> {
         match self.feed {
-            Feed::Thread { pieces, done, .. } => {
-                drop(pieces);
+            Feed::Thread { behind, done } => {
+                // The worker answers nothing at the end: its detectors come back.
+                let _ = behind.close();
                 done.join().ok()?.found()
             }
             Feed::Here(watch) => watch.found(),

@@ -7,6 +7,7 @@
 //! budget, `turn` runs one turn, `live` keeps what it streams in the store as it goes.
 
 mod ahead;
+mod behind;
 mod compaction;
 mod graph_feed;
 mod history;
