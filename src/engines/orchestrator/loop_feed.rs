@@ -72,7 +72,7 @@ enum Feed {
         done: JoinHandle<LoopWatch>,
     },
     /// No thread: the detectors run here.
-    Here(LoopWatch),
+    Here(Box<LoopWatch>),
     /// The thread died: no more loops are reported.
     Gone,
 }
@@ -87,7 +87,7 @@ impl LoopFeed {
         let watch = LoopWatch::new(params, action);
         if action == LoopAction::Off {
             return Self {
-                feed: Feed::Here(watch),
+                feed: Feed::Here(Box::new(watch)),
             };
         }
         let spawned = Behind::spawn(
@@ -106,7 +106,7 @@ impl LoopFeed {
             Ok((behind, done)) => Feed::Thread { behind, done },
             Err(e) => {
                 tracing::debug!("loop detection runs on the turn's thread: {e}");
-                Feed::Here(LoopWatch::new(params, action))
+                Feed::Here(Box::new(LoopWatch::new(params, action)))
             }
         };
         Self { feed }
