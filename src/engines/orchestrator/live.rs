@@ -254,8 +254,6 @@ pub(super) struct Live {
     /// Word finders of the thinking and the response node, started with the node and fed
     /// what is appended to it.
     indexers: [Option<Indexer>; 2],
-    /// Whether the thinking and the response node grew past [`INDEX_LATER_BYTES`].
-    index_later: [bool; 2],
 }
 
 impl Live {
@@ -279,7 +277,6 @@ impl Live {
             written_at: Instant::now(),
             in_flight: None,
             indexers: [None, None],
-            index_later: [false; 2],
         }
     }
 
@@ -307,11 +304,9 @@ impl Live {
     pub(super) fn append(&mut self, kind: NodeType, text: &str) {
         let node = self.node(kind);
         node.text.push_str(text);
-        let len = node.text.len();
-        let slot = usize::from(kind != NodeType::Thinking);
-        let indexer = &mut self.indexers[slot];
-        if len > INDEX_LATER_BYTES {
-            self.index_later[slot] = true;
+        let later = node.text.len() > INDEX_LATER_BYTES;
+        let indexer = &mut self.indexers[usize::from(kind != NodeType::Thinking)];
+        if later {
             if let Some(i) = indexer.take() {
                 i.drop_words();
             }
@@ -456,10 +451,9 @@ impl Live {
             .map(|n| n.id)
             .collect();
         let mut indexers = [None, None];
-        let mut later = [false; 2];
-        let nodes = if self.dirty && pick == Pick::Last {
+        let last = pick == Pick::Last;
+        let nodes = if self.dirty && last {
             indexers = std::mem::take(&mut self.indexers);
-            later = self.index_later;
             [self.thinking.take(), self.response.take()]
         } else if self.dirty && pick != Pick::None {
             let pick = |slot: usize, n: &Option<Node>| {
@@ -516,11 +510,13 @@ impl Live {
                     })
                 });
                 let started: Vec<_> = started.collect();
-                let mut nodes = started.into_iter().zip(later).map(|(s, later)| {
+                let mut nodes = started.into_iter().map(|s| {
                     s.map(|(n, indexer, encoding)| {
                         let ready = match indexer {
                             Some(i) => Ready::Words(i.words(&n), encoding),
-                            None if later => Ready::Encoded(
+                            // The turn's last write of a node that grew past the limit
+                            // (its word thread stopped then).
+                            None if last && n.text.len() > INDEX_LATER_BYTES => Ready::Encoded(
                                 EncodedNode::without_terms(&n, dict.as_deref())
                                     .map(EncodedNode::index_later),
                             ),
