@@ -397,3 +397,73 @@ proptest! {
         prop_assert_eq!(decode_chunks(&chunks), decode_chunks(&[bytes]));
     }
 }
+
+/// What the JSON parser reads from a delta frame: whether it is thinking, and its text.
+fn parsed_delta(data: &str) -> Option<(bool, String)> {
+    let f = serde_json::from_str::<DeltaFrame>(data).ok()?;
+    match (f.kind.as_ref(), f.delta.kind.as_ref()) {
+        ("content_block_delta", "thinking_delta") => Some((true, f.delta.thinking?.into_owned())),
+        ("content_block_delta", "text_delta") => Some((false, f.delta.text?.into_owned())),
+        _ => None,
+    }
+}
+
+#[test]
+fn a_delta_read_by_its_layout_reads_as_the_parser_reads_it() {
+    let laid_out = |d: &str| laid_out_delta(d).map(|(t, s)| (t, s.into_owned()));
+    for text in [
+        "",
+        "plain",
+        "a \"quote\"",
+        "back\\slash",
+        "line\nbreak\ttab",
+        "é ☃ 𝄞",
+        "\u{1}",
+    ] {
+        for (kind, field) in [("thinking_delta", "thinking"), ("text_delta", "text")] {
+            let data = format!(
+                r#"{{"type":"content_block_delta","index":12,"delta":{{"type":"{kind}","{field}":{}}}}}"#,
+                serde_json::to_string(text).unwrap()
+            );
+            assert_eq!(laid_out(&data), parsed_delta(&data), "{data}");
+            assert_eq!(laid_out(&data).unwrap().1, text);
+        }
+    }
+    // `\u` escapes, a surrogate pair among them, unescaped by the parser.
+    let data = r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\u00e9\ud834\udd1e\"\\"}}"#;
+    assert_eq!(laid_out(data), Some((false, "é𝄞\"\\".into())));
+    // Any other layout is left to the parser (which reads the same text from these).
+    for other in [
+        r#"{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}}"#,
+        r#"{"type":"content_block_delta","delta":{"type":"text_delta","text":"x"},"index":0}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x","extra":1}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}junk"#,
+    ] {
+        assert_eq!(laid_out_delta(other), None, "{other}");
+    }
+    // What the parser refuses is refused here too: a raw control character, a cut frame,
+    // a bad escape.
+    for bad in [
+        "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"a\u{1}b\"}}",
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"cut"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\q"}}"#,
+        r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ends\"#,
+    ] {
+        assert_eq!(laid_out_delta(bad), None, "{bad}");
+        assert_eq!(parsed_delta(bad), None, "{bad}");
+    }
+}
+
+proptest! {
+    #[test]
+    fn any_text_reads_alike_by_layout_and_by_parser(text in "\\PC*|[\\\\\"\\n\\t\\u{0}-\\u{1f}a-z]{0,40}", thinking in any::<bool>(), index in 0u32..1000) {
+        let (kind, field) = if thinking { ("thinking_delta", "thinking") } else { ("text_delta", "text") };
+        let data = format!(
+            r#"{{"type":"content_block_delta","index":{index},"delta":{{"type":"{kind}","{field}":{}}}}}"#,
+            serde_json::to_string(&text).unwrap()
+        );
+        let laid_out = laid_out_delta(&data).map(|(t, s)| (t, s.into_owned()));
+        prop_assert_eq!(&laid_out, &parsed_delta(&data));
+        prop_assert_eq!(laid_out.map(|(_, s)| s), Some(text));
+    }
+}
