@@ -430,10 +430,17 @@ async fn a_streamed_turn_is_indexed_as_its_whole_text_and_its_raw_record_reads_b
 }
 
 /// An Anthropic stream of about 640 KB of thinking, then `answer`.
+/// Piece `i` of [`long_trace`]'s thinking: now and then with a quote, a backslash, a line
+/// end and a character past ASCII, which the record escapes.
+fn trace_piece(i: usize) -> String {
+    match i % 97 {
+        0 => format!("Step {i} \"weighs\" the zygomorphic option\\ ☃\n"),
+        _ => format!("Step {i} weighs the zygomorphic option. "),
+    }
+}
+
 fn long_trace(answer: &[&str]) -> String {
-    let pieces: Vec<String> = (0..16_000)
-        .map(|i| format!("Step {i} weighs the zygomorphic option. "))
-        .collect();
+    let pieces: Vec<String> = (0..16_000).map(trace_piece).collect();
     let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
     support::wire::anthropic_frames(&pieces, answer).concat()
 }
@@ -446,6 +453,11 @@ async fn a_long_trace_is_indexed_by_the_next_search() {
     let body = long_trace(&["The answer is ", "morphic."]);
     let (dir, store, out, thinking) = ask_anthropic(Step::sse(&body)).await;
     assert!(thinking.text.len() > 512 * 1024, "{}", thinking.text.len());
+    // Its record, compressed as the trace streamed, reads back whole.
+    let sent: String = (0..16_000).map(trace_piece).collect();
+    assert!(thinking.text == sent, "the trace read back differs");
+    assert_eq!(thinking.status, glassbox::store::NodeStatus::Complete);
+    assert!(thinking.confidence.is_some());
     assert_eq!(store.pending_index_count().unwrap(), 1, "the trace waits");
     let indexed = store.search_doc_count().unwrap();
 

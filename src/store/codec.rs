@@ -7,6 +7,7 @@
 //! (`store/dict.rs`). Readers take any.
 
 use std::cell::RefCell;
+use std::io::Read;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -344,12 +345,19 @@ fn decompress_with_dict(body: &[u8]) -> std::io::Result<Vec<u8>> {
              glassbox just added it, the next read takes it in)"
         ))
     })?;
-    let size = zstd::zstd_safe::get_frame_content_size(body)
+    let Some(size) = zstd::zstd_safe::get_frame_content_size(body)
         .ok()
         .flatten()
         .and_then(|n| usize::try_from(n).ok())
         .filter(|&n| n <= RESERVE_UP_TO)
-        .ok_or_else(|| std::io::Error::other("the frame does not say its size"))?;
+    else {
+        // A record written as its text streamed in (`store/streamed.rs`) does not say its
+        // size: it is read as a stream, which grows only with what it finds.
+        let mut out = Vec::new();
+        zstd::stream::read::Decoder::with_prepared_dictionary(body, dict.decoder())?
+            .read_to_end(&mut out)?;
+        return Ok(out);
+    };
     let mut out = Vec::with_capacity(size);
     DICT_DECODING.with(|d| {
         let mut fresh = None;
@@ -368,7 +376,6 @@ fn decompress_with_dict(body: &[u8]) -> std::io::Result<Vec<u8>> {
 /// without a dictionary; `None` for one compressed with a dictionary or that does not
 /// decompress. Reads no more of the frame than that.
 pub fn record_json_start(bytes: &[u8], limit: usize) -> Option<std::borrow::Cow<'_, [u8]>> {
-    use std::io::Read;
     match bytes.split_first()? {
         (&FORMAT_JSON, body) => Some(std::borrow::Cow::Borrowed(&body[..body.len().min(limit)])),
         (&FORMAT_ZSTD_JSON, body) => {
@@ -413,14 +420,31 @@ pub fn recompressed_with_dict(bytes: &[u8], dict: &RecordDict) -> Option<Vec<u8>
 /// The JSON length of an encoded value (its size before compression).
 pub fn plain_len(bytes: &[u8]) -> usize {
     match bytes.split_first() {
-        Some((&FORMAT_ZSTD_JSON | &FORMAT_DICT_JSON, body)) => {
-            zstd::zstd_safe::get_frame_content_size(body)
-                .ok()
-                .flatten()
-                .map_or(bytes.len(), |n| n as usize + 1)
+        Some((&format @ (FORMAT_ZSTD_JSON | FORMAT_DICT_JSON), body)) => {
+            match zstd::zstd_safe::get_frame_content_size(body) {
+                Ok(Some(n)) => n as usize + 1,
+                // A frame that does not say its size (a record written as it streamed) is
+                // read to count it.
+                _ => read_len(format, body).map_or(bytes.len(), |n| n + 1),
+            }
         }
         _ => bytes.len(),
     }
+}
+
+/// How many bytes a compressed body decompresses to, read as a stream; `None` when it
+/// does not decompress (or needs a dictionary not known here).
+fn read_len(format: u8, body: &[u8]) -> Option<usize> {
+    let mut sink = std::io::sink();
+    let read = if format == FORMAT_DICT_JSON {
+        let dict = dict::find(zstd::zstd_safe::get_dict_id_from_frame(body)?.get())?;
+        let mut decoder =
+            zstd::stream::read::Decoder::with_prepared_dictionary(body, dict.decoder()).ok()?;
+        std::io::copy(&mut decoder, &mut sink)
+    } else {
+        std::io::copy(&mut zstd::stream::read::Decoder::new(body).ok()?, &mut sink)
+    };
+    read.ok().and_then(|n| usize::try_from(n).ok())
 }
 
 /// Whether `e` carries nothing its `edges_out` key does not: the default weight and no meta.

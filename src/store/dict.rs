@@ -389,6 +389,17 @@ pub(super) mod tests {
             .collect()
     }
 
+    /// A dictionary trained on [`nodes`], known in this process (hold [`forgetting`] while
+    /// using it).
+    pub(in crate::store) fn trained() -> Arc<RecordDict> {
+        let s = Session::new("t", SessionSource::Glassbox);
+        let samples: Vec<Vec<u8>> = nodes(&s, 800)
+            .iter()
+            .map(|n| serde_json::to_vec(n).unwrap())
+            .collect();
+        register(zstd::dict::from_samples(&samples, DICT_BYTES).unwrap()).unwrap()
+    }
+
     pub(in crate::store) fn stored_format(store: &Store, n: &Node) -> u8 {
         let r = store.db.begin_read().unwrap();
         r.open_table(NODES)

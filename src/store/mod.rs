@@ -29,6 +29,7 @@ mod read;
 mod recompress;
 pub mod search;
 mod stats;
+pub mod streamed;
 pub mod tables;
 mod types;
 mod write;

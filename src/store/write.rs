@@ -113,6 +113,22 @@ impl EncodedNode {
         })
     }
 
+    /// A record written as its node's text streamed in ([`super::streamed::RecordStream`]):
+    /// its put finds the words, unless it is [`EncodedNode::indexed`] or
+    /// [`EncodedNode::index_later`].
+    pub(super) fn streamed(bytes: Vec<u8>) -> Self {
+        Self {
+            bytes,
+            words: Words::Find,
+        }
+    }
+
+    /// The record's bytes.
+    #[cfg(test)]
+    pub(super) fn into_bytes(self) -> Vec<u8> {
+        self.bytes
+    }
+
     /// This record, for a node whose index entries [`Writer::index_words`] brought up to
     /// date in the transaction that puts it.
     pub fn indexed(self) -> Self {

@@ -28,6 +28,7 @@ use crate::engines::llm::RawChunk;
 use crate::engines::thinkgraph::GraphUpdate;
 use crate::store::dict::RecordDict;
 use crate::store::search::{PreparedText, StreamedTerms};
+use crate::store::streamed::{RecordStream, json_without_text};
 use crate::store::{
     DecisionId, DecisionPoint, EncodedChunk, EncodedNode, Node, NodeId, NodeStatus, NodeType,
     RawStream, SessionId, Store, StoreError, StreamId, Writer,
@@ -145,6 +146,68 @@ impl Indexer {
     }
 }
 
+/// What a long node's record thread is handed: the text as it arrives, then the node's
+/// other fields at its end.
+enum Piece {
+    Text(String),
+    End { json: Vec<u8>, text_len: usize },
+}
+
+/// A streamed node's record, compressed on a thread of its own as its text arrives once the
+/// node is long ([`INDEX_LATER_BYTES`]), so that the turn's last write does not escape and
+/// compress megabytes of text at once ([`RecordStream`]).
+struct RecordFeed {
+    pieces: std_mpsc::Sender<Piece>,
+    done: std::thread::JoinHandle<Option<EncodedNode>>,
+}
+
+impl RecordFeed {
+    /// Starts on `n` as it is (its text so far is the first piece).
+    fn start(n: &mut Node, dict: Option<Arc<RecordDict>>) -> Option<Self> {
+        let json = json_without_text(n)?;
+        let first = n.text.clone();
+        let (pieces, arrive) = std_mpsc::channel::<Piece>();
+        let done = std::thread::Builder::new()
+            .name("glassbox-pack".into())
+            .spawn(move || {
+                let mut record = RecordStream::new(&json, dict.as_deref())?;
+                record.push(&first);
+                drop(first);
+                for piece in arrive {
+                    match piece {
+                        Piece::Text(text) => record.push(&text),
+                        Piece::End { json, text_len } => return record.finish(&json, text_len),
+                    }
+                }
+                None
+            })
+            .ok()?;
+        Some(Self { pieces, done })
+    }
+
+    /// Hands over the next piece of the text; false when the thread is gone.
+    fn push(&self, text: &str) -> bool {
+        self.pieces.send(Piece::Text(text.to_owned())).is_ok()
+    }
+
+    /// The record of `n` at its end; `None` when it cannot be had this way (the thread
+    /// failed, or did not see all of the text): `n` is then encoded whole.
+    fn finish(self, n: &mut Node) -> Option<EncodedNode> {
+        let json = json_without_text(n)?;
+        let text_len = n.text.len();
+        self.pieces.send(Piece::End { json, text_len }).ok()?;
+        let t0 = Instant::now();
+        let record = self.done.join().ok().flatten();
+        tracing::debug!(
+            wait_ms = t0.elapsed().as_millis() as u64,
+            bytes = text_len,
+            streamed = record.is_some(),
+            "streamed record finished"
+        );
+        record
+    }
+}
+
 /// A node of a flush, made ready for its transaction: encoded, or (a streamed node at the
 /// turn's end) with the words found as it streamed and its record being encoded on a thread
 /// of its own since the stream ended, while those words are awaited and merged into the
@@ -254,10 +317,19 @@ pub(super) struct Live {
     /// Word finders of the thinking and the response node, started with the node and fed
     /// what is appended to it.
     indexers: [Option<Indexer>; 2],
+    /// Record threads of the thinking and the response node, once they are long.
+    records: [Option<RecordFeed>; 2],
+    /// The store's dictionary, which those records are compressed with.
+    dict: Option<Arc<RecordDict>>,
 }
 
 impl Live {
-    pub(super) fn new(session: SessionId, stream: StreamId, model: String) -> Self {
+    pub(super) fn new(
+        session: SessionId,
+        stream: StreamId,
+        model: String,
+        dict: Option<Arc<RecordDict>>,
+    ) -> Self {
         Self {
             session,
             stream,
@@ -277,6 +349,8 @@ impl Live {
             written_at: Instant::now(),
             in_flight: None,
             indexers: [None, None],
+            records: [None, None],
+            dict,
         }
     }
 
@@ -302,16 +376,28 @@ impl Live {
 
     /// Appends `text` to the thinking or the response node.
     pub(super) fn append(&mut self, kind: NodeType, text: &str) {
+        let slot = usize::from(kind != NodeType::Thinking);
         let node = self.node(kind);
         node.text.push_str(text);
-        let later = node.text.len() > INDEX_LATER_BYTES;
-        let indexer = &mut self.indexers[usize::from(kind != NodeType::Thinking)];
-        if later {
-            if let Some(i) = indexer.take() {
+        let len = node.text.len();
+        if len > INDEX_LATER_BYTES {
+            if let Some(i) = self.indexers[slot].take() {
                 i.drop_words();
+            }
+            let record = &mut self.records[slot];
+            if len - text.len() <= INDEX_LATER_BYTES {
+                // The node just became long: its record is compressed as it streams from
+                // now on.
+                let dict = self.dict.clone();
+                self.records[slot] = RecordFeed::start(self.node(kind), dict);
+            } else if let Some(r) = record
+                && !r.push(text)
+            {
+                *record = None;
             }
             return;
         }
+        let indexer = &mut self.indexers[slot];
         if let Some(i) = indexer
             && i.text.send(text.to_owned()).is_err()
         {
@@ -450,10 +536,11 @@ impl Live {
             .chain(self.response.iter())
             .map(|n| n.id)
             .collect();
-        let mut indexers = [None, None];
+        let (mut indexers, mut records) = ([None, None], [None, None]);
         let last = pick == Pick::Last;
         let nodes = if self.dirty && last {
             indexers = std::mem::take(&mut self.indexers);
+            records = std::mem::take(&mut self.records);
             [self.thinking.take(), self.response.take()]
         } else if self.dirty && pick != Pick::None {
             let pick = |slot: usize, n: &Option<Node>| {
@@ -496,41 +583,49 @@ impl Live {
         Some(tokio::spawn(async move {
             // Encoding a large node is most of a flush: it is done before the transaction,
             // beside the commit of the flush before this one.
-            let nodes = tokio::task::spawn_blocking(move || {
-                let t0 = Instant::now();
-                // The records of the nodes whose words are being found start encoding
-                // first: the words may take a few milliseconds more to arrive.
-                let started = nodes.into_iter().zip(indexers).map(|(n, indexer)| {
-                    n.map(|n| {
-                        let n = Arc::new(n);
-                        let encoding = indexer
-                            .as_ref()
-                            .and_then(|_| encode_apart(&n, dict.as_ref()));
-                        (n, indexer, encoding)
-                    })
-                });
-                let started: Vec<_> = started.collect();
-                let mut nodes = started.into_iter().map(|s| {
-                    s.map(|(n, indexer, encoding)| {
-                        let ready = match indexer {
-                            Some(i) => Ready::Words(i.words(&n), encoding),
-                            // The turn's last write of a node that grew past the limit
-                            // (its word thread stopped then).
-                            None if last && n.text.len() > INDEX_LATER_BYTES => Ready::Encoded(
-                                EncodedNode::without_terms(&n, dict.as_deref())
-                                    .map(EncodedNode::index_later),
-                            ),
-                            None => Ready::Encoded(EncodedNode::new(&n, dict.as_deref())),
-                        };
-                        (n, ready)
-                    })
-                });
-                let nodes = [nodes.next().flatten(), nodes.next().flatten()];
-                tracing::debug!(nodes_ms = t0.elapsed().as_millis() as u64, "flush encoded");
-                nodes
-            })
-            .await
-            .map_err(|e| StoreError::Io(format!("a flush did not finish: {e}")))?;
+            let nodes =
+                tokio::task::spawn_blocking(move || {
+                    let t0 = Instant::now();
+                    // The records of the nodes whose words are being found start encoding
+                    // first: the words may take a few milliseconds more to arrive.
+                    let started = nodes.into_iter().zip(indexers).zip(records).map(
+                        |((n, indexer), record)| {
+                            n.map(|mut n| {
+                                // A long node's record, compressed as it streamed, is ended.
+                                let streamed = record.and_then(|r| r.finish(&mut n));
+                                let n = Arc::new(n);
+                                let encoding = indexer
+                                    .as_ref()
+                                    .and_then(|_| encode_apart(&n, dict.as_ref()));
+                                (n, indexer, encoding, streamed)
+                            })
+                        },
+                    );
+                    let started: Vec<_> = started.collect();
+                    let mut nodes = started.into_iter().map(|s| {
+                        s.map(|(n, indexer, encoding, streamed)| {
+                            let ready = match indexer {
+                                Some(i) => Ready::Words(i.words(&n), encoding),
+                                // The turn's last write of a node that grew past the limit
+                                // (its word thread stopped then): its words go in later.
+                                None if last && n.text.len() > INDEX_LATER_BYTES => {
+                                    let record = streamed.map_or_else(
+                                        || EncodedNode::without_terms(&n, dict.as_deref()),
+                                        Ok,
+                                    );
+                                    Ready::Encoded(record.map(EncodedNode::index_later))
+                                }
+                                None => Ready::Encoded(EncodedNode::new(&n, dict.as_deref())),
+                            };
+                            (n, ready)
+                        })
+                    });
+                    let nodes = [nodes.next().flatten(), nodes.next().flatten()];
+                    tracing::debug!(nodes_ms = t0.elapsed().as_millis() as u64, "flush encoded");
+                    nodes
+                })
+                .await
+                .map_err(|e| StoreError::Io(format!("a flush did not finish: {e}")))?;
             if let Some(before) = before {
                 finished(before).await?;
             }

@@ -386,7 +386,12 @@ impl Orchestrator {
         });
 
         let mut first_stream = header.id;
-        let mut live = Live::new(session.id, header.id, self.model.clone());
+        let mut live = Live::new(
+            session.id,
+            header.id,
+            self.model.clone(),
+            store.record_dict(),
+        );
         // `usage` is the whole turn's; `spent` what the calls before this one used.
         let mut usage = Usage::default();
         let mut spent = Usage::default();

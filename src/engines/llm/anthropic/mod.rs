@@ -302,44 +302,62 @@ struct TextDelta<'a> {
     text: Option<std::borrow::Cow<'a, str>>,
 }
 
-/// A thinking or text delta as the API lays it out, without spaces —
+/// A thinking or text delta in the layout the API writes it in —
 /// `{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"…"}}`
-/// (or `text_delta` and `"text"`) — read by that layout: whether it is thinking, and its
-/// text. `None` for any other layout, which [`DeltaFrame`] then reads; on the layout it reads
-/// the same text. A delta is nearly every frame of a stream, and reading it this way takes a
+/// (or `text_delta` and `"text"`), without whitespace or padded with a space after each `:`
+/// and `,` as some streams are — read by that layout: whether it is thinking, and its text.
+/// `None` for any other layout, which [`DeltaFrame`] then reads; on the layout it reads the
+/// same text. A delta is nearly every frame of a stream, and reading it this way takes a
 /// fraction of what a JSON parser does.
 fn laid_out_delta(data: &str) -> Option<(bool, std::borrow::Cow<'_, str>)> {
-    let rest = data.strip_prefix(r#"{"type":"content_block_delta","index":"#)?;
-    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    let rest = rest
-        .get(digits..)
-        .filter(|_| digits > 0)?
-        .strip_prefix(r#","delta":{"type":""#)?;
-    let (thinking, rest) = match rest.strip_prefix(r#"thinking_delta","thinking":""#) {
-        Some(rest) => (true, rest),
-        None => (false, rest.strip_prefix(r#"text_delta","text":""#)?),
-    };
+    let mut at = data.as_bytes();
+    read(
+        &mut at,
+        [
+            br#"{"type":"content_block_delta","index":"#,
+            br#"{"type": "content_block_delta", "index": "#,
+        ],
+    )?;
+    let digits = at.iter().take_while(|b| b.is_ascii_digit()).count();
+    at = at.get(digits..).filter(|_| digits > 0)?;
+    read(
+        &mut at,
+        [br#","delta":{"type":"#, br#", "delta": {"type": "#],
+    )?;
+    let thinking = read(
+        &mut at,
+        [
+            br#""thinking_delta","thinking":""#,
+            br#""thinking_delta", "thinking": ""#,
+        ],
+    )
+    .is_some();
+    if !thinking {
+        read(
+            &mut at,
+            [br#""text_delta","text":""#, br#""text_delta", "text": ""#],
+        )?;
+    }
+    let from = data.len() - at.len();
     // The string ends at the first quote that no backslash escapes (the byte after a
     // backslash is never the end: `\u` digits hold neither a quote nor a backslash).
-    let bytes = rest.as_bytes();
-    let (mut from, mut escaped) = (0, false);
+    let (mut next, mut escaped) = (0, false);
     let end = loop {
-        let at = from + memchr::memchr2(b'"', b'\\', bytes.get(from..)?)?;
-        if bytes[at] == b'"' {
-            break at;
+        let hit = next + memchr::memchr2(b'"', b'\\', at.get(next..)?)?;
+        if at[hit] == b'"' {
+            break hit;
         }
         escaped = true;
-        from = at + 2;
+        next = hit + 2;
     };
-    if rest.get(end + 1..)?.trim_end() != "}}" {
+    if !matches!(at.get(end + 1..)?.trim_ascii_end(), b"}}" | b"} }") {
         return None;
     }
     let text = if escaped {
         // The literal with its quotes, unescaped by the JSON parser.
-        let start = data.len() - rest.len() - 1;
-        std::borrow::Cow::Owned(serde_json::from_str(data.get(start..start + end + 2)?).ok()?)
+        std::borrow::Cow::Owned(serde_json::from_str(data.get(from - 1..from + end + 1)?).ok()?)
     } else {
-        let raw = rest.get(..end)?;
+        let raw = data.get(from..from + end)?;
         // A control character must be escaped in JSON: the parser's path refuses the frame.
         if raw.bytes().any(|b| b < 0x20) {
             return None;
@@ -347,6 +365,13 @@ fn laid_out_delta(data: &str) -> Option<(bool, std::borrow::Cow<'_, str>)> {
         std::borrow::Cow::Borrowed(raw)
     };
     Some((thinking, text))
+}
+
+/// Reads the start of `at` written `tight` (without whitespace) or `padded`.
+fn read(at: &mut &[u8], [tight, padded]: [&[u8]; 2]) -> Option<()> {
+    let rest = at.strip_prefix(tight).or_else(|| at.strip_prefix(padded))?;
+    *at = rest;
+    Some(())
 }
 
 /// Decodes an Anthropic SSE stream (or a whole non-streaming message body) into events.

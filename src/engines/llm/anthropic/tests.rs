@@ -432,9 +432,14 @@ fn a_delta_read_by_its_layout_reads_as_the_parser_reads_it() {
     // `\u` escapes, a surrogate pair among them, unescaped by the parser.
     let data = r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"\u00e9\ud834\udd1e\"\\"}}"#;
     assert_eq!(laid_out(data), Some((false, "é𝄞\"\\".into())));
+    // Padded with a space after each `:` and `,`, as some streams are.
+    let padded = r#"{"type": "content_block_delta", "index": 3, "delta": {"type": "thinking_delta", "thinking": "x\ty"}}"#;
+    assert_eq!(laid_out(padded), Some((true, "x\ty".into())));
+    assert_eq!(laid_out(padded), parsed_delta(padded));
     // Any other layout is left to the parser (which reads the same text from these).
     for other in [
-        r#"{"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "x"}}"#,
+        "{ \"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}",
+        "{\"type\":\n\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}",
         r#"{"type":"content_block_delta","delta":{"type":"text_delta","text":"x"},"index":0}"#,
         r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x","extra":1}}"#,
         r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}junk"#,
