@@ -153,6 +153,11 @@ mod tests {
             let want = if dict.is_some() { 4 } else { 2 };
             assert_eq!(record[0], want);
             let back: Node = codec::decode("nodes", &record).unwrap();
+            // Its size before compression, which the frame does not say, is read through.
+            assert_eq!(
+                codec::plain_len(&record),
+                serde_json::to_vec(&n).unwrap().len() + 1
+            );
             assert_eq!(
                 serde_json::to_value(&back).unwrap(),
                 serde_json::to_value(&n).unwrap()
