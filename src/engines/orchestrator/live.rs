@@ -7,10 +7,13 @@
 //! that ends a call encodes while the one under way commits, and commits after it. The
 //! turn's last flush instead waits there for the words of its streamed nodes (found on
 //! threads of their own as the text arrived), and in its transaction encodes their records
-//! on another thread while those words are merged into the index. Raw
-//! chunks go out with every flush. A node's text goes out with every flush while it is small; once it is large (re-encoding and compressing it is
-//! most of a flush) it is written again only when it grew by a quarter or a second passed,
-//! so a long stream costs a bounded number of whole-node writes. A kill loses at most what
+//! on another thread while those words are merged into the index. A node past
+//! [`INDEX_LATER_BYTES`] has neither: its words go in later, and its record has been
+//! compressed on a thread of its own as its text arrived ([`RecordFeed`]), so the last
+//! flush only ends it. Raw chunks go out with every flush. A node's text goes out with
+//! every flush while it is small; once it is large (re-encoding and compressing it is most
+//! of a flush) it is written again only when it grew by a quarter or a second passed, so a
+//! long stream costs a bounded number of whole-node writes. A kill loses at most what
 //! arrived after the last committed node write; the raw chunks hold more.
 
 use std::sync::Arc;
