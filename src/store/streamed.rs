@@ -87,11 +87,6 @@ impl<'d> RecordStream<'d> {
         self.taken += text.len();
     }
 
-    /// Bytes of text taken so far.
-    pub fn taken(&self) -> usize {
-        self.taken
-    }
-
     /// Ends the record of the node whose JSON without its text is now `json`, and whose
     /// text is `text_len` bytes long. `None` (the node is then encoded whole) when the
     /// text taken is not as long, the node's fields before its text changed, or a write
@@ -143,7 +138,6 @@ mod tests {
                 n.text.push_str(&p);
                 stream.push(&p);
             }
-            assert_eq!(stream.taken(), n.text.len());
             // Fields after the text change by the end.
             n.status = NodeStatus::Complete;
             n.confidence = Some(0.5);
@@ -193,9 +187,12 @@ mod tests {
             s.finish(&json_without_text(&mut other).unwrap(), 3)
                 .is_none()
         );
-        // Matching: kept.
+        // Matching: kept, and it reads back as the node.
         let mut s = start();
         s.push("abc");
-        assert!(s.finish(&json, 3).is_some());
+        let record = s.finish(&json, 3).unwrap().into_bytes();
+        let back: Node = codec::decode("nodes", &record).unwrap();
+        assert_eq!(back.text, "abc");
+        assert_eq!(back.id, n.id);
     }
 }
