@@ -53,7 +53,13 @@ pub(super) struct Cycles {
     /// `runs[p - 1]`: the run of period `p`.
     runs: Vec<Run>,
     chars: u64,
+    /// `recent[k]`: the hash of the item `k + 1` back, for the short periods to be compared
+    /// all at once.
+    recent: [u64; RECENT],
 }
+
+/// Items whose hashes [`Cycles`] keeps in a row of their own.
+const RECENT: usize = 8;
 
 /// Items per gram: periods under it are compared item by item, longer ones gram by gram.
 pub(super) const GRAM: usize = 8;
@@ -114,6 +120,7 @@ impl Cycles {
             count: 0,
             runs: vec![Run::default(); max_period],
             chars: 0,
+            recent: [0; RECENT],
         }
     }
 
@@ -147,13 +154,29 @@ impl Cycles {
             matched_reach: 0,
             hit: None,
         };
-        // The periods are visited shortest first: those under a gram one by one…
-        for p in 1..=window.min(gram - 1) {
-            let item = *self.item(n - p);
+        // The periods are visited shortest first: those under a gram one by one, the first
+        // few compared all at once (they seldom match)…
+        let short = window.min(gram - 1) as usize;
+        let mut matches = self
+            .recent
+            .iter()
+            .enumerate()
+            .fold(0u32, |m, (k, &h)| m | (u32::from(h == hash) << k));
+        matches &= (1u32 << short.min(RECENT)) - 1;
+        while matches != 0 {
+            let p = matches.trailing_zeros() as usize + 1;
+            matches &= matches - 1;
+            let end = self.item(n - p as u64).end;
+            scan.visit(p, end, &mut self.runs[p - 1], 1);
+        }
+        for p in RECENT + 1..=short {
+            let item = *self.item(n - p as u64);
             if item.hash == hash {
-                scan.visit(p as usize, item.end, &mut self.runs[p as usize - 1], 1);
+                scan.visit(p, item.end, &mut self.runs[p - 1], 1);
             }
         }
+        self.recent.copy_within(..RECENT - 1, 1);
+        self.recent[0] = hash;
         // …then those at which the gram ending here recurs, nearest first. The item leaving
         // the gram is still in the ring: at worst in the slot the new item is about to take.
         let mut rolling = self.rolling.wrapping_mul(self.gram_base).wrapping_add(hash);

@@ -154,7 +154,7 @@ pub struct LoopDetector {
     lines: Cycles,
     words: Cycles,
     line: LineState,
-    word: WordState,
+    token: Token,
     found: Option<LoopReport>,
 }
 
@@ -167,7 +167,7 @@ impl LoopDetector {
             lines: Cycles::new(params.max_period_lines as usize),
             words: Cycles::new(params.max_period_words as usize),
             line: LineState::default(),
-            word: WordState::default(),
+            token: Token::default(),
             found: None,
         }
     }
@@ -176,8 +176,8 @@ impl LoopDetector {
     ///
     /// The delta is read as bytes: a run of ASCII characters that are not whitespace (most
     /// of any text) cannot end a line or a word, so it is read in one go
-    /// (`LoopDetector::push_ascii`); whitespace and non-ASCII characters go one at a time
-    /// through `LoopDetector::push_char`.
+    /// (`LoopDetector::push_ascii`); whitespace ends the token before it, and a non-ASCII
+    /// character goes through `Token::take` a lower-cased character at a time.
     pub fn push(&mut self, delta: &str) -> Option<LoopReport> {
         let already = self.found.is_some();
         let bytes = delta.as_bytes();
@@ -185,11 +185,18 @@ impl LoopDetector {
         while let Some(&b) = bytes.get(i) {
             if is_ascii_word_byte(b) {
                 i += self.push_ascii(&bytes[i..]);
+            } else if b == b'\n' {
+                self.end_line();
+                i += 1;
             } else if b.is_ascii() {
-                self.push_char(char::from(b));
+                self.end_token();
                 i += 1;
             } else if let Some(c) = delta.get(i..).and_then(|rest| rest.chars().next()) {
-                self.push_char(c);
+                if c.is_whitespace() {
+                    self.end_token();
+                } else {
+                    self.push_char(c);
+                }
                 i += c.len_utf8();
             } else {
                 // Not reached: `i` always lies on a char boundary.
@@ -205,75 +212,101 @@ impl LoopDetector {
     }
 
     /// Reads the run of ASCII characters other than whitespace that `bytes` starts with and
-    /// returns its length: what `push_char` would do with each of them, since none ends a
-    /// line or a word. Past the line's lead, each byte goes to the line's and the word's
-    /// hash in one loop, so that their multiplications overlap.
+    /// returns its length. None of them ends a token, so a token that began with a letter or
+    /// digit (nearly every one) is hashed in one tight loop, a table lookup a byte.
     fn push_ascii(&mut self, bytes: &[u8]) -> usize {
-        let is_next = |i: usize| bytes.get(i).is_some_and(|&b| is_ascii_word_byte(b));
-        let mut i = 0;
-        while !self.line.content && is_next(i) {
-            let c = char::from(bytes[i]);
-            self.line.push(c);
-            self.word.push(c);
-            i += 1;
+        let Some(&first) = bytes.first() else {
+            return 0;
+        };
+        self.start_token(char::from(first));
+        let t = &mut self.token;
+        if t.chars == 0 {
+            t.split = !first.is_ascii_alphanumeric();
         }
-        if !is_next(i) {
-            return i;
-        }
-        let (line, word) = (&mut self.line, &mut self.word);
-        if line.space {
-            line.space = false;
-            line.feed(' ');
-        }
-        let start = i;
-        let (mut line_hash, mut line_alnum) = (line.hash, 0);
-        let (mut hash, mut chars) = (word.hash, word.chars);
-        let (mut trimmed, mut trimmed_chars) = (word.trimmed, word.trimmed_chars);
-        while let Some(&b) = bytes.get(i)
-            && is_ascii_word_byte(b)
-        {
-            let l = b.to_ascii_lowercase();
-            let alnum = l.is_ascii_alphanumeric();
-            line_hash.write_byte(l);
-            line_alnum += usize::from(alnum);
-            // As `WordState::take`: the word starts at its first letter or digit.
-            if chars > 0 || alnum {
-                hash.write_byte(l);
-                chars += 1;
-                if alnum {
-                    trimmed = hash;
-                    trimmed_chars = chars;
+        let run = if t.split {
+            let run = bytes
+                .iter()
+                .position(|&b| !is_ascii_word_byte(b))
+                .unwrap_or(bytes.len());
+            for &b in &bytes[..run] {
+                t.take(char::from(b.to_ascii_lowercase()));
+            }
+            run
+        } else {
+            let (mut full, mut alnum) = (t.full, t.alnum);
+            let (mut trimmed, mut trimmed_at) = (t.trimmed, None);
+            let mut run = bytes.len();
+            for (i, &b) in bytes.iter().enumerate() {
+                let class = ASCII[usize::from(b)];
+                if class & WORD_BYTE == 0 {
+                    run = i;
+                    break;
+                }
+                // The low byte is the character lower-cased.
+                full.write_byte(class as u8);
+                if class & ALNUM != 0 {
+                    alnum += 1;
+                    trimmed = full;
+                    trimmed_at = Some(i);
                 }
             }
-            i += 1;
-        }
-        line.hash = line_hash;
-        line.chars += (i - start) as u64;
-        line.alnum += line_alnum;
-        word.raw.push_bytes(&bytes[start..i]);
-        word.hash = hash;
-        word.chars = chars;
-        word.trimmed = trimmed;
-        word.trimmed_chars = trimmed_chars;
-        i
+            if let Some(i) = trimmed_at {
+                t.trimmed = trimmed;
+                t.trimmed_chars = t.chars + i as u64 + 1;
+            }
+            t.full = full;
+            t.alnum = alnum;
+            t.chars += run as u64;
+            run
+        };
+        t.raw.push_bytes(bytes, run);
+        run
     }
 
+    /// A non-ASCII character other than whitespace.
     fn push_char(&mut self, c: char) {
-        let (mut line, mut word) = (None, None);
-        if c == '\n' {
-            // The word ends with the line it is on (a table row's words are left out).
-            word = self.word.end(self.line.table);
-            line = self.line.end();
-        } else {
-            self.line.push(c);
-            if c.is_whitespace() {
-                word = self.word.end(self.line.table);
-            } else {
-                self.word.push(c);
-            }
+        self.start_token(c);
+        self.token.raw.push(c);
+        for l in c.to_lowercase() {
+            self.token.take(l);
         }
-        // A line is an item when it has enough letters and digits; ties go to lines.
-        if let Some((hash, chars, alnum)) = line
+    }
+
+    /// Before the first character of a token: the first token of a line tells whether the
+    /// line is a table row.
+    fn start_token(&mut self, first: char) {
+        if self.token.raw.total == 0 && !self.line.started {
+            self.line.started = true;
+            self.line.table = first == '|';
+        }
+    }
+
+    /// Whitespace other than a line feed: the token before it, if any, is a word.
+    fn end_token(&mut self) {
+        if self.token.raw.total == 0 {
+            return;
+        }
+        self.line.add(&self.token);
+        let word = self.token.word(self.line.table);
+        self.token = Token::default();
+        if let Some((hash, chars)) = word {
+            let hit = self
+                .words
+                .push(hash, chars, self.min_repeats, self.min_unit_chars);
+            self.note(LoopUnit::Words, hit);
+        }
+    }
+
+    /// A line feed: the token before it ends (its word goes in after the line), then the
+    /// line. A line is an item when it has enough letters and digits; ties go to lines.
+    fn end_line(&mut self) {
+        let token = std::mem::take(&mut self.token);
+        let mut word = None;
+        if token.raw.total > 0 {
+            self.line.add(&token);
+            word = token.word(self.line.table);
+        }
+        if let Some((hash, chars, alnum)) = self.line.end()
             && alnum >= self.min_line_chars
         {
             let hit = self
@@ -314,9 +347,34 @@ impl LoopDetector {
 
 /// A byte that is a whole ASCII character and not whitespace (`char::is_whitespace` holds
 /// for tab, line feed, vertical tab, form feed, carriage return and space in ASCII).
-fn is_ascii_word_byte(b: u8) -> bool {
+const fn is_ascii_word_byte(b: u8) -> bool {
     b.is_ascii() && !matches!(b, b'\t'..=b'\r' | b' ')
 }
+
+/// [`ASCII`]'s flag for [`is_ascii_word_byte`].
+const WORD_BYTE: u16 = 1 << 8;
+/// [`ASCII`]'s flag for an ASCII letter or digit.
+const ALNUM: u16 = 1 << 9;
+
+/// What [`LoopDetector::push_ascii`] needs of each byte in one lookup: the byte lower-cased
+/// (the low byte), [`WORD_BYTE`] and [`ALNUM`].
+static ASCII: [u16; 256] = {
+    let mut table = [0u16; 256];
+    let mut i = 0;
+    while i < 256 {
+        let b = i as u8;
+        let mut class = b.to_ascii_lowercase() as u16;
+        if is_ascii_word_byte(b) {
+            class |= WORD_BYTE;
+        }
+        if b.is_ascii_alphanumeric() {
+            class |= ALNUM;
+        }
+        table[i] = class;
+        i += 1;
+    }
+    table
+};
 
 /// An FNV-1a style hash fed one character (a whole code point per step): cheap and stable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -343,9 +401,6 @@ impl Fnv {
         self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
     }
 }
-
-/// A token this long or longer is never a list marker.
-const MARKER_MAX: usize = 8;
 
 /// The longest list marker in bytes (`(1234)`, `######`): a longer token is never one.
 const MARKER_BYTES: usize = 6;
@@ -386,17 +441,26 @@ struct Head {
 
 impl Head {
     fn push(&mut self, c: char) {
-        self.push_bytes(c.encode_utf8(&mut [0; 4]).as_bytes());
+        let mut buf = [0; 4];
+        let bytes = c.encode_utf8(&mut buf).as_bytes();
+        self.push_bytes(bytes, bytes.len());
     }
 
-    /// Adds whole characters. Those past [`MARKER_BYTES`] are only counted (and a
-    /// character across the end is cut, but a token that long is never looked at).
-    fn push_bytes(&mut self, s: &[u8]) {
-        let room = MARKER_BYTES.saturating_sub(self.total);
-        for (i, &b) in s.iter().take(room).enumerate() {
-            self.bytes |= u64::from(b) << (8 * (self.total + i));
+    /// Adds the first `len` bytes of `s` (whole characters; `s` may go on past them). Those
+    /// past [`MARKER_BYTES`] are only counted (and a character across the end is cut, but a
+    /// token that long is never looked at).
+    fn push_bytes(&mut self, s: &[u8], len: usize) {
+        if self.total < MARKER_BYTES {
+            let room = (MARKER_BYTES - self.total).min(len);
+            // Eight bytes in one load where there are eight, the wanted ones masked out.
+            let word = match s.first_chunk::<8>() {
+                Some(w) => u64::from_le_bytes(*w),
+                None => s.iter().rev().fold(0, |w, &b| (w << 8) | u64::from(b)),
+            };
+            let wanted = (1u64 << (8 * room)) - 1;
+            self.bytes |= (word & wanted) << (8 * self.total);
         }
-        self.total += s.len();
+        self.total += len;
     }
 
     /// Bytes held.
@@ -420,140 +484,101 @@ impl Head {
     }
 }
 
-/// The line being read: its leading markup is dropped, the rest normalised into a hash.
+/// The line being read: its content tokens (those after the leading markers) folded into a
+/// hash, which so stands for the line lower-cased with its whitespace collapsed.
 #[derive(Clone, Debug, Default)]
 struct LineState {
-    /// Past the leading markers: the content has started.
-    content: bool,
-    /// The token at the start of the line while it may still be a marker, and its length in
-    /// characters.
-    lead: Head,
-    lead_chars: usize,
+    /// A token of the line has begun: its first character told `table`.
+    started: bool,
     /// The line's first non-blank character is `|`: a table row.
     table: bool,
-    started: bool,
-    /// Whitespace seen since the last content character.
-    space: bool,
-    /// The normalised content so far. While the lead is read it is hashed as content would
-    /// be, and all of this is dropped again if it turns out to be a marker.
-    hash: Fnv,
+    /// Past the leading markers: a content token has been read.
+    content: bool,
+    hash: u64,
+    /// Characters of the content, lower-cased, one space between tokens.
     chars: u64,
     alnum: usize,
 }
 
+/// The multiplier that folds a token's hash into its line's (odd, with well mixed bits).
+const LINE_MIX: u64 = 0x9e37_79b9_7f4a_7c15;
+
 impl LineState {
-    fn push(&mut self, c: char) {
-        if !self.content {
-            if c.is_whitespace() {
-                if self.lead_chars == 0 {
-                    return;
-                }
-                if self.lead.is_marker() {
-                    // Nothing of the line's content has been read yet.
-                    *self = Self {
-                        table: self.table,
-                        started: true,
-                        ..Self::default()
-                    };
-                    return;
-                }
-                self.content = true;
-                self.space = true;
-                return;
-            }
-            if !self.started {
-                self.started = true;
-                self.table = c == '|';
-            }
-            self.lead.push(c);
-            self.lead_chars += 1;
-            self.feed(c);
-            if self.lead_chars > MARKER_MAX {
-                self.content = true;
-            }
+    /// Adds a token: dropped while the line has no content and it is list markup.
+    fn add(&mut self, token: &Token) {
+        if self.content {
+            // The one space that stands for the whitespace between tokens.
+            self.chars += 1;
+        } else if token.raw.is_marker() {
             return;
+        } else {
+            self.content = true;
         }
-        if c.is_whitespace() {
-            self.space = true;
-            return;
-        }
-        if self.space {
-            self.space = false;
-            self.feed(' ');
-        }
-        self.feed(c);
+        self.hash = (self.hash.rotate_left(29) ^ token.full.0).wrapping_mul(LINE_MIX);
+        self.chars += token.chars;
+        self.alnum += token.alnum;
     }
 
-    fn feed(&mut self, c: char) {
-        if c.is_ascii() {
-            let l = c.to_ascii_lowercase();
-            self.hash.write(l);
-            self.chars += 1;
-            self.alnum += usize::from(l.is_ascii_alphanumeric());
-            return;
-        }
-        for l in c.to_lowercase() {
-            self.hash.write(l);
-            self.chars += 1;
-            if l.is_alphanumeric() {
-                self.alnum += 1;
-            }
-        }
-    }
-
-    /// Ends the line: (hash, characters, letters and digits) of its normalised content.
+    /// Ends the line: (hash, characters, letters and digits) of its content.
     fn end(&mut self) -> Option<(u64, u64, usize)> {
-        // A lead that is not a marker is content.
-        let content = self.content || (self.lead_chars > 0 && !self.lead.is_marker());
         let done = std::mem::take(self);
-        (content && done.chars > 0).then_some((done.hash.0, done.chars, done.alnum))
+        (done.content && done.chars > 0).then_some((done.hash, done.chars, done.alnum))
     }
 }
 
-/// The word being read, lower-cased with its leading and trailing punctuation trimmed.
+/// The token being read (a run of characters other than whitespace), lower-cased: hashed
+/// whole for its line, and as a word from its first letter or digit to its last.
 #[derive(Clone, Debug, Default)]
-struct WordState {
+struct Token {
     /// The token as written, as far as a marker could go.
     raw: Head,
-    /// Hash of the token from its first letter or digit on, and the same up to the last
-    /// letter or digit (the trailing punctuation trimmed).
-    hash: Fnv,
-    trimmed: Fnv,
+    /// Hash and count of all its characters, and how many are letters or digits.
+    full: Fnv,
     chars: u64,
+    alnum: usize,
+    /// It began with a character other than a letter or digit, so its word starts later and
+    /// is hashed on its own (`word`); otherwise the word's hash is `full`'s.
+    split: bool,
+    word: Fnv,
+    word_chars: u64,
+    /// The word's hash and length up to its last letter or digit (the trailing punctuation
+    /// trimmed).
+    trimmed: Fnv,
     trimmed_chars: u64,
 }
 
-impl WordState {
-    fn push(&mut self, c: char) {
-        self.raw.push(c);
-        if c.is_ascii() {
-            self.take(c.to_ascii_lowercase());
-        } else {
-            for l in c.to_lowercase() {
-                self.take(l);
-            }
-        }
-    }
-
+impl Token {
+    /// Takes one lower-cased character.
     fn take(&mut self, l: char) {
         let alnum = l.is_alphanumeric();
-        if self.chars == 0 && !alnum {
+        if self.chars == 0 {
+            self.split = !alnum;
+        }
+        self.full.write(l);
+        self.chars += 1;
+        self.alnum += usize::from(alnum);
+        if !self.split {
+            if alnum {
+                self.trimmed = self.full;
+                self.trimmed_chars = self.chars;
+            }
             return;
         }
-        self.hash.write(l);
-        self.chars += 1;
+        if self.word_chars == 0 && !alnum {
+            return;
+        }
+        self.word.write(l);
+        self.word_chars += 1;
         if alnum {
-            self.trimmed = self.hash;
-            self.trimmed_chars = self.chars;
+            self.trimmed = self.word;
+            self.trimmed_chars = self.word_chars;
         }
     }
 
-    /// Ends the word: (hash, characters with the space after it), unless it has no letters
-    /// or digits, is list markup, or sits in a table row.
-    fn end(&mut self, table: bool) -> Option<(u64, u64)> {
-        let (hash, chars) = (self.trimmed.0, self.trimmed_chars);
-        let word = chars > 0 && !table && !self.raw.is_marker();
-        *self = Self::default();
-        word.then_some((hash, chars + 1))
+    /// The token as a word: (hash, characters with the space after it), unless it has no
+    /// letters or digits, is list markup, or sits in a table row.
+    fn word(&self, table: bool) -> Option<(u64, u64)> {
+        let word = self.trimmed_chars > 0 && !table && !self.raw.is_marker();
+        word.then_some((self.trimmed.0, self.trimmed_chars + 1))
     }
 }
