@@ -157,8 +157,7 @@ impl Printer {
     /// delta: the common line), the text escaped straight into the buffer.
     fn text_line(&mut self, kind: &str, text: &str) {
         self.buf.extend_from_slice(b"{\"text\":");
-        // A string always serialises, and writing into a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut self.buf, text);
+        json_escape_simd::escape_into(text, &mut self.buf);
         self.buf.extend_from_slice(b",\"type\":\"");
         self.buf.extend_from_slice(kind.as_bytes());
         self.buf.extend_from_slice(b"\"}\n");

@@ -78,11 +78,11 @@ impl<'d> RecordStream<'d> {
         self.escaped.clear();
         // The piece as a JSON string, less its quotes: escaping goes character by
         // character, so the pieces escaped one by one join into the whole text escaped.
-        let ok = serde_json::to_writer(&mut self.escaped, text).is_ok()
-            && self
-                .escaped
-                .get(1..self.escaped.len().saturating_sub(1))
-                .is_some_and(|inner| self.encoder.write_all(inner).is_ok());
+        json_escape_simd::escape_into(text, &mut self.escaped);
+        let ok = self
+            .escaped
+            .get(1..self.escaped.len().saturating_sub(1))
+            .is_some_and(|inner| self.encoder.write_all(inner).is_ok());
         self.failed = !ok;
         self.taken += text.len();
     }
@@ -166,6 +166,31 @@ mod tests {
                 whole.len(),
                 dict.is_some()
             );
+        }
+    }
+
+    /// Pieces are escaped as `serde_json` escapes the node whole, byte for byte: every
+    /// control character, quotes, backslashes, `/`, DEL and characters outside the BMP.
+    #[test]
+    fn pieces_escape_as_the_node_serialises() {
+        let every: String = (0u32..0x80).filter_map(char::from_u32).collect();
+        // Long enough for any vector width, each character at every offset.
+        let long: String = (0..70)
+            .map(|i| format!("{}{every}", "x".repeat(i)))
+            .collect();
+        for text in [every.as_str(), &long, "\"\\/ ☃ 𝄞 \u{2028}\u{feff}", ""] {
+            let mut ours = Vec::new();
+            json_escape_simd::escape_into(text, &mut ours);
+            assert_eq!(ours, serde_json::to_vec(text).unwrap(), "{text:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_piece_escapes_as_serde_json_escapes_it(text in ".{0,200}") {
+            let mut ours = Vec::new();
+            json_escape_simd::escape_into(&text, &mut ours);
+            proptest::prop_assert_eq!(ours, serde_json::to_vec(&text).unwrap());
         }
     }
 
