@@ -91,6 +91,14 @@ impl Frames {
         (a as u32, self.text.len() as u32)
     }
 
+    /// [`Frames::push`] for a frame whose data was written from `data_at` to the end.
+    fn push_written(&mut self, event: Option<&str>, data_at: usize, id: Option<&str>) {
+        let data = (data_at as u32, self.text.len() as u32);
+        let event = event.map(|e| self.put(e));
+        let id = id.map(|i| self.put(i));
+        self.spans.push((event, data, id));
+    }
+
     fn push(&mut self, event: Option<&str>, data: &str, id: Option<&str>) {
         let event = event.map(|e| self.put(e));
         let data = self.put(data);
@@ -124,9 +132,14 @@ pub struct SseDecoder {
     /// The current frame's event name, when it has one.
     event: String,
     has_event: bool,
-    /// The current frame's `data:` lines joined with `\n`.
+    /// The current frame's `data:` lines joined with `\n`, when they did not begin in the
+    /// batch being filled (see `data_at`).
     data: String,
     has_data: bool,
+    /// The current frame's data lies in the batch being filled from this byte on: written
+    /// there once rather than here and then there. Moved into `data` when the bytes end
+    /// before the frame does.
+    data_at: Option<usize>,
     id: Option<String>,
     first_junk: Option<String>,
     stats: SseStats,
@@ -176,6 +189,11 @@ impl SseDecoder {
             }
         }
         self.line.extend_from_slice(rest);
+        // The next bytes may fill another batch.
+        if let Some(at) = self.data_at.take() {
+            self.data.push_str(out.text.get(at..).unwrap_or_default());
+            out.text.truncate(at);
+        }
     }
 
     /// Ends the stream: a final unterminated line is processed and a frame still being
@@ -223,6 +241,24 @@ impl SseDecoder {
             self.dispatch(out);
             return;
         }
+        // The two lines nearly every frame is made of, read without looking for the colon
+        // or trimming the field name (what the general path below does to them alike).
+        if let Some(value) = raw.strip_prefix(b"data:") {
+            let value = value.strip_prefix(b" ").unwrap_or(value);
+            match std::str::from_utf8(value) {
+                Ok(v) => self.push_data(v, out),
+                Err(_) => self.push_data(&String::from_utf8_lossy(value), out),
+            }
+            return;
+        }
+        if let Some(value) = raw.strip_prefix(b"event:")
+            && let Ok(value) = std::str::from_utf8(value)
+        {
+            self.event.clear();
+            self.event.push_str(value.trim());
+            self.has_event = true;
+            return;
+        }
         // The checked conversion reads ASCII a word at a time; the lossy one only runs on a
         // line that needs it.
         let line = match std::str::from_utf8(raw) {
@@ -241,13 +277,7 @@ impl SseDecoder {
             None => (line.as_ref(), ""),
         };
         match field.trim() {
-            "data" => {
-                if self.has_data {
-                    self.data.push('\n');
-                }
-                self.data.push_str(value);
-                self.has_data = true;
-            }
+            "data" => self.push_data(value, out),
             "event" => {
                 self.event.clear();
                 self.event.push_str(value.trim());
@@ -265,6 +295,24 @@ impl SseDecoder {
         }
     }
 
+    /// Adds a `data:` line's value to the frame: into the batch when the frame's data begins
+    /// there or is yet to begin.
+    fn push_data(&mut self, value: &str, out: &mut Frames) {
+        if self.data_at.is_none() && !self.has_data {
+            self.data_at = Some(out.text.len());
+        } else if self.data_at.is_some() {
+            out.text.push('\n');
+        } else {
+            self.data.push('\n');
+        }
+        if self.data_at.is_some() {
+            out.text.push_str(value);
+        } else {
+            self.data.push_str(value);
+        }
+        self.has_data = true;
+    }
+
     /// Ends the frame being built: with data it is added to `out`; without, it is dropped
     /// (and counted when it named an event).
     fn dispatch(&mut self, out: &mut Frames) {
@@ -277,8 +325,13 @@ impl SseDecoder {
         }
         self.has_data = false;
         self.stats.frames += 1;
-        out.push(event, &self.data, self.id.as_deref());
-        self.data.clear();
+        match self.data_at.take() {
+            Some(at) => out.push_written(event, at, self.id.as_deref()),
+            None => {
+                out.push(event, &self.data, self.id.as_deref());
+                self.data.clear();
+            }
+        }
     }
 }
 

@@ -383,6 +383,9 @@ pub struct AnthropicDecoder {
     blocks: BTreeMap<u64, Block>,
     usage: Option<Usage>,
     stop_reason: Option<String>,
+    /// Bytes to reserve for the text the deltas of the bytes being fed are joined into: half
+    /// of them, more than their text ever is, so that it is written once and never moved.
+    reserve: usize,
 }
 
 impl Default for AnthropicDecoder {
@@ -400,6 +403,7 @@ impl AnthropicDecoder {
             blocks: BTreeMap::new(),
             usage: None,
             stop_reason: None,
+            reserve: 0,
         }
     }
 
@@ -455,7 +459,9 @@ impl AnthropicDecoder {
                 text.push_str(&more)
             }
             (Some(text), _) => {
-                let text = text.into_owned();
+                let mut joined = String::with_capacity(text.len().max(self.reserve));
+                joined.push_str(&text);
+                let text = joined;
                 out.push(if thinking {
                     StreamEvent::ThinkingDelta { text }
                 } else {
@@ -742,6 +748,7 @@ impl WireDecoder for AnthropicDecoder {
         let mut frames = std::mem::take(&mut self.frames);
         frames.clear();
         self.body.push_into(bytes, &mut frames);
+        self.reserve = bytes.len() / 2;
         for frame in frames.iter() {
             self.frame(frame.event, frame.data, &mut out);
             if self.body.done {
