@@ -8,7 +8,9 @@
 //! frame the server left open at the end of the body. Lines wholly inside a chunk are read
 //! where they lie; only a line cut by a chunk boundary is copied. Frames are written into a
 //! [`Frames`] batch the caller keeps and reuses, so a chunk of a hundred frames costs no
-//! allocation once the batch has grown to size.
+//! allocation once the batch has grown to size; a frame's data is written there as its lines
+//! are read (kept aside only when the chunk ends before the frame does), and `data:` and
+//! `event:` lines, nearly every line of a stream, are told by their first bytes.
 //!
 //! Why this scanner and not the `eventsource-stream` crate it framed with before: behind
 //! the line scanner the crate was handed every frame again as a string and gave back each
