@@ -300,18 +300,18 @@ impl SseDecoder {
     /// Adds a `data:` line's value to the frame: into the batch when the frame's data begins
     /// there or is yet to begin.
     fn push_data(&mut self, value: &str, out: &mut Frames) {
-        if self.data_at.is_none() && !self.has_data {
+        if !self.has_data {
             self.data_at = Some(out.text.len());
-        } else if self.data_at.is_some() {
-            out.text.push('\n');
-        } else {
-            self.data.push('\n');
         }
-        if self.data_at.is_some() {
-            out.text.push_str(value);
+        let data = if self.data_at.is_some() {
+            &mut out.text
         } else {
-            self.data.push_str(value);
+            &mut self.data
+        };
+        if self.has_data {
+            data.push('\n');
         }
+        data.push_str(value);
         self.has_data = true;
     }
 
