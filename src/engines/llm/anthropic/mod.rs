@@ -461,11 +461,10 @@ impl AnthropicDecoder {
             (Some(text), _) => {
                 let mut joined = String::with_capacity(text.len().max(self.reserve));
                 joined.push_str(&text);
-                let text = joined;
                 out.push(if thinking {
-                    StreamEvent::ThinkingDelta { text }
+                    StreamEvent::ThinkingDelta { text: joined }
                 } else {
-                    StreamEvent::TextDelta { text }
+                    StreamEvent::TextDelta { text: joined }
                 });
             }
         }
