@@ -29,7 +29,7 @@ use confidence::{
 use decisions::decisions_in_step;
 use patterns::scan_words;
 use text::{
-    BlankLine, FNV_OFFSET, MAX_STEP_BYTES, SettleScan, find_blank_line, fnv1a_chars, step_spans,
+    BlankLine, MAX_STEP_BYTES, SettleScan, TextHash, find_blank_line, step_spans,
     trimmed_span,
 };
 
@@ -277,8 +277,8 @@ pub struct ThinkGraphBuilder {
     settle: SettleScan,
     next_index: u32,
     totals: Totals,
-    hash: u64,
-    chars: usize,
+    /// The whole text's hash and length, for the node's confidence.
+    hashed: TextHash,
 }
 
 impl Default for ThinkGraphBuilder {
@@ -297,16 +297,13 @@ impl ThinkGraphBuilder {
             settle: SettleScan::default(),
             next_index: 0,
             totals: Totals::default(),
-            hash: FNV_OFFSET,
-            chars: 0,
+            hashed: TextHash::default(),
         }
     }
 
     /// Adds a delta of thinking text; returns the steps and decisions it made final.
     pub fn push(&mut self, delta: &str) -> Vec<GraphUpdate> {
-        let (hash, chars) = fnv1a_chars(self.hash, delta.as_bytes());
-        self.hash = hash;
-        self.chars += chars;
+        self.hashed.push(delta);
         self.pending.push_str(delta);
         let mut out = Vec::new();
         let mut para_start = 0;
@@ -392,7 +389,7 @@ impl ThinkGraphBuilder {
 
     /// Node confidence of the text so far, in [0.15, 0.95] and never exactly 0.5.
     pub fn confidence(&self) -> f64 {
-        node_confidence(&self.totals, self.chars, self.hash)
+        node_confidence(&self.totals, self.hashed.chars(), self.hashed.hash())
     }
 }
 

@@ -553,7 +553,7 @@ proptest! {
 /// The analysis cut the plain way: the whole text split at its blank lines, each paragraph
 /// cut into steps at once (no settling of long paragraphs while they stream).
 pub(super) fn analyze_by_paragraphs(text: &str) -> Analysis {
-    use super::text::{BlankLine, FNV_OFFSET, find_blank_line, fnv1a};
+    use super::text::{BlankLine, find_blank_line};
     let mut updates = Vec::new();
     let mut totals = Totals::default();
     let mut next_index = 0;
@@ -595,7 +595,7 @@ pub(super) fn analyze_by_paragraphs(text: &str) -> Analysis {
         confidence: node_confidence(
             &totals,
             text.chars().count(),
-            fnv1a(FNV_OFFSET, text.as_bytes()),
+            u64::from(crc32fast::hash(text.as_bytes())),
         ),
     }
 }
