@@ -9,6 +9,7 @@
 //! analysed in place; a thread that died (a panic in the analysis) leaves the rest of the
 //! text without steps rather than steps at wrong offsets.
 
+use std::sync::Arc;
 use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
@@ -23,7 +24,7 @@ enum Feed {
     /// Not started: no thinking yet.
     Idle,
     Thread {
-        behind: Behind<String, Answer>,
+        behind: Behind<Arc<str>, Answer>,
         done: JoinHandle<()>,
     },
     /// The thread could not start: the builder runs here.
@@ -47,7 +48,7 @@ impl GraphFeed {
     }
 
     fn start() -> Feed {
-        let spawned = Behind::spawn("glassbox-graph", |pieces: Receiver<String>, answers| {
+        let spawned = Behind::spawn("glassbox-graph", |pieces: Receiver<Arc<str>>, answers| {
             let mut graph = ThinkGraphBuilder::new();
             for piece in pieces {
                 let updates = graph.push(&piece);
@@ -69,14 +70,14 @@ impl GraphFeed {
     }
 
     /// Hands over the next piece of thinking; returns what the pieces before it made final.
-    pub(super) fn push(&mut self, piece: &str) -> Vec<GraphUpdate> {
+    pub(super) fn push(&mut self, piece: &Arc<str>) -> Vec<GraphUpdate> {
         if matches!(self.feed, Feed::Idle) {
             self.feed = Self::start();
         }
         let mut out = Vec::new();
         match &mut self.feed {
             Feed::Thread { behind, .. } => {
-                if behind.send(piece.to_owned()).is_ok() {
+                if behind.send(Arc::clone(piece)).is_ok() {
                     self.collect(1, &mut out);
                 } else {
                     self.gone();
@@ -176,7 +177,7 @@ mod tests {
                 while !TEXT.is_char_boundary(end) {
                     end += 1;
                 }
-                got.extend(feed.push(&TEXT[at..end]));
+                got.extend(feed.push(&Arc::from(&TEXT[at..end])));
                 at = end;
             }
             got.extend(feed.settle());
@@ -204,8 +205,8 @@ mod tests {
     fn updates_come_exactly_one_piece_behind() {
         let mut feed = GraphFeed::new();
         let first = "One step here.\n\nAnother step there.\n\n";
-        assert!(feed.push(first).is_empty());
-        let (steps, _) = steps_and_decisions(&feed.push("More"));
+        assert!(feed.push(&Arc::from(first)).is_empty());
+        let (steps, _) = steps_and_decisions(&feed.push(&Arc::from("More")));
         assert_eq!(steps, 2);
         assert!(feed.settle().is_empty());
         let (steps, _) = steps_and_decisions(&feed.finish());

@@ -96,7 +96,7 @@ async fn finished(task: Flush) -> Result<(), StoreError> {
 /// A streamed node's words, found on a thread of their own as its text arrives, so that
 /// the turn's last write does not read megabytes of text again (see [`StreamedTerms`]).
 struct Indexer {
-    text: std_mpsc::Sender<String>,
+    text: std_mpsc::Sender<Arc<str>>,
     /// Set when the words are no longer wanted (the node grew past [`INDEX_LATER_BYTES`]):
     /// the thread then stops without finishing them.
     dropped: Arc<AtomicBool>,
@@ -105,7 +105,7 @@ struct Indexer {
 
 impl Indexer {
     fn start() -> Option<Self> {
-        let (text, pieces) = std_mpsc::channel::<String>();
+        let (text, pieces) = std_mpsc::channel::<Arc<str>>();
         let dropped = Arc::new(AtomicBool::new(false));
         let stop = Arc::clone(&dropped);
         let done = std::thread::Builder::new()
@@ -152,7 +152,7 @@ impl Indexer {
 /// What a long node's record thread is handed: the text as it arrives, then the node's
 /// other fields at its end.
 enum Piece {
-    Text(String),
+    Text(Arc<str>),
     End { json: Vec<u8>, text_len: usize },
 }
 
@@ -189,8 +189,8 @@ impl RecordFeed {
     }
 
     /// Hands over the next piece of the text; false when the thread is gone.
-    fn push(&self, text: &str) -> bool {
-        self.pieces.send(Piece::Text(text.to_owned())).is_ok()
+    fn push(&self, text: &Arc<str>) -> bool {
+        self.pieces.send(Piece::Text(Arc::clone(text))).is_ok()
     }
 
     /// The record of `n` at its end; `None` when it cannot be had this way (the thread
@@ -378,7 +378,7 @@ impl Live {
     }
 
     /// Appends `text` to the thinking or the response node.
-    pub(super) fn append(&mut self, kind: NodeType, text: &str) {
+    pub(super) fn append(&mut self, kind: NodeType, text: &Arc<str>) {
         let slot = usize::from(kind != NodeType::Thinking);
         let node = self.node(kind);
         node.text.push_str(text);
@@ -402,7 +402,7 @@ impl Live {
         }
         let indexer = &mut self.indexers[slot];
         if let Some(i) = indexer
-            && i.text.send(text.to_owned()).is_err()
+            && i.text.send(Arc::clone(text)).is_err()
         {
             // The thread is gone: the last write finds the words itself.
             *indexer = None;

@@ -9,6 +9,7 @@
 //! call ends. Without the thread (it could not start, or loops are not looked for) the
 //! pieces are read in place; a thread that died reports no further loops.
 
+use std::sync::Arc;
 use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
@@ -68,7 +69,7 @@ impl LoopWatch {
 
 enum Feed {
     Thread {
-        behind: Behind<(NodeType, String), Option<Found>>,
+        behind: Behind<(NodeType, Arc<str>), Option<Found>>,
         done: JoinHandle<LoopWatch>,
     },
     /// No thread: the detectors run here.
@@ -92,7 +93,7 @@ impl LoopFeed {
         }
         let spawned = Behind::spawn(
             "glassbox-loops",
-            move |pieces: Receiver<(NodeType, String)>, answers| {
+            move |pieces: Receiver<(NodeType, Arc<str>)>, answers| {
                 let mut watch = watch;
                 for (kind, piece) in pieces {
                     if answers.send(watch.push(kind, &piece)).is_err() {
@@ -114,10 +115,10 @@ impl LoopFeed {
 
     /// Hands over the next piece of the thinking or the answer; returns the loop when the
     /// pieces before it made one first found.
-    pub(super) fn push(&mut self, kind: NodeType, piece: &str) -> Option<Found> {
+    pub(super) fn push(&mut self, kind: NodeType, piece: &Arc<str>) -> Option<Found> {
         match &mut self.feed {
             Feed::Thread { behind, .. } => {
-                if behind.send((kind, piece.to_owned())).is_err() {
+                if behind.send((kind, Arc::clone(piece))).is_err() {
                     self.gone();
                     return None;
                 }
@@ -196,7 +197,7 @@ mod tests {
             let mut reported = Vec::new();
             for piece in text.as_bytes().chunks(size) {
                 let piece = std::str::from_utf8(piece).unwrap();
-                reported.extend(feed.push(NodeType::Response, piece));
+                reported.extend(feed.push(NodeType::Response, &Arc::from(piece)));
             }
             reported.extend(feed.settle());
             assert_eq!(reported.len(), 1, "pieces of {size}: {reported:?}");
@@ -214,13 +215,13 @@ mod tests {
     fn a_loop_comes_back_exactly_one_piece_behind() {
         let params = LoopParams::default();
         let mut feed = LoopFeed::new(&params, LoopAction::Stop);
-        assert_eq!(feed.push(NodeType::Thinking, &tea(6)), None);
-        let (kind, report) = feed.push(NodeType::Thinking, "More").expect("reported now");
+        assert_eq!(feed.push(NodeType::Thinking, &Arc::from(tea(6))), None);
+        let (kind, report) = feed.push(NodeType::Thinking, &Arc::from("More")).expect("reported now");
         assert_eq!(kind, NodeType::Thinking);
         assert_eq!(report.period, 3);
         assert_eq!(feed.settle(), None, "reported once");
         // After the loop, the other stream is not read.
-        assert_eq!(feed.push(NodeType::Response, &tea(6)), None);
+        assert_eq!(feed.push(NodeType::Response, &Arc::from(tea(6))), None);
         assert_eq!(feed.settle(), None);
         assert_eq!(feed.finish().map(|f| f.0), Some(NodeType::Thinking));
     }
@@ -231,7 +232,7 @@ mod tests {
         let params = LoopParams::default();
         let mut feed = LoopFeed::new(&params, LoopAction::Off);
         assert!(matches!(feed.feed, Feed::Here(_)));
-        assert_eq!(feed.push(NodeType::Response, &tea(10)), None);
+        assert_eq!(feed.push(NodeType::Response, &Arc::from(tea(10))), None);
         assert_eq!(feed.settle(), None);
         assert_eq!(feed.finish(), None);
     }

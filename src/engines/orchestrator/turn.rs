@@ -1,6 +1,8 @@
 //! One turn: the request from the session's history, the stream from the provider, and the
 //! nodes, edges, decision points and raw chunks it leaves, committed in batches as it goes.
 
+use std::sync::Arc;
+
 use chrono::Utc;
 use futures::{FutureExt, StreamExt};
 use serde_json::json;
@@ -114,7 +116,7 @@ fn text_from(node: Option<&Node>, from: Option<usize>) -> String {
 /// Appends a delta (`text`, which `paragraph` may have put a separator before: the delta is
 /// its last `delta_len` bytes) to the thinking or the response node, noting in `from` where
 /// the first delta began.
-fn append(live: &mut Live, kind: NodeType, text: &str, delta_len: usize, from: &mut Option<usize>) {
+fn append(live: &mut Live, kind: NodeType, text: &Arc<str>, delta_len: usize, from: &mut Option<usize>) {
     from.get_or_insert(live.node(kind).text.len() + (text.len() - delta_len));
     live.append(kind, text);
 }
@@ -444,10 +446,12 @@ impl Orchestrator {
                                 StreamEvent::ThinkingDelta { text } => {
                                     let delta_len = text.len();
                                     let text = paragraph(&mut said.new_thinking, live.thinking.as_ref(), text);
-                                    append(&mut live, NodeType::Thinking, &text, delta_len, &mut said.open_from);
+                                    // One copy of the piece for the threads that read it.
+                                    let piece: Arc<str> = Arc::from(text.as_str());
+                                    append(&mut live, NodeType::Thinking, &piece, delta_len, &mut said.open_from);
                                     live.dirty = true;
-                                    looped = loops.push(NodeType::Thinking, &text);
-                                    let updates = live.graph.push(&text);
+                                    looped = loops.push(NodeType::Thinking, &piece);
+                                    let updates = live.graph.push(&piece);
                                     let _ = events.send(TurnEvent::Thinking(text));
                                     for (id, kind) in live.created.drain(..) {
                                         let _ = events.send(TurnEvent::NodeCreated { id, kind });
@@ -489,9 +493,10 @@ impl Orchestrator {
                                 StreamEvent::TextDelta { text } => {
                                     let delta_len = text.len();
                                     let text = paragraph(&mut said.new_text, live.response.as_ref(), text);
-                                    append(&mut live, NodeType::Response, &text, delta_len, &mut said.text_from);
+                                    let piece: Arc<str> = Arc::from(text.as_str());
+                                    append(&mut live, NodeType::Response, &piece, delta_len, &mut said.text_from);
                                     live.dirty = true;
-                                    looped = loops.push(NodeType::Response, &text);
+                                    looped = loops.push(NodeType::Response, &piece);
                                     let _ = events.send(TurnEvent::Text(text));
                                 }
                                 StreamEvent::ToolUse { id, name, input } => {
