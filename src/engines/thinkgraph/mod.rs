@@ -90,7 +90,7 @@ impl Step {
             .and_then(serde_json::Value::as_array)
             .map(|list| {
                 list.iter()
-                    .filter_map(|v| StoredStep::deserialize(v).ok())
+                    .filter_map(StoredStep::read)
                     .map(|s| s.into_step(&node.text))
                     .collect()
             })
@@ -123,23 +123,31 @@ impl Step {
         }
     }
 
-    /// The step as kept on a node whose text is `text`: where the step's text lies in it,
-    /// and the text itself only when it is not there.
+    /// The step as kept on a node whose text is `text`: `[index, kind, start, len,
+    /// confidence]`, where `start` and `len` say where the step's text lies in it, and the
+    /// text itself as a sixth entry only when it is not there. A row rather than an object:
+    /// a long trace has thousands of steps, built as it streams, and a row is one
+    /// allocation where an object was a map and its keys.
     fn to_value(&self, text: &str) -> serde_json::Value {
+        use serde_json::Value;
         let at = self.start..self.start + self.text.len();
-        let stored = StoredStep {
-            index: self.index,
-            kind: self.kind,
-            start: self.start,
-            len: Some(self.text.len()),
-            text: (text.get(at) != Some(self.text.as_str())).then(|| self.text.clone()),
-            confidence: self.confidence,
-        };
-        serde_json::to_value(stored).unwrap_or(serde_json::Value::Null)
+        let mut row = Vec::with_capacity(6);
+        row.extend([
+            Value::from(self.index),
+            Value::from(self.kind.as_str()),
+            Value::from(self.start),
+            Value::from(self.text.len()),
+            Value::from(self.confidence),
+        ]);
+        if text.get(at) != Some(self.text.as_str()) {
+            row.push(Value::from(self.text.as_str()));
+        }
+        Value::Array(row)
     }
 }
 
-/// A [`Step`] as kept in its node's meta. A step's text is a stretch of the node's own
+/// A [`Step`] as kept in its node's meta: a row (see [`Step::to_value`]), or an object with
+/// these fields as earlier versions wrote it. A step's text is a stretch of the node's own
 /// text, so only its length is stored beside its offset (a long trace would otherwise hold
 /// its text twice). Steps written before that, or whose text is not found at its offset,
 /// carry `text`.
@@ -157,6 +165,22 @@ struct StoredStep {
 }
 
 impl StoredStep {
+    /// A stored entry, row or object; `None` when it is neither.
+    fn read(v: &serde_json::Value) -> Option<Self> {
+        let serde_json::Value::Array(row) = v else {
+            return Self::deserialize(v).ok();
+        };
+        let number = |i: usize| row.get(i).and_then(serde_json::Value::as_u64);
+        Some(Self {
+            index: u32::try_from(number(0)?).ok()?,
+            kind: StepKind::deserialize(row.get(1)?).ok()?,
+            start: usize::try_from(number(2)?).ok()?,
+            len: Some(usize::try_from(number(3)?).ok()?),
+            confidence: row.get(4)?.as_f64()?,
+            text: row.get(5).and_then(|t| t.as_str()).map(str::to_owned),
+        })
+    }
+
     /// The step, its text read from `node_text` when it was not stored (empty when the
     /// offsets do not fall in it).
     fn into_step(self, node_text: &str) -> Step {

@@ -35,8 +35,14 @@ fn steps_found_while_streaming_are_kept_without_their_text() {
     assert_eq!(Step::of(&node), analyze(text).steps);
     assert_eq!(Step::count(&node), 3);
     for v in stored(&node) {
-        assert!(v.get("text").is_none(), "{v}");
-        assert!(v["len"].as_u64().unwrap() > 0);
+        // [index, kind, start, len, confidence]: no text.
+        assert_eq!(v.as_array().unwrap().len(), 5, "{v}");
+        assert!(v[3].as_u64().unwrap() > 0);
+    }
+    for (v, step) in stored(&node).iter().zip(analyze(text).steps) {
+        assert_eq!(v[0], step.index);
+        assert_eq!(v[1], step.kind.as_str());
+        assert_eq!(v[2], step.start);
     }
 }
 
@@ -45,7 +51,7 @@ fn a_step_not_found_at_its_offset_keeps_its_text() {
     let mut node = Node::new(SessionId::new(), NodeType::Thinking, "Other text here.");
     let steps = analyze("First.\n\nSecond.").steps;
     Step::store_all(&mut node, &steps);
-    assert!(stored(&node).iter().all(|v| v["text"].is_string()));
+    assert!(stored(&node).iter().all(|v| v[5].is_string()));
     assert_eq!(Step::of(&node), steps);
 }
 
@@ -64,6 +70,39 @@ fn older_steps_with_text_and_broken_offsets_still_read() {
     let texts: Vec<String> = Step::of(&node).into_iter().map(|s| s.text).collect();
     // Offset 2 falls inside "é": no text rather than a panic; past the end likewise.
     assert_eq!(texts, ["written before", "", "", ""]);
+}
+
+#[test]
+fn rows_and_older_objects_read_alike_and_odd_rows_are_left_out() {
+    let mut node = Node::new(SessionId::new(), NodeType::Thinking, "héllo world");
+    node.meta.insert(
+        STEPS_KEY.into(),
+        serde_json::json!([
+            [0, "analysis", 7, 5, 0.7],
+            {"index": 1, "kind": "conclusion", "start": 0, "len": 6, "confidence": 0.4},
+            [2, "hypothesis", 0, 3, 0.5, "kept apart"],
+            [3, "no such kind", 0, 1, 0.5],
+            [4, "analysis", 0],
+            [-1, "analysis", 0, 1, 0.5]
+        ]),
+    );
+    let steps = Step::of(&node);
+    let read: Vec<_> = steps
+        .iter()
+        .map(|s| (s.index, s.kind, s.text.as_str(), s.confidence))
+        .collect();
+    assert_eq!(
+        read,
+        [
+            (0, StepKind::Analysis, "world", 0.7),
+            (1, StepKind::Conclusion, "héllo", 0.4),
+            (2, StepKind::Hypothesis, "kept apart", 0.5),
+        ]
+    );
+    // What a row says is what the step was: written again, it is the same row.
+    let mut again = Node::new(SessionId::new(), NodeType::Thinking, "héllo world");
+    Step::store_all(&mut again, &steps[..1]);
+    assert_eq!(again.meta[STEPS_KEY], serde_json::json!([[0, "analysis", 7, 5, 0.7]]));
 }
 
 proptest! {
@@ -85,6 +124,6 @@ proptest! {
         // Stored one by one as they stream, or all at once: the same entries.
         let streamed = node.meta.get(STEPS_KEY).cloned().unwrap_or(serde_json::json!([]));
         prop_assert_eq!(&whole.meta[STEPS_KEY], &streamed);
-        prop_assert!(stored(&whole).iter().all(|v| v.get("text").is_none()));
+        prop_assert!(stored(&whole).iter().all(|v| v.get(5).is_none()));
     }
 }
