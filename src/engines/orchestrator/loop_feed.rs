@@ -216,7 +216,9 @@ mod tests {
         let params = LoopParams::default();
         let mut feed = LoopFeed::new(&params, LoopAction::Stop);
         assert_eq!(feed.push(NodeType::Thinking, &Arc::from(tea(6))), None);
-        let (kind, report) = feed.push(NodeType::Thinking, &Arc::from("More")).expect("reported now");
+        let (kind, report) = feed
+            .push(NodeType::Thinking, &Arc::from("More"))
+            .expect("reported now");
         assert_eq!(kind, NodeType::Thinking);
         assert_eq!(report.period, 3);
         assert_eq!(feed.settle(), None, "reported once");

@@ -116,7 +116,13 @@ fn text_from(node: Option<&Node>, from: Option<usize>) -> String {
 /// Appends a delta (`text`, which `paragraph` may have put a separator before: the delta is
 /// its last `delta_len` bytes) to the thinking or the response node, noting in `from` where
 /// the first delta began.
-fn append(live: &mut Live, kind: NodeType, text: &Arc<str>, delta_len: usize, from: &mut Option<usize>) {
+fn append(
+    live: &mut Live,
+    kind: NodeType,
+    text: &Arc<str>,
+    delta_len: usize,
+    from: &mut Option<usize>,
+) {
     from.get_or_insert(live.node(kind).text.len() + (text.len() - delta_len));
     live.append(kind, text);
 }

@@ -29,8 +29,7 @@ use confidence::{
 use decisions::decisions_in_step;
 use patterns::scan_words;
 use text::{
-    BlankLine, MAX_STEP_BYTES, SettleScan, TextHash, find_blank_line, step_spans,
-    trimmed_span,
+    BlankLine, MAX_STEP_BYTES, SettleScan, TextHash, find_blank_line, step_spans, trimmed_span,
 };
 
 pub use confidence::classify_step;

@@ -102,7 +102,10 @@ fn rows_and_older_objects_read_alike_and_odd_rows_are_left_out() {
     // What a row says is what the step was: written again, it is the same row.
     let mut again = Node::new(SessionId::new(), NodeType::Thinking, "héllo world");
     Step::store_all(&mut again, &steps[..1]);
-    assert_eq!(again.meta[STEPS_KEY], serde_json::json!([[0, "analysis", 7, 5, 0.7]]));
+    assert_eq!(
+        again.meta[STEPS_KEY],
+        serde_json::json!([[0, "analysis", 7, 5, 0.7]])
+    );
 }
 
 proptest! {
