@@ -128,10 +128,15 @@ fn import_gives_exact_counts_and_structure() {
     assert_eq!(thinking.meta["signature"], "sig-placeholder-not-base64");
     let steps = thinking.meta["steps"].as_array().unwrap();
     assert!(steps.len() >= 2);
-    // Kept by offset and length into the node's text; read back with their text.
-    for key in ["index", "kind", "start", "len", "confidence"] {
-        assert!(steps[0].get(key).is_some(), "step without {key}");
-    }
+    // Kept by offset and length into the node's text, as rows [index, kind, start, len,
+    // confidence] (no text: it is found at its offset); read back with their text.
+    let row = steps[0].as_array().expect("a step is a row");
+    assert_eq!(row.len(), 5, "{row:?}");
+    assert!(
+        row[0].is_u64() && row[1].is_string() && row[2].is_u64(),
+        "{row:?}"
+    );
+    assert!(row[3].as_u64().unwrap() > 0 && row[4].is_f64(), "{row:?}");
     let read = glassbox::engines::thinkgraph::Step::of(thinking);
     assert_eq!(read.len(), steps.len());
     assert!(read.iter().all(|s| !s.text.is_empty()));
