@@ -150,15 +150,13 @@ impl Step {
 /// text, so only its length is stored beside its offset (a long trace would otherwise hold
 /// its text twice). Steps written before that, or whose text is not found at its offset,
 /// carry `text`.
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Debug, Default, Deserialize)]
 #[serde(default)]
 struct StoredStep {
     index: u32,
     kind: StepKind,
     start: usize,
-    #[serde(skip_serializing_if = "Option::is_none")]
     len: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     text: Option<String>,
     confidence: f64,
 }
