@@ -426,6 +426,11 @@ impl Store {
             .transpose()
     }
 
+    /// How many entries one scope holds, read from its index without decoding them.
+    pub fn scope_memory_count(&self, scope: &MemoryScope) -> Result<usize> {
+        Ok(scope_ids(&self.read()?, scope)?.len())
+    }
+
     /// The entries of one scope, oldest first.
     pub fn scope_memories(&self, scope: &MemoryScope) -> Result<Vec<MemoryEntry>> {
         let r = self.read()?;

@@ -253,6 +253,9 @@ fn memory_learning_events_projections_cursors(fx: &Fixture) {
         store.scope_memories(&core.scope).unwrap(),
         vec![core.clone()]
     );
+    assert_eq!(store.scope_memory_count(&core.scope).unwrap(), 1);
+    assert_eq!(store.scope_memory_count(&archival.scope).unwrap(), 1);
+    assert_eq!(store.scope_memory_count(&MemoryScope::Global).unwrap(), 0);
     assert_eq!(
         store.learning(archival.id).unwrap().unwrap().content,
         "terse"

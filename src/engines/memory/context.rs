@@ -161,6 +161,11 @@ impl Memory {
 
     /// Keeps at most `recall_window` recall entries in the write scope.
     fn trim_recall(&self) -> Result<()> {
+        // Recall is part of the scope: while the whole scope fits the window, so does recall,
+        // and no entry (an answer may be hundreds of kilobytes) needs decoding to know it.
+        if self.store.scope_memory_count(&self.scope)? <= self.params.recall_window {
+            return Ok(());
+        }
         let mut recall: Vec<MemoryEntry> = self
             .store
             .scope_memories(&self.scope)?

@@ -260,6 +260,37 @@ fn turns_go_to_recall_and_the_window_spills_to_archival() {
     assert!(archived[0].provenance.node.is_some());
 }
 
+/// Entries of other tiers in the scope do not count against the recall window: a scope
+/// over the window with recall under it keeps every recall entry where it is.
+#[test]
+fn other_tiers_do_not_push_recall_out() {
+    let params = MemoryParams {
+        recall_window: 4,
+        ..Default::default()
+    };
+    let (_d, m) = memory(params);
+    for text in [
+        "Lunch is at noon",
+        "The build takes ten minutes",
+        "Tea, not coffee",
+    ] {
+        m.insert(NewMemory::archival(text, "test")).unwrap();
+    }
+    let session = SessionId::new();
+    for i in 0..2 {
+        m.record_turn(&FinishedTurn {
+            session,
+            query: NodeId::new(),
+            question: format!("question {i}"),
+            response: Some((NodeId::new(), format!("answer {i}"))),
+        })
+        .unwrap();
+    }
+    let s = m.stats().unwrap();
+    assert_eq!(s.recall_storage_entries, 4);
+    assert_eq!(s.archival_storage_entries, 3);
+}
+
 #[test]
 fn context_has_core_facts_and_the_relevant_entry_within_budget() {
     let (_d, m) = memory(MemoryParams::default());
