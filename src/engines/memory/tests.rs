@@ -241,16 +241,7 @@ fn turns_go_to_recall_and_the_window_spills_to_archival() {
         ..Default::default()
     };
     let (_d, m) = memory(params);
-    let session = SessionId::new();
-    for i in 0..3 {
-        m.record_turn(&FinishedTurn {
-            session,
-            query: NodeId::new(),
-            question: format!("question {i}"),
-            response: Some((NodeId::new(), format!("answer {i}"))),
-        })
-        .unwrap();
-    }
+    let session = record_turns(&m, 3);
     let s = m.stats().unwrap();
     assert_eq!(s.recall_storage_entries, 4);
     assert_eq!(s.archival_storage_entries, 2);
@@ -276,8 +267,17 @@ fn other_tiers_do_not_push_recall_out() {
     ] {
         m.insert(NewMemory::archival(text, "test")).unwrap();
     }
+    record_turns(&m, 2);
+    let s = m.stats().unwrap();
+    assert_eq!(s.recall_storage_entries, 4);
+    assert_eq!(s.archival_storage_entries, 3);
+}
+
+/// Records `turns` answered turns of one new session ("question i", "answer i"); returns
+/// the session.
+fn record_turns(m: &Memory, turns: usize) -> SessionId {
     let session = SessionId::new();
-    for i in 0..2 {
+    for i in 0..turns {
         m.record_turn(&FinishedTurn {
             session,
             query: NodeId::new(),
@@ -286,9 +286,7 @@ fn other_tiers_do_not_push_recall_out() {
         })
         .unwrap();
     }
-    let s = m.stats().unwrap();
-    assert_eq!(s.recall_storage_entries, 4);
-    assert_eq!(s.archival_storage_entries, 3);
+    session
 }
 
 #[test]
