@@ -268,6 +268,8 @@ fn other_tiers_do_not_push_recall_out() {
         m.insert(NewMemory::archival(text, "test")).unwrap();
     }
     record_turns(&m, 2);
+    // The scope itself is over the window: the trim had to look at its recall.
+    assert_eq!(m.store.scope_memory_count(&m.scope).unwrap(), 7);
     let s = m.stats().unwrap();
     assert_eq!(s.recall_storage_entries, 4);
     assert_eq!(s.archival_storage_entries, 3);
