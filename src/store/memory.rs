@@ -382,6 +382,19 @@ impl Writer<'_> {
         Ok(())
     }
 
+    /// Saves the memory index of one scope (`engines/memory/snapshot.rs` says what it holds).
+    pub fn put_memory_index<T: Serialize>(&mut self, scope: &MemoryScope, index: &T) -> Result<()> {
+        self.txn
+            .open_table(MEMORY_INDEX)?
+            .insert(scope.key().as_str(), codec::encode(index)?.as_slice())?;
+        Ok(())
+    }
+
+    /// Drops every saved memory index: for what rewrites memory without the journal.
+    pub fn clear_memory_indexes(&mut self) -> Result<()> {
+        self.txn.open_table(MEMORY_INDEX)?.retain(|_, _| false)
+    }
+
     /// Records that an entry was evicted from working memory, so followers (the TUI) can
     /// announce it.
     pub fn journal_memory_evicted(&mut self, id: MemoryId) -> Result<()> {
@@ -413,6 +426,9 @@ impl Writer<'_> {
         self.txn
             .open_table(MEMORY_COUNTERS)?
             .remove(scope.key().as_str())?;
+        self.txn
+            .open_table(MEMORY_INDEX)?
+            .remove(scope.key().as_str())?;
         Ok(())
     }
 }
@@ -423,6 +439,21 @@ impl Store {
         let t = r.open_table(MEMORIES)?;
         t.get(id.to_bytes())?
             .map(|v| codec::decode("memories", v.value()))
+            .transpose()
+    }
+
+    /// The saved memory index of one scope, if any; a store written before there were
+    /// saved indexes has none.
+    pub fn memory_index<T: serde::de::DeserializeOwned>(
+        &self,
+        scope: &MemoryScope,
+    ) -> Result<Option<T>> {
+        let r = self.read()?;
+        let Some(t) = r.open_table_if_exists(MEMORY_INDEX)? else {
+            return Ok(None);
+        };
+        t.get(scope.key().as_str())?
+            .map(|v| codec::decode("memory_index", v.value()))
             .transpose()
     }
 

@@ -157,6 +157,7 @@ fn create_tables(txn: &WriteTxn) -> Result<(), StoreError> {
     txn.open_table(MEMORY_SCOPES)?;
     txn.open_table(MEMORY_VECTORS)?;
     txn.open_table(MEMORY_COUNTERS)?;
+    txn.open_table(MEMORY_INDEX)?;
     txn.open_table(LEARNING_EVENTS)?;
     txn.open_table(LEARNING_EVENT_KEYS)?;
     txn.open_table(LEARNING_EVENT_INDEX)?;

@@ -47,6 +47,9 @@ pub const MEMORY_SCOPES: TableDefinition<&[u8], ()> = TableDefinition::new("memo
 pub const MEMORY_VECTORS: TableDefinition<[u8; 16], &[u8]> = TableDefinition::new("memory_vectors");
 /// scope key → MemoryCounters (inserts, searches, evictions, promotions).
 pub const MEMORY_COUNTERS: TableDefinition<&str, &[u8]> = TableDefinition::new("memory_counters");
+/// scope key → the saved memory index of that scope (`engines/memory/snapshot.rs`): a cache,
+/// rebuilt from `memories` when missing, and current to the journal sequence it names.
+pub const MEMORY_INDEX: TableDefinition<&str, &[u8]> = TableDefinition::new("memory_index");
 /// sequence (u64) → LearningEvent. Append-only.
 pub const LEARNING_EVENTS: TableDefinition<u64, &[u8]> = TableDefinition::new("learning_events");
 /// idempotency key → sequence: makes event keys unique.

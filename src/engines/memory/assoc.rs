@@ -124,7 +124,7 @@ impl Dims {
 }
 
 /// What the index keeps of a learning for scoring.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LearnInfo {
     pub concepts: Vec<String>,
     pub reinforcement: f32,

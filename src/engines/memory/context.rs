@@ -166,21 +166,31 @@ impl Memory {
         if self.store.scope_memory_count(&self.scope)? <= self.params.recall_window {
             return Ok(());
         }
-        let mut recall: Vec<MemoryEntry> = self
-            .store
-            .scope_memories(&self.scope)?
-            .into_iter()
-            .filter(|e| e.tier == MemoryTier::Recall)
-            .collect();
+        // Otherwise the index says which entries are recall and how old, and only those
+        // that leave are read (the scope may hold thousands of archival entries).
+        let mut recall: Vec<(chrono::DateTime<Utc>, MemoryId)> = self.with_index(|ix| {
+            ix.scope_docs(&self.scope)
+                .filter(|d| d.tier == MemoryTier::Recall)
+                .map(|d| (d.created, d.id))
+                .collect()
+        })?;
         if recall.len() <= self.params.recall_window {
             return Ok(());
         }
-        recall.sort_by(|a, b| a.created_at.cmp(&b.created_at).then(a.id.cmp(&b.id)));
+        recall.sort_unstable();
         let over = recall.len() - self.params.recall_window;
+        let mut leaving = Vec::with_capacity(over);
+        for (_, id) in recall.into_iter().take(over) {
+            if let Some(e) = self.store.memory(id)?
+                && e.tier == MemoryTier::Recall
+            {
+                leaving.push(e);
+            }
+        }
         let threshold = self.params.recall_archive_importance;
         let now = Utc::now();
         self.store.write(|w| {
-            for mut e in recall.into_iter().take(over) {
+            for mut e in leaving {
                 if e.importance > threshold {
                     e.tier = MemoryTier::Archival;
                     e.updated_at = now;

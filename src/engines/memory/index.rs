@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 use super::assoc::{Dims, LearnInfo, NousParams};
 use crate::store::learning::Learning;
 use crate::store::search::{BM25_TF_MAX, bm25_idf, bm25_tf, tokenize};
-use crate::store::{MemoryEntry, MemoryId, MemoryTier, StoredVector};
+use crate::store::{MemoryEntry, MemoryId, MemoryScope, MemoryTier, StoredVector};
 
 /// The hybrid score's weights (`[memory.search]`; seed 000: term match + similarity +
 /// importance boost − recency penalty, with the turn's date matched as well).
@@ -114,14 +114,16 @@ pub struct Query<'a> {
 pub(super) struct Doc {
     pub(super) id: MemoryId,
     pub(super) tier: MemoryTier,
+    /// The scope it lives in: a saved index holds one scope's entries.
+    pub(super) scope: MemoryScope,
     pub(super) importance: f32,
     pub(super) created: DateTime<Utc>,
-    day: NaiveDate,
+    pub(super) day: NaiveDate,
     /// Distinct terms with their counts, to take the postings out again.
-    terms: Vec<(String, u16)>,
-    len: u32,
+    pub(super) terms: Vec<(String, u16)>,
+    pub(super) len: u32,
     /// Approximate tokens of the content, for the main-context budget.
-    tokens: u64,
+    pub(super) tokens: u64,
     pub(super) has_vector: bool,
     /// What the learnings read model says of it (none for core facts).
     pub(super) learn: Option<LearnInfo>,
@@ -254,7 +256,6 @@ impl MemoryIndex {
         vector: Option<&StoredVector>,
         learning: Option<&Learning>,
     ) {
-        self.remove(e.id);
         let mut counts: HashMap<String, u16> = HashMap::new();
         let mut len = 0u32;
         for t in tokenize(&searchable_text(e)) {
@@ -262,6 +263,28 @@ impl MemoryIndex {
             let c = counts.entry(t).or_insert(0);
             *c = c.saturating_add(1);
         }
+        self.insert(
+            Doc {
+                id: e.id,
+                tier: e.tier,
+                scope: e.scope.clone(),
+                importance: e.importance,
+                created: e.created_at,
+                day: e.created_at.date_naive(),
+                terms: counts.into_iter().collect(),
+                len,
+                tokens: super::tokens(&e.content),
+                has_vector: false,
+                learn: learning.map(LearnInfo::of),
+            },
+            vector,
+        );
+    }
+
+    /// Adds or replaces an entry already read into its terms (an entry of a saved index),
+    /// and its vector when it is of the index's model.
+    pub(super) fn insert(&mut self, mut doc: Doc, vector: Option<&StoredVector>) {
+        self.remove(doc.id);
         let slot = match self.free.pop() {
             Some(s) => s,
             None => {
@@ -273,37 +296,39 @@ impl MemoryIndex {
             }
         };
         let slot32 = u32::try_from(slot).unwrap_or(u32::MAX);
-        for (t, c) in &counts {
-            self.postings
-                .entry(t.clone())
-                .or_default()
-                .push((slot32, *c));
+        for (t, c) in &doc.terms {
+            match self.postings.get_mut(t.as_str()) {
+                Some(list) => list.push((slot32, *c)),
+                None => {
+                    self.postings.insert(t.clone(), vec![(slot32, *c)]);
+                }
+            }
         }
-        self.total_len += u64::from(len);
-        let mut has_vector = false;
+        self.total_len += u64::from(doc.len);
+        doc.has_vector = false;
         if let Some((model, dim)) = &self.model {
             let dst = &mut self.vectors[slot * dim..(slot + 1) * dim];
             match vector {
                 Some(v) if &v.model == model && v.values.len() == *dim => {
                     dst.copy_from_slice(&v.values);
-                    has_vector = true;
+                    doc.has_vector = true;
                 }
                 _ => dst.fill(0),
             }
         }
-        self.docs[slot] = Some(Doc {
-            id: e.id,
-            tier: e.tier,
-            importance: e.importance,
-            created: e.created_at,
-            day: e.created_at.date_naive(),
-            terms: counts.into_iter().collect(),
-            len,
-            tokens: super::tokens(&e.content),
-            has_vector,
-            learn: learning.map(LearnInfo::of),
-        });
-        self.slots.insert(e.id, slot);
+        self.slots.insert(doc.id, slot);
+        self.docs[slot] = Some(doc);
+    }
+
+    /// The entries of one scope, as a saved index keeps them.
+    pub(super) fn scope_docs<'a>(
+        &'a self,
+        scope: &'a MemoryScope,
+    ) -> impl Iterator<Item = &'a Doc> {
+        self.docs
+            .iter()
+            .flatten()
+            .filter(move |d| &d.scope == scope)
     }
 
     /// Changes an entry's tier and importance without re-reading its text.

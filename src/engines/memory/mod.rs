@@ -23,6 +23,7 @@ pub mod index;
 mod io;
 pub mod learn;
 mod ops;
+mod snapshot;
 #[cfg(test)]
 mod tests;
 mod tools;
@@ -88,6 +89,9 @@ pub struct MemoryParams {
     pub tools: bool,
     /// How many times in one turn the model's tool calls are run before it must answer.
     pub max_tool_rounds: u32,
+    /// A scope holding this many entries or more keeps a saved copy of its search index in
+    /// the store, so a process reads it instead of every entry (0: never).
+    pub index_snapshot_entries: usize,
     pub search: SearchWeights,
     pub nous: NousParams,
     pub learn: LearnParams,
@@ -110,6 +114,7 @@ impl Default for MemoryParams {
             record_turns: true,
             tools: true,
             max_tool_rounds: 4,
+            index_snapshot_entries: 500,
             search: SearchWeights::default(),
             nous: NousParams::default(),
             learn: LearnParams::default(),
@@ -165,7 +170,14 @@ struct Loaded {
     index: MemoryIndex,
     /// The journal sequence the index is current to.
     seq: u64,
+    /// For each visible scope, the journal sequence its saved index is current to (none:
+    /// it has none, or it was too small to save).
+    saved: Vec<Option<u64>>,
 }
+
+/// A saved index is saved again once the journal has gone this many changes past it, so a
+/// process that loads it has at most that many to read.
+const RESAVE_AFTER_CHANGES: u64 = 2_000;
 
 /// One view of memory: where new entries go and which scopes are searched. Cheap to clone.
 #[derive(Clone)]
@@ -296,29 +308,9 @@ impl Memory {
     }
 
     fn refresh(&self, slot: &mut Option<Loaded>) -> Result<()> {
-        let Some(loaded) = slot.as_mut() else {
-            let seq = self.store.last_seq()?;
-            let model = self
-                .embedder
-                .as_ref()
-                .map(|e| (e.id().to_string(), e.dim()));
-            let mut index = MemoryIndex::new(model);
-            for scope in self.visible.iter() {
-                let rows = self.store.scope_memories_with_learnings(scope)?;
-                // Without an embedder the index keeps no vectors: none are read.
-                let vectors = match index.model_dim() {
-                    Some(_) => {
-                        let ids: Vec<_> = rows.iter().map(|(e, _)| e.id).collect();
-                        self.store.memory_vectors(&ids)?
-                    }
-                    None => vec![None; rows.len()],
-                };
-                for ((e, l), v) in rows.iter().zip(vectors) {
-                    index.upsert(e, v.as_ref(), l.as_ref());
-                }
-            }
-            *slot = Some(Loaded { index, seq });
-            return Ok(());
+        let loaded = match slot {
+            Some(l) => l,
+            None => slot.insert(self.load_index()?),
         };
         let mut changed = std::collections::BTreeSet::new();
         loop {
@@ -351,6 +343,89 @@ impl Memory {
                 _ => loaded.index.remove(id),
             }
         }
+        self.save_indexes(loaded);
         Ok(())
+    }
+
+    /// The index over the visible scopes: each scope from its saved index when it has a
+    /// usable one, else from its entries. Current to the oldest saved index's sequence (or
+    /// the journal's end): [`Memory::refresh`] reads the journal on from there.
+    fn load_index(&self) -> Result<Loaded> {
+        let last = self.store.last_seq()?;
+        let model = self
+            .embedder
+            .as_ref()
+            .map(|e| (e.id().to_string(), e.dim()));
+        let mut index = MemoryIndex::new(model);
+        let (mut seq, mut saved) = (last, Vec::with_capacity(self.visible.len()));
+        for scope in self.visible.iter() {
+            if let Some((at, docs)) = self.saved_index(scope, last) {
+                let ids: Vec<_> = docs.iter().map(|d| d.id).collect();
+                let vectors = self.vectors_of(&index, &ids)?;
+                for (d, v) in docs.into_iter().zip(vectors) {
+                    index.insert(d, v.as_ref());
+                }
+                seq = seq.min(at);
+                saved.push(Some(at));
+                continue;
+            }
+            let rows = self.store.scope_memories_with_learnings(scope)?;
+            let ids: Vec<_> = rows.iter().map(|(e, _)| e.id).collect();
+            let vectors = self.vectors_of(&index, &ids)?;
+            for ((e, l), v) in rows.iter().zip(vectors) {
+                index.upsert(e, v.as_ref(), l.as_ref());
+            }
+            saved.push(None);
+        }
+        Ok(Loaded { index, seq, saved })
+    }
+
+    /// The vectors of `ids` for `index`'s model; without an embedder the index keeps no
+    /// vectors, and none are read.
+    fn vectors_of(
+        &self,
+        index: &MemoryIndex,
+        ids: &[crate::store::MemoryId],
+    ) -> Result<Vec<Option<crate::store::StoredVector>>> {
+        Ok(match index.model_dim() {
+            Some(_) => self.store.memory_vectors(ids)?,
+            None => vec![None; ids.len()],
+        })
+    }
+
+    /// The saved index of `scope` and its sequence, when there is one this glassbox can use.
+    fn saved_index(&self, scope: &MemoryScope, last_seq: u64) -> Option<(u64, Vec<index::Doc>)> {
+        match self.store.memory_index::<snapshot::ScopeIndex>(scope) {
+            Ok(Some(s)) if s.usable(last_seq) => {
+                let at = s.seq;
+                s.into_docs(scope).map(|docs| (at, docs))
+            }
+            Ok(_) => None,
+            Err(e) => {
+                tracing::debug!(%scope, "memory: the saved index is not read: {e}");
+                None
+            }
+        }
+    }
+
+    /// Saves the index of each visible scope that holds `index_snapshot_entries` entries or
+    /// more and has no saved index, or one the journal has gone far past. A store that cannot
+    /// take the write (read-only, full) only costs the next process the build.
+    fn save_indexes(&self, loaded: &mut Loaded) {
+        let least = self.params.index_snapshot_entries;
+        if least == 0 {
+            return;
+        }
+        for (scope, saved) in self.visible.iter().zip(loaded.saved.iter_mut()) {
+            let due = saved.is_none_or(|at| loaded.seq.saturating_sub(at) >= RESAVE_AFTER_CHANGES);
+            if !due || loaded.index.scope_docs(scope).nth(least - 1).is_none() {
+                continue;
+            }
+            let s = snapshot::ScopeIndex::of(loaded.seq, loaded.index.scope_docs(scope));
+            if let Err(e) = self.store.write(|w| w.put_memory_index(scope, &s)) {
+                tracing::debug!(%scope, "memory: the index is not saved: {e}");
+            }
+            *saved = Some(loaded.seq);
+        }
     }
 }

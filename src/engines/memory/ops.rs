@@ -418,15 +418,21 @@ impl Memory {
     }
 
     /// The entries of one tier in the visible scopes, newest first.
+    ///
+    /// The index says which entries are of the tier, so only those are read: core and
+    /// working memory are read for every turn, beside thousands of archival entries.
     pub fn entries(&self, tier: MemoryTier) -> Result<Vec<MemoryEntry>> {
-        let mut out = Vec::new();
-        for scope in self.visible.iter() {
-            out.extend(
-                self.store
-                    .scope_memories(scope)?
-                    .into_iter()
-                    .filter(|e| e.tier == tier),
-            );
+        let ids: Vec<MemoryId> =
+            self.with_index(|ix| ix.docs().filter(|d| d.tier == tier).map(|d| d.id).collect())?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            // One deleted since the index read it is left out.
+            if let Some(e) = self.store.memory(id)?
+                && e.tier == tier
+                && self.is_visible(&e.scope)
+            {
+                out.push(e);
+            }
         }
         out.sort_by(|a, b| b.created_at.cmp(&a.created_at).then(b.id.cmp(&a.id)));
         Ok(out)

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use super::*;
-use crate::store::{CoreSection, MemoryTier, NodeId, Provenance, SessionId};
+use crate::store::{CoreSection, MemoryId, MemoryTier, NodeId, Provenance, SessionId};
 
 /// A small deterministic embedder for the engine's own logic: words hashed into 64
 /// buckets. (The real MiniLM model is exercised by the embed module and the CLI tests.)
@@ -491,5 +491,155 @@ fn import_embeds_lines_without_vectors_in_batches_and_reports_progress() {
         .unwrap()
         .len(),
         600
+    );
+}
+
+/// A memory over `m`'s store with its own index, loaded afresh.
+fn reopened(m: &Memory, params: MemoryParams) -> Memory {
+    Memory::new(
+        m.store.clone(),
+        params,
+        Some(Arc::new(Buckets)),
+        m.scope.clone(),
+        Vec::new(),
+    )
+}
+
+fn ranked(m: &Memory, query: &str) -> Vec<(MemoryId, f32)> {
+    ranked_by(m, query, SearchMode::Hybrid)
+}
+
+fn ranked_by(m: &Memory, query: &str, mode: SearchMode) -> Vec<(MemoryId, f32)> {
+    m.find(query, &[], 10, mode, Default::default())
+        .unwrap()
+        .into_iter()
+        .map(|h| (h.entry.id, h.score))
+        .collect()
+}
+
+#[test]
+fn a_saved_index_is_read_back_and_follows_what_changed_after_it() {
+    let params = MemoryParams {
+        index_snapshot_entries: 4,
+        ..MemoryParams::default()
+    };
+    let (_d, m) = memory(params.clone());
+    let scope = m.scope.clone();
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        let text = format!("harbor crane {i} lifts containers at dawn");
+        ids.push(m.insert(NewMemory::archival(text, "test")).unwrap().ids[0]);
+    }
+    // Too few entries in the global scope: only the project's index is saved.
+    assert_eq!(ranked(&m, "harbor crane").len(), 6);
+    let saved: snapshot::ScopeIndex = m.store.memory_index(&scope).unwrap().unwrap();
+    assert_eq!(saved.seq, m.store.last_seq().unwrap());
+    assert!(
+        m.store
+            .memory_index::<snapshot::ScopeIndex>(&MemoryScope::Global)
+            .unwrap()
+            .is_none()
+    );
+    // Changes after it: one entry goes, one comes, one changes tier.
+    m.remove(&ids[..1]).unwrap();
+    let late = m
+        .insert(NewMemory::archival(
+            "harbor crane seven, delivered late",
+            "test",
+        ))
+        .unwrap()
+        .ids[0];
+    m.promote(&ids[1..2]).unwrap();
+    let from_saved = reopened(&m, params.clone());
+    let got = ranked(&from_saved, "harbor crane");
+    assert!(got.iter().any(|(id, _)| *id == late));
+    assert!(!got.iter().any(|(id, _)| *id == ids[0]));
+    assert_eq!(
+        from_saved.entries(MemoryTier::Working).unwrap()[0].id,
+        ids[1]
+    );
+    // The same ranking as an index built from the entries themselves.
+    m.store.write(|w| w.clear_memory_indexes()).unwrap();
+    let built = reopened(
+        &m,
+        MemoryParams {
+            index_snapshot_entries: 0,
+            ..params
+        },
+    );
+    assert_eq!(ranked(&built, "harbor crane"), got);
+    assert!(
+        m.store
+            .memory_index::<snapshot::ScopeIndex>(&scope)
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[test]
+fn a_saved_index_is_used_only_when_this_glassbox_can_trust_it() {
+    let params = MemoryParams {
+        index_snapshot_entries: 1,
+        ..MemoryParams::default()
+    };
+    let (_d, m) = memory(params.clone());
+    let scope = m.scope.clone();
+    let kept = m
+        .insert(NewMemory::archival(
+            "the lighthouse keeper logs the fog",
+            "test",
+        ))
+        .unwrap()
+        .ids[0];
+    // A saved index that says the entry holds other words: read back, it is what answers.
+    let mut other = m.store.memory(kept).unwrap().unwrap();
+    other.content = "an orchard of pears".into();
+    let mut ix = MemoryIndex::new(None);
+    ix.upsert(&other, None, None);
+    let save = |seq: u64| {
+        let s = snapshot::ScopeIndex::of(seq, ix.scope_docs(&scope));
+        m.store.write(|w| w.put_memory_index(&scope, &s)).unwrap();
+    };
+    let last = m.store.last_seq().unwrap();
+    save(last);
+    assert!(
+        ranked_by(
+            &reopened(&m, params.clone()),
+            "lighthouse fog",
+            SearchMode::Keyword
+        )
+        .is_empty()
+    );
+    assert_eq!(
+        ranked_by(
+            &reopened(&m, params.clone()),
+            "orchard pears",
+            SearchMode::Keyword
+        )[0]
+        .0,
+        kept
+    );
+    // One current to a sequence the journal has not reached (a store put back from an
+    // older copy) is not: the index is built from the entries, and saved again.
+    save(last + 10);
+    let fresh = reopened(&m, params.clone());
+    assert_eq!(
+        ranked_by(&fresh, "lighthouse fog", SearchMode::Keyword)[0].0,
+        kept
+    );
+    let again: snapshot::ScopeIndex = m.store.memory_index(&scope).unwrap().unwrap();
+    assert_eq!(again.seq, last);
+    assert_eq!(
+        ranked_by(&reopened(&m, params), "lighthouse fog", SearchMode::Keyword)[0].0,
+        kept
+    );
+    // One that does not decode is passed over the same way.
+    m.store
+        .write(|w| w.put_memory_index(&scope, &serde_json::json!({"format": "?"})))
+        .unwrap();
+    let fresh = reopened(&m, MemoryParams::default());
+    assert_eq!(
+        ranked_by(&fresh, "lighthouse fog", SearchMode::Keyword)[0].0,
+        kept
     );
 }

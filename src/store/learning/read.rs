@@ -291,7 +291,8 @@ impl Store {
                 for e in &orphans {
                     w.adopt_memory(e)?;
                 }
-                Ok(())
+                // The saved memory indexes knew the learnings as they were.
+                w.clear_memory_indexes()
             })?;
             report.repaired = true;
             report.adopted = orphans.len() as u64;
