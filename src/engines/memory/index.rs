@@ -145,8 +145,8 @@ pub struct DocInfo {
 pub struct MemoryIndex {
     pub(super) docs: Vec<Option<Doc>>,
     free: Vec<usize>,
-    pub(super) slots: HashMap<MemoryId, usize>,
-    postings: HashMap<String, Vec<(u32, u16)>>,
+    pub(super) slots: HashMap<MemoryId, usize, foldhash::fast::RandomState>,
+    postings: HashMap<String, Vec<(u32, u16)>, foldhash::fast::RandomState>,
     total_len: u64,
     /// The embedder whose vectors this index holds, and their size.
     model: Option<(String, usize)>,
@@ -256,7 +256,7 @@ impl MemoryIndex {
         vector: Option<&StoredVector>,
         learning: Option<&Learning>,
     ) {
-        let mut counts: HashMap<String, u16> = HashMap::new();
+        let mut counts: HashMap<String, u16, foldhash::fast::RandomState> = HashMap::default();
         let mut len = 0u32;
         for t in tokenize(&searchable_text(e)) {
             len += 1;
