@@ -46,23 +46,7 @@ body += ev("message_stop", {"type": "message_stop"})
 open(f"{work}/answer.sse", "w").write(body)
 EOF
 
-python3 - "$WORK/answer.sse" "$WORK/port" <<'EOF' &
-import http.server, sys
-body = open(sys.argv[1], "rb").read()
-class H(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-    def log_message(self, *a):
-        pass
-s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-open(sys.argv[2], "w").write(str(s.server_address[1]))
-s.serve_forever()
-EOF
+python3 scripts/sse-server.py "$WORK/answer.sse" "$WORK/port" &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; rm -rf "$WORK"' EXIT
 for _ in $(seq 50); do [[ -s "$WORK/port" ]] && break; sleep 0.1; done

@@ -176,32 +176,7 @@ ev("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn
 ev("message_stop", {"type": "message_stop"})
 EOF
 rm -f "$WORK/port"
-python3 - "$WORK/stream.sse" "$WORK/port" "$WORK/last-byte" <<'EOF' &
-import http.server, sys, time
-body = open(sys.argv[1], "rb").read()
-class H(http.server.BaseHTTPRequestHandler):
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("content-length", 0)))
-        self.send_response(200)
-        self.send_header("content-type", "text/event-stream")
-        self.send_header("content-length", str(len(body)))
-        self.end_headers()
-        if not self.path.startswith("/paced/"):
-            self.wfile.write(body)
-            return
-        # As a model streams, not in one burst: 64 KB every 4 ms (about a second in all),
-        # then the time of the last byte for the bench to read.
-        for i in range(0, len(body), 65536):
-            self.wfile.write(body[i:i + 65536])
-            self.wfile.flush()
-            time.sleep(0.004)
-        open(sys.argv[3], "w").write(repr(time.time()))
-    def log_message(self, *a):
-        pass
-s = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-open(sys.argv[2], "w").write(str(s.server_address[1]))
-s.serve_forever()
-EOF
+python3 scripts/sse-server.py "$WORK/stream.sse" "$WORK/port" "$WORK/last-byte" &
 SERVER=$!
 trap 'kill $SERVER 2>/dev/null; [[ -n "${SCALE_WORK:-}" ]] || rm -rf "$WORK"' EXIT
 for _ in $(seq 50); do [[ -s "$WORK/port" ]] && break; sleep 0.1; done
