@@ -14,6 +14,7 @@ on_every_arm!(
     decision_points_insights_runs_round_trip,
     raw_streams_keep_bytes_and_offsets,
     memory_learning_events_projections_cursors,
+    saved_memory_indexes_are_a_cache_that_goes_with_its_session,
     journal_is_monotonic_and_followable,
     deleting_a_session_leaves_nothing_dangling,
     resolves_ids_by_prefix,
@@ -941,4 +942,38 @@ fn v12_raw_chunks_are_compressed(fx: &Fixture) {
         (stored.value().len() + short.value().len()) as u64
     );
     assert_eq!(c.plain, (8 + long.len() + 8 + 10) as u64);
+}
+
+fn saved_memory_indexes_are_a_cache_that_goes_with_its_session(fx: &Fixture) {
+    let store = fx.open();
+    let sess = Session::new("s", SessionSource::Glassbox);
+    store.write(|w| w.put_session(&sess)).unwrap();
+    let (project, session) = (
+        MemoryScope::Project("/p".into()),
+        MemoryScope::Session(sess.id),
+    );
+    let saved = |scope: &MemoryScope| store.memory_index::<Vec<u32>>(scope).unwrap();
+    assert_eq!(saved(&project), None);
+    store
+        .write(|w| {
+            w.put_memory_index(&project, &vec![1u32, 2])?;
+            w.put_memory_index(&session, &vec![3u32])
+        })
+        .unwrap();
+    assert_eq!(saved(&project), Some(vec![1, 2]));
+    assert_eq!(saved(&session), Some(vec![3]));
+    // A saved index is a cache: it names no change, so following the journal sees none.
+    let seq = store.last_seq().unwrap();
+    store
+        .write(|w| w.put_memory_index(&project, &vec![4u32]))
+        .unwrap();
+    assert_eq!(store.last_seq().unwrap(), seq);
+    // The session's scope goes with the session; the project's stays.
+    store
+        .write(|w| w.delete_session(sess.id).map(|_| ()))
+        .unwrap();
+    assert_eq!(saved(&session), None);
+    assert_eq!(saved(&project), Some(vec![4]));
+    store.write(|w| w.clear_memory_indexes()).unwrap();
+    assert_eq!(saved(&project), None);
 }
