@@ -139,7 +139,7 @@ fn frames_while_streaming(c: &mut Criterion) {
                 };
                 app.dispatch(Msg::Turn {
                     run,
-                    event: TurnEvent::Thinking(text),
+                    event: TurnEvent::Thinking(text.into()),
                 });
             }
             frame += 1;

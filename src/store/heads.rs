@@ -264,20 +264,31 @@ impl<'a> Reader<'a> {
 }
 
 /// One line of text, cut to `max` characters (the last one `…` when cut): the first
-/// non-blank line, trimmed.
+/// non-blank line, trimmed. The line is read no further than its first `max` characters and
+/// the blanks after them, so that a line of megabytes (a long trace often has no line break)
+/// costs what a short one does.
 pub fn excerpt(text: &str, max: usize) -> String {
-    let line = text
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("")
-        .trim();
-    match line.char_indices().nth(max) {
-        Some(_) => {
-            let mut s: String = line.chars().take(max.saturating_sub(1)).collect();
-            s.push('…');
-            s
-        }
-        None => line.to_string(),
+    // From its first character that is not blank, past the blank lines before it.
+    let start = text.trim_start();
+    let head_end = start
+        .char_indices()
+        .nth(max)
+        .map_or(start.len(), |(i, _)| i);
+    let head = &start[..head_end];
+    if let Some(end) = head.find('\n') {
+        return head[..end].trim_end().to_string();
+    }
+    // The line goes on past `max` characters: it is cut unless only blanks follow.
+    let goes_on = start[head_end..]
+        .chars()
+        .find(|&c| c == '\n' || !c.is_whitespace())
+        .is_some_and(|c| c != '\n');
+    if goes_on {
+        let mut s: String = head.chars().take(max.saturating_sub(1)).collect();
+        s.push('…');
+        s
+    } else {
+        head.trim_end().to_string()
     }
 }
 
@@ -310,5 +321,31 @@ mod tests {
         assert_eq!(excerpt("ééééé", 3), "éé…");
         assert_eq!(excerpt("ééé", 3), "ééé");
         assert_eq!(excerpt("  \n\n", 3), "");
+    }
+
+    /// The first non-blank line, trimmed, read whole: what [`excerpt`] must agree with.
+    fn whole_line_excerpt(text: &str, max: usize) -> String {
+        let line = text
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
+        if line.chars().count() > max {
+            let mut s: String = line.chars().take(max.saturating_sub(1)).collect();
+            s.push('…');
+            s
+        } else {
+            line.to_string()
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn an_excerpt_reads_no_more_of_a_line_than_it_shows_and_agrees_with_the_whole_line(
+            text in "[ a\u{e9}\n\r\t\u{2003}.]{0,40}",
+            max in 0usize..12,
+        ) {
+            proptest::prop_assert_eq!(excerpt(&text, max), whole_line_excerpt(&text, max));
+        }
     }
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
+use super::TextPiece;
 use super::behind::Behind;
 use crate::engines::thinkgraph::{GraphUpdate, ThinkGraphBuilder};
 
@@ -24,7 +25,7 @@ enum Feed {
     /// Not started: no thinking yet.
     Idle,
     Thread {
-        behind: Behind<Arc<str>, Answer>,
+        behind: Behind<TextPiece, Answer>,
         done: JoinHandle<()>,
     },
     /// The thread could not start: the builder runs here.
@@ -48,7 +49,7 @@ impl GraphFeed {
     }
 
     fn start() -> Feed {
-        let spawned = Behind::spawn("glassbox-graph", |pieces: Receiver<Arc<str>>, answers| {
+        let spawned = Behind::spawn("glassbox-graph", |pieces: Receiver<TextPiece>, answers| {
             let mut graph = ThinkGraphBuilder::new();
             for piece in pieces {
                 let updates = graph.push(&piece);
@@ -70,7 +71,7 @@ impl GraphFeed {
     }
 
     /// Hands over the next piece of thinking; returns what the pieces before it made final.
-    pub(super) fn push(&mut self, piece: &Arc<str>) -> Vec<GraphUpdate> {
+    pub(super) fn push(&mut self, piece: &TextPiece) -> Vec<GraphUpdate> {
         if matches!(self.feed, Feed::Idle) {
             self.feed = Self::start();
         }
@@ -177,7 +178,7 @@ mod tests {
                 while !TEXT.is_char_boundary(end) {
                     end += 1;
                 }
-                got.extend(feed.push(&Arc::from(&TEXT[at..end])));
+                got.extend(feed.push(&TextPiece::new(TEXT[at..end].to_string())));
                 at = end;
             }
             got.extend(feed.settle());
@@ -205,8 +206,8 @@ mod tests {
     fn updates_come_exactly_one_piece_behind() {
         let mut feed = GraphFeed::new();
         let first = "One step here.\n\nAnother step there.\n\n";
-        assert!(feed.push(&Arc::from(first)).is_empty());
-        let (steps, _) = steps_and_decisions(&feed.push(&Arc::from("More")));
+        assert!(feed.push(&TextPiece::new(first.to_string())).is_empty());
+        let (steps, _) = steps_and_decisions(&feed.push(&TextPiece::new("More".to_string())));
         assert_eq!(steps, 2);
         assert!(feed.settle().is_empty());
         let (steps, _) = steps_and_decisions(&feed.finish());

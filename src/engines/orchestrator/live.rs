@@ -25,6 +25,7 @@ use chrono::Utc;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+use super::TextPiece;
 use super::TurnEvent;
 use super::graph_feed::GraphFeed;
 use crate::engines::llm::RawChunk;
@@ -47,8 +48,11 @@ const SMALL_NODE: usize = 256 * 1024;
 /// A streamed node whose text grows past this many bytes has its words put into the index
 /// after its turn, by the next search ([`Store::index_pending`]), rather than found as it
 /// streams: on a fast stream of megabytes, finding and merging them was a third of what the
-/// turn spent, and the turn's end waited for both.
-const INDEX_LATER_BYTES: usize = 512 * 1024;
+/// turn spent, and the turn's end waited for both. At 512 KiB a 190 KB answer of 20,000
+/// distinct words still had its words sorted and merged after the stream, about a tenth of
+/// `ask` on the 100,000-delta bench stream (scripts/bench-scale.sh); an answer or trace
+/// that long is rare, and the next search indexes it in milliseconds.
+const INDEX_LATER_BYTES: usize = 128 * 1024;
 /// A larger node is written again once its text grew by this share of what was written...
 const GROWTH_DIVISOR: usize = 4;
 /// ...or this long after its last write.
@@ -96,7 +100,7 @@ async fn finished(task: Flush) -> Result<(), StoreError> {
 /// A streamed node's words, found on a thread of their own as its text arrives, so that
 /// the turn's last write does not read megabytes of text again (see [`StreamedTerms`]).
 struct Indexer {
-    text: std_mpsc::Sender<Arc<str>>,
+    text: std_mpsc::Sender<TextPiece>,
     /// Set when the words are no longer wanted (the node grew past [`INDEX_LATER_BYTES`]):
     /// the thread then stops without finishing them.
     dropped: Arc<AtomicBool>,
@@ -105,7 +109,7 @@ struct Indexer {
 
 impl Indexer {
     fn start() -> Option<Self> {
-        let (text, pieces) = std_mpsc::channel::<Arc<str>>();
+        let (text, pieces) = std_mpsc::channel::<TextPiece>();
         let dropped = Arc::new(AtomicBool::new(false));
         let stop = Arc::clone(&dropped);
         let done = std::thread::Builder::new()
@@ -152,7 +156,7 @@ impl Indexer {
 /// What a long node's record thread is handed: the text as it arrives, then the node's
 /// other fields at its end.
 enum Piece {
-    Text(Arc<str>),
+    Text(TextPiece),
     End { json: Vec<u8>, text_len: usize },
 }
 
@@ -189,7 +193,7 @@ impl RecordFeed {
     }
 
     /// Hands over the next piece of the text; false when the thread is gone.
-    fn push(&self, text: &Arc<str>) -> bool {
+    fn push(&self, text: &TextPiece) -> bool {
         self.pieces.send(Piece::Text(Arc::clone(text))).is_ok()
     }
 
@@ -378,7 +382,7 @@ impl Live {
     }
 
     /// Appends `text` to the thinking or the response node.
-    pub(super) fn append(&mut self, kind: NodeType, text: &Arc<str>) {
+    pub(super) fn append(&mut self, kind: NodeType, text: &TextPiece) {
         let slot = usize::from(kind != NodeType::Thinking);
         let node = self.node(kind);
         node.text.push_str(text);

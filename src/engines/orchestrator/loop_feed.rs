@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::sync::mpsc::Receiver;
 use std::thread::JoinHandle;
 
+use super::TextPiece;
 use super::behind::Behind;
 use crate::engines::llm::loops::{LoopAction, LoopDetector, LoopParams, LoopReport};
 use crate::store::NodeType;
@@ -69,7 +70,7 @@ impl LoopWatch {
 
 enum Feed {
     Thread {
-        behind: Behind<(NodeType, Arc<str>), Option<Found>>,
+        behind: Behind<(NodeType, TextPiece), Option<Found>>,
         done: JoinHandle<LoopWatch>,
     },
     /// No thread: the detectors run here.
@@ -93,7 +94,7 @@ impl LoopFeed {
         }
         let spawned = Behind::spawn(
             "glassbox-loops",
-            move |pieces: Receiver<(NodeType, Arc<str>)>, answers| {
+            move |pieces: Receiver<(NodeType, TextPiece)>, answers| {
                 let mut watch = watch;
                 for (kind, piece) in pieces {
                     if answers.send(watch.push(kind, &piece)).is_err() {
@@ -115,7 +116,7 @@ impl LoopFeed {
 
     /// Hands over the next piece of the thinking or the answer; returns the loop when the
     /// pieces before it made one first found.
-    pub(super) fn push(&mut self, kind: NodeType, piece: &Arc<str>) -> Option<Found> {
+    pub(super) fn push(&mut self, kind: NodeType, piece: &TextPiece) -> Option<Found> {
         match &mut self.feed {
             Feed::Thread { behind, .. } => {
                 if behind.send((kind, Arc::clone(piece))).is_err() {
@@ -197,7 +198,7 @@ mod tests {
             let mut reported = Vec::new();
             for piece in text.as_bytes().chunks(size) {
                 let piece = std::str::from_utf8(piece).unwrap();
-                reported.extend(feed.push(NodeType::Response, &Arc::from(piece)));
+                reported.extend(feed.push(NodeType::Response, &TextPiece::new(piece.to_string())));
             }
             reported.extend(feed.settle());
             assert_eq!(reported.len(), 1, "pieces of {size}: {reported:?}");
@@ -215,15 +216,21 @@ mod tests {
     fn a_loop_comes_back_exactly_one_piece_behind() {
         let params = LoopParams::default();
         let mut feed = LoopFeed::new(&params, LoopAction::Stop);
-        assert_eq!(feed.push(NodeType::Thinking, &Arc::from(tea(6))), None);
+        assert_eq!(
+            feed.push(NodeType::Thinking, &TextPiece::new(tea(6).to_string())),
+            None
+        );
         let (kind, report) = feed
-            .push(NodeType::Thinking, &Arc::from("More"))
+            .push(NodeType::Thinking, &TextPiece::new("More".to_string()))
             .expect("reported now");
         assert_eq!(kind, NodeType::Thinking);
         assert_eq!(report.period, 3);
         assert_eq!(feed.settle(), None, "reported once");
         // After the loop, the other stream is not read.
-        assert_eq!(feed.push(NodeType::Response, &Arc::from(tea(6))), None);
+        assert_eq!(
+            feed.push(NodeType::Response, &TextPiece::new(tea(6).to_string())),
+            None
+        );
         assert_eq!(feed.settle(), None);
         assert_eq!(feed.finish().map(|f| f.0), Some(NodeType::Thinking));
     }
@@ -234,7 +241,10 @@ mod tests {
         let params = LoopParams::default();
         let mut feed = LoopFeed::new(&params, LoopAction::Off);
         assert!(matches!(feed.feed, Feed::Here(_)));
-        assert_eq!(feed.push(NodeType::Response, &Arc::from(tea(10))), None);
+        assert_eq!(
+            feed.push(NodeType::Response, &TextPiece::new(tea(10).to_string())),
+            None
+        );
         assert_eq!(feed.settle(), None);
         assert_eq!(feed.finish(), None);
     }

@@ -47,6 +47,11 @@ pub const DEFAULT_TOOL_ROUNDS: u32 = 4;
 pub const TOOL_RESULT: &str = "result";
 pub const TOOL_ERROR: &str = "is_error";
 
+/// A piece of streamed text (the deltas of one network read), handed as it is to the
+/// threads that read it (loops, ThinkGraph, the word finder, the record packer) and to the
+/// listener: one allocation each, never copied on the way.
+pub type TextPiece = std::sync::Arc<String>;
+
 /// What a turn reports while it runs.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TurnEvent {
@@ -69,8 +74,8 @@ pub enum TurnEvent {
         node: NodeId,
         decision: crate::engines::thinkgraph::Decision,
     },
-    Thinking(String),
-    Text(String),
+    Thinking(TextPiece),
+    Text(TextPiece),
     Signature(String),
     Redacted,
     ToolUse {

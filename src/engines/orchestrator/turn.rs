@@ -1,14 +1,13 @@
 //! One turn: the request from the session's history, the stream from the provider, and the
 //! nodes, edges, decision points and raw chunks it leaves, committed in batches as it goes.
 
-use std::sync::Arc;
-
 use chrono::Utc;
 use futures::{FutureExt, StreamExt};
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::TextPiece;
 use super::ahead::Ahead;
 use super::compaction::count_compaction;
 use super::history::{history_until, session_output_tokens, superseded_nodes};
@@ -20,8 +19,8 @@ use super::{
 };
 use crate::engines::llm::loops::{LoopAction, LoopReport, loop_stop};
 use crate::engines::llm::{
-    CallCtx, ChatRequest, LlmError, Message, StopReason, StreamEvent, ThinkingBlock, ToolCall,
-    ToolResult, Usage,
+    CallCtx, ChatRequest, EventStream, LlmError, Message, RawChunk, StopReason, StreamEvent,
+    ThinkingBlock, ToolCall, ToolResult, Usage,
 };
 use crate::store::{
     Edge, EdgeType, Node, NodeStatus, NodeType, RawStream, Session, SessionId, SessionSource,
@@ -105,6 +104,34 @@ impl Said {
     }
 }
 
+/// A provider call under way: its events, its raw bytes and the token that stops it alone.
+struct Call {
+    raw_rx: mpsc::UnboundedReceiver<RawChunk>,
+    cancel: CancellationToken,
+    stream: EventStream,
+}
+
+impl Orchestrator {
+    /// Starts a provider call on `chat`. It has its own token, a child of the turn's, so that
+    /// a loop can stop the call without that counting as the caller's cancellation.
+    fn open_call(&self, chat: &ChatRequest, cancel: &CancellationToken) -> Call {
+        let (raw_tx, raw_rx) = mpsc::unbounded_channel();
+        let call_cancel = cancel.child_token();
+        let stream = self.provider.stream(
+            chat.clone(),
+            CallCtx {
+                cancel: call_cancel.clone(),
+                raw: Some(raw_tx),
+            },
+        );
+        Call {
+            raw_rx,
+            cancel: call_cancel,
+            stream,
+        }
+    }
+}
+
 /// The end of `node`'s text from byte `from` (empty without either).
 fn text_from(node: Option<&Node>, from: Option<usize>) -> String {
     match (node, from) {
@@ -119,7 +146,7 @@ fn text_from(node: Option<&Node>, from: Option<usize>) -> String {
 fn append(
     live: &mut Live,
     kind: NodeType,
-    text: &Arc<str>,
+    text: &TextPiece,
     delta_len: usize,
     from: &mut Option<usize>,
 ) {
@@ -374,6 +401,8 @@ impl Orchestrator {
             header.clone(),
             req.branch_from,
         );
+        // The first call goes out while the question commits; its answer is read only after.
+        let mut first_call = Some(self.open_call(&chat, &cancel));
         store
             .write_async(move |w| {
                 w.put_session(&s)?;
@@ -414,17 +443,13 @@ impl Orchestrator {
         // the conversation with its calls and their results, streamed into the same nodes.
         let mut round = 0u32;
         loop {
-            let (raw_tx, mut raw_rx) = mpsc::unbounded_channel();
-            // Its own token, so that a loop can stop the call without it counting as the
-            // caller's cancellation.
-            let call_cancel = cancel.child_token();
-            let mut stream = self.provider.stream(
-                chat.clone(),
-                CallCtx {
-                    cancel: call_cancel.clone(),
-                    raw: Some(raw_tx),
-                },
-            );
+            let Call {
+                mut raw_rx,
+                cancel: call_cancel,
+                mut stream,
+            } = first_call
+                .take()
+                .unwrap_or_else(|| self.open_call(&chat, &cancel));
             let mut said = Said::new(round > 0);
             stop = None;
             error = None;
@@ -451,14 +476,12 @@ impl Orchestrator {
                             match ev {
                                 StreamEvent::ThinkingDelta { text } => {
                                     let delta_len = text.len();
-                                    let text = paragraph(&mut said.new_thinking, live.thinking.as_ref(), text);
-                                    // One copy of the piece for the threads that read it.
-                                    let piece: Arc<str> = Arc::from(text.as_str());
+                                    let piece = TextPiece::new(paragraph(&mut said.new_thinking, live.thinking.as_ref(), text));
                                     append(&mut live, NodeType::Thinking, &piece, delta_len, &mut said.open_from);
                                     live.dirty = true;
                                     looped = loops.push(NodeType::Thinking, &piece);
                                     let updates = live.graph.push(&piece);
-                                    let _ = events.send(TurnEvent::Thinking(text));
+                                    let _ = events.send(TurnEvent::Thinking(piece));
                                     for (id, kind) in live.created.drain(..) {
                                         let _ = events.send(TurnEvent::NodeCreated { id, kind });
                                     }
@@ -498,12 +521,11 @@ impl Orchestrator {
                                 }
                                 StreamEvent::TextDelta { text } => {
                                     let delta_len = text.len();
-                                    let text = paragraph(&mut said.new_text, live.response.as_ref(), text);
-                                    let piece: Arc<str> = Arc::from(text.as_str());
+                                    let piece = TextPiece::new(paragraph(&mut said.new_text, live.response.as_ref(), text));
                                     append(&mut live, NodeType::Response, &piece, delta_len, &mut said.text_from);
                                     live.dirty = true;
                                     looped = loops.push(NodeType::Response, &piece);
-                                    let _ = events.send(TurnEvent::Text(text));
+                                    let _ = events.send(TurnEvent::Text(piece));
                                 }
                                 StreamEvent::ToolUse { id, name, input } => {
                                     let mut n = Node::new(session.id, NodeType::ToolCall, input.to_string());
@@ -707,40 +729,54 @@ impl Orchestrator {
             .as_ref()
             .filter(|_| self.knowledge.is_some() && final_status == NodeStatus::Complete)
             .map(|n| (n.id, n.text.clone()));
+        // An answered turn goes to memory beside the last flush: what recall stores is made
+        // ready while the nodes commit, and the two transactions follow each other. Only a
+        // turn that is remembered waits for what was prepared for it: a stopped or failed one
+        // does not wait on a model pass it has no use for.
+        let remembering = match (self.knowledge.clone(), answer) {
+            (Some(k), Some(answer)) => {
+                let turn = FinishedTurn {
+                    session: session.id,
+                    query: query.id,
+                    question: req.question.clone(),
+                    response: Some(answer),
+                };
+                Some(tokio::spawn(async move {
+                    ahead.settle().await;
+                    tokio::task::spawn_blocking(move || k.remember(&turn)).await
+                }))
+            }
+            _ => None,
+        };
         // The turn's edges and its session go out in the last flush's transaction.
         let (query_id, mut s) = (query.id, session.clone());
-        live.finish(
-            store,
-            &mut header,
-            Box::new(move |w| {
-                match (t, r) {
-                    (Some(t), Some(r)) => {
-                        w.put_edge(&Edge::new(query_id, EdgeType::Influences, t))?;
-                        w.put_edge(&Edge::new(t, EdgeType::Influences, r))?;
+        let finished = live
+            .finish(
+                store,
+                &mut header,
+                Box::new(move |w| {
+                    match (t, r) {
+                        (Some(t), Some(r)) => {
+                            w.put_edge(&Edge::new(query_id, EdgeType::Influences, t))?;
+                            w.put_edge(&Edge::new(t, EdgeType::Influences, r))?;
+                        }
+                        (Some(t), None) => {
+                            w.put_edge(&Edge::new(query_id, EdgeType::Influences, t))?
+                        }
+                        (None, Some(_)) | (None, None) => {}
                     }
-                    (Some(t), None) => w.put_edge(&Edge::new(query_id, EdgeType::Influences, t))?,
-                    (None, Some(_)) | (None, None) => {}
-                }
-                if let Some(r) = r {
-                    w.put_edge(&Edge::new(r, EdgeType::Answers, query_id))?;
-                }
-                s.updated_at = Utc::now();
-                w.put_session(&s)
-            }),
-        )
-        .await?;
-        if let (Some(k), Some(answer)) = (self.knowledge.clone(), answer) {
-            // Only a turn that is remembered waits for what was prepared for it: a stopped
-            // or failed one does not wait on a model pass it has no use for.
-            ahead.settle().await;
-            let turn = FinishedTurn {
-                session: session.id,
-                query: query.id,
-                question: req.question.clone(),
-                response: Some(answer),
-            };
-            let _ = tokio::task::spawn_blocking(move || k.remember(&turn)).await;
+                    if let Some(r) = r {
+                        w.put_edge(&Edge::new(r, EdgeType::Answers, query_id))?;
+                    }
+                    s.updated_at = Utc::now();
+                    w.put_session(&s)
+                }),
+            )
+            .await;
+        if let Some(remembering) = remembering {
+            let _ = remembering.await;
         }
+        finished?;
         Ok(TurnOutcome {
             session: session.id,
             query: query.id,

@@ -346,10 +346,16 @@ impl Remote {
     /// Starts one call; see [`super::Provider::stream`].
     pub(crate) fn stream(&self, req: ChatRequest, ctx: CallCtx) -> EventStream {
         let (tx, rx) = mpsc::channel(64);
-        let fut = drive::drive(self.core.clone(), req, ctx, tx);
+        let fut: BoxFuture<'static, ()> = Box::pin(drive::drive(self.core.clone(), req, ctx, tx));
+        // Under a runtime the call starts now: the request is on its way while the caller
+        // gets ready for the answer (a turn commits its question meanwhile).
+        let (fut, task) = match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => (None, Some(runtime.spawn(fut).abort_handle())),
+            Err(_) => (Some(fut), None),
+        };
         Box::pin(Pump {
-            fut: Some(Box::pin(fut)),
-            task: None,
+            fut,
+            task,
             rx,
             ready: Vec::new().into_iter(),
         })
@@ -360,7 +366,7 @@ impl Remote {
 /// events) and yields what it sends: the events of one network read come as one batch,
 /// handed out one by one. Dropping the stream aborts the call.
 struct Pump {
-    /// The driver until the first poll spawns it (a runtime is there by then).
+    /// The driver, when the stream was made outside a runtime: the first poll spawns it.
     fut: Option<BoxFuture<'static, ()>>,
     task: Option<tokio::task::AbortHandle>,
     rx: mpsc::Receiver<Vec<StreamEvent>>,
