@@ -1341,3 +1341,46 @@ async fn scripts_load_from_fixture_files() {
         "{events:?}"
     );
 }
+
+/// Under a runtime a call starts when its stream is made: the request reaches the server
+/// before anything polls the stream (a turn commits its question meanwhile), and the events
+/// read afterwards are the whole answer. Dropping a stream that was never polled stops it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_sends_its_request_before_it_is_polled() {
+    let body = fixture("anthropic_thinking.sse");
+    let server = ScriptedServer::start(Script::new(vec![
+        Step::sse(&body),
+        Step::sse(&body).delay_each(Duration::from_secs(30)),
+    ]))
+    .await;
+    let p = anthropic(&server);
+    let stream = p.stream(request(), CallCtx::default());
+    let t0 = Instant::now();
+    while server.requests().is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "no request went out"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let events: Vec<StreamEvent> = stream.collect().await;
+    let mut decoder = wire_decoder("anthropic", false).unwrap();
+    let mut read = decoder.feed(&body);
+    read.extend(decoder.finish());
+    assert_eq!(merged(&events), merged(&read));
+    assert!(
+        events.iter().any(|e| matches!(e, StreamEvent::Stop { .. })),
+        "{events:?}"
+    );
+    // A second stream, dropped unpolled, goes out and is cut off: the server's slow answer
+    // is not awaited.
+    let unpolled = p.stream(request(), CallCtx::default());
+    while server.requests().len() < 2 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "the second request did not go out"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    drop(unpolled);
+}
