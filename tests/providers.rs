@@ -1372,9 +1372,16 @@ async fn a_stream_sends_its_request_before_it_is_polled() {
         events.iter().any(|e| matches!(e, StreamEvent::Stop { .. })),
         "{events:?}"
     );
-    // A second stream, dropped unpolled, goes out and is cut off: the server's slow answer
-    // is not awaited.
-    let unpolled = p.stream(request(), CallCtx::default());
+    // A second stream, dropped unpolled, goes out and is cut off: its call ends at once (its
+    // raw sink closes), not at the 5 s stall timeout while the server's answer is 30 s away.
+    let (raw, mut raw_rx) = tokio::sync::mpsc::unbounded_channel();
+    let unpolled = p.stream(
+        request(),
+        CallCtx {
+            raw: Some(raw),
+            ..CallCtx::default()
+        },
+    );
     while server.requests().len() < 2 {
         assert!(
             t0.elapsed() < Duration::from_secs(10),
@@ -1383,4 +1390,9 @@ async fn a_stream_sends_its_request_before_it_is_polled() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     drop(unpolled);
+    let ended = tokio::time::timeout(Duration::from_secs(2), async {
+        while raw_rx.recv().await.is_some() {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the dropped call went on");
 }

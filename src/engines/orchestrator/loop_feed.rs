@@ -216,10 +216,7 @@ mod tests {
     fn a_loop_comes_back_exactly_one_piece_behind() {
         let params = LoopParams::default();
         let mut feed = LoopFeed::new(&params, LoopAction::Stop);
-        assert_eq!(
-            feed.push(NodeType::Thinking, &TextPiece::new(tea(6).to_string())),
-            None
-        );
+        assert_eq!(feed.push(NodeType::Thinking, &TextPiece::new(tea(6))), None);
         let (kind, report) = feed
             .push(NodeType::Thinking, &TextPiece::new("More".to_string()))
             .expect("reported now");
@@ -227,10 +224,7 @@ mod tests {
         assert_eq!(report.period, 3);
         assert_eq!(feed.settle(), None, "reported once");
         // After the loop, the other stream is not read.
-        assert_eq!(
-            feed.push(NodeType::Response, &TextPiece::new(tea(6).to_string())),
-            None
-        );
+        assert_eq!(feed.push(NodeType::Response, &TextPiece::new(tea(6))), None);
         assert_eq!(feed.settle(), None);
         assert_eq!(feed.finish().map(|f| f.0), Some(NodeType::Thinking));
     }
@@ -242,7 +236,7 @@ mod tests {
         let mut feed = LoopFeed::new(&params, LoopAction::Off);
         assert!(matches!(feed.feed, Feed::Here(_)));
         assert_eq!(
-            feed.push(NodeType::Response, &TextPiece::new(tea(10).to_string())),
+            feed.push(NodeType::Response, &TextPiece::new(tea(10))),
             None
         );
         assert_eq!(feed.settle(), None);
